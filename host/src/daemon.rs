@@ -1,0 +1,90 @@
+//! The daemon: wires a Kubernetes client, the shared informer factory and the
+//! plugin manager together, loads the plugin directory and runs until asked
+//! to stop. Owns process-level concerns (client construction, shutdown); the
+//! informer and plugin machinery live in their own modules.
+
+use crate::informer::SharedInformerFactory;
+use crate::informer::factory::FactoryOptions;
+use crate::runtime::manager::ManagerOptions;
+use crate::runtime::{PluginManager, WinkEngine};
+use anyhow::Context;
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// Where the cluster is.
+#[derive(Debug, Clone, Default)]
+pub struct ClusterOptions {
+    /// A kubeconfig file; none to infer (in-cluster, then `~/.kube/config`).
+    pub kubeconfig: Option<PathBuf>,
+    /// A context of that kubeconfig.
+    pub context: Option<String>,
+}
+
+/// Build a client from the options.
+pub async fn client(opts: &ClusterOptions) -> anyhow::Result<kube::Client> {
+    let kco = KubeConfigOptions {
+        context: opts.context.clone(),
+        ..Default::default()
+    };
+    let config = match &opts.kubeconfig {
+        Some(path) => {
+            let kc = Kubeconfig::read_from(path)
+                .with_context(|| format!("cannot read kubeconfig {}", path.display()))?;
+            kube::Config::from_custom_kubeconfig(kc, &kco).await?
+        }
+        None if opts.context.is_some() => kube::Config::from_kubeconfig(&kco).await?,
+        None => kube::Config::infer().await?,
+    };
+    Ok(kube::Client::try_from(config)?)
+}
+
+/// A running wink: factory, engine and plugins.
+pub struct Daemon {
+    pub factory: Arc<SharedInformerFactory>,
+    pub manager: Arc<PluginManager>,
+}
+
+impl Daemon {
+    /// Start with `client`, load every plugin of `plugins` (failures are logged;
+    /// the others run).
+    pub async fn start(
+        client: kube::Client,
+        plugins: &Path,
+        factory_options: FactoryOptions,
+        manager_options: ManagerOptions,
+    ) -> anyhow::Result<Daemon> {
+        let factory = SharedInformerFactory::new(client, factory_options);
+        let engine = WinkEngine::new()?;
+        let manager = Arc::new(PluginManager::new(
+            engine,
+            factory.clone(),
+            manager_options,
+        )?);
+        let errors = manager.load_dir(plugins).await?;
+        let loaded = manager.status().await.len();
+        tracing::info!(loaded, failed = errors.len(), dir = %plugins.display(), "plugins loaded");
+        Ok(Daemon { factory, manager })
+    }
+
+    /// Stop every informer (and so every listener).
+    pub fn shutdown(&self) {
+        self.factory.shutdown();
+    }
+}
+
+/// Wait for ctrl-c or SIGTERM.
+pub async fn shutdown_signal() {
+    let ctrl_c = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+            .expect("install SIGTERM handler");
+        tokio::select! {
+            _ = ctrl_c => {}
+            _ = term.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = ctrl_c.await;
+}

@@ -1,0 +1,184 @@
+//! [`SharedInformerFactory`]: one informer per distinct watch, shared by every
+//! handler that asks for it; an informer whose last handler leaves stops.
+//!
+//! Owns resource resolution (discovery, so CRDs work) and the watcher
+//! configuration. It does not apply deltas or deliver notifications.
+
+use super::object::StripPolicy;
+use super::reflector::Reflector;
+use super::shared_informer::SharedInformer;
+use anyhow::Context;
+use kube::Client;
+use kube::api::{Api, ApiResource, DynamicObject};
+use kube::core::{GroupVersion, GroupVersionKind};
+use kube::discovery::Scope;
+use kube::runtime::{WatchStreamExt, watcher};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+/// What to list and watch; informers are shared per distinct spec.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct WatchSpec {
+    pub api_version: String,
+    pub kind: String,
+    pub namespace: Option<String>,
+    pub label_selector: Option<String>,
+    pub field_selector: Option<String>,
+}
+
+impl WatchSpec {
+    /// Every object of a resource type.
+    pub fn all(api_version: &str, kind: &str) -> Self {
+        WatchSpec {
+            api_version: api_version.to_string(),
+            kind: kind.to_string(),
+            namespace: None,
+            label_selector: None,
+            field_selector: None,
+        }
+    }
+
+    /// A readable name for logs.
+    pub fn describe(&self) -> String {
+        let mut s = format!("{}/{}", self.api_version, self.kind);
+        if let Some(ns) = &self.namespace {
+            s.push_str(&format!(" ns={ns}"));
+        }
+        if let Some(l) = &self.label_selector {
+            s.push_str(&format!(" labels={l}"));
+        }
+        if let Some(f) = &self.field_selector {
+            s.push_str(&format!(" fields={f}"));
+        }
+        s
+    }
+}
+
+/// Options for every informer the factory starts.
+#[derive(Debug, Clone, Default)]
+pub struct FactoryOptions {
+    /// Use the streaming-list initial strategy (`sendInitialEvents`).
+    pub streaming_lists: bool,
+    /// Page size of the initial list (kube's default when none).
+    pub page_size: Option<u32>,
+    /// What to strip before caching.
+    pub strip: StripPolicy,
+}
+
+/// Shares informers between handlers.
+pub struct SharedInformerFactory {
+    client: Client,
+    options: FactoryOptions,
+    informers: Mutex<HashMap<WatchSpec, Arc<SharedInformer>>>,
+    resources: tokio::sync::Mutex<HashMap<(String, String), (ApiResource, Scope)>>,
+}
+
+impl SharedInformerFactory {
+    /// A factory using `client` for every informer.
+    pub fn new(client: Client, options: FactoryOptions) -> Arc<Self> {
+        Arc::new(SharedInformerFactory {
+            client,
+            options,
+            informers: Mutex::new(HashMap::new()),
+            resources: tokio::sync::Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// Resolve apiVersion + kind through discovery (cached).
+    pub async fn resolve(
+        &self,
+        api_version: &str,
+        kind: &str,
+    ) -> anyhow::Result<(ApiResource, Scope)> {
+        let cache_key = (api_version.to_string(), kind.to_string());
+        let mut resources = self.resources.lock().await;
+        if let Some(found) = resources.get(&cache_key) {
+            return Ok(found.clone());
+        }
+        let gv: GroupVersion = api_version
+            .parse()
+            .with_context(|| format!("invalid apiVersion {api_version:?}"))?;
+        let gvk = GroupVersionKind::gvk(&gv.group, &gv.version, kind);
+        let (ar, caps) = kube::discovery::pinned_kind(&self.client, &gvk)
+            .await
+            .with_context(|| format!("the API server does not serve {api_version} {kind}"))?;
+        resources.insert(cache_key, (ar.clone(), caps.scope.clone()));
+        Ok((ar, caps.scope))
+    }
+
+    /// The running informer for `spec`, started if there is none.
+    pub async fn informer_for(&self, spec: &WatchSpec) -> anyhow::Result<Arc<SharedInformer>> {
+        if let Some(inf) = self.informers.lock().unwrap().get(spec) {
+            return Ok(inf.clone());
+        }
+        let (ar, scope) = self.resolve(&spec.api_version, &spec.kind).await?;
+        let mut informers = self.informers.lock().unwrap();
+        if let Some(inf) = informers.get(spec) {
+            return Ok(inf.clone());
+        }
+        let api: Api<DynamicObject> = match (&scope, &spec.namespace) {
+            (Scope::Namespaced, Some(ns)) => Api::namespaced_with(self.client.clone(), ns, &ar),
+            _ => Api::all_with(self.client.clone(), &ar),
+        };
+        let mut config = watcher::Config::default();
+        if let Some(l) = &spec.label_selector {
+            config = config.labels(l);
+        }
+        if let Some(f) = &spec.field_selector {
+            config = config.fields(f);
+        }
+        if let Some(p) = self.options.page_size {
+            config = config.page_size(p);
+        }
+        if self.options.streaming_lists {
+            config = config.streaming_lists();
+        }
+        let informer = SharedInformer::new(spec.describe());
+        let stream = watcher(api, config).default_backoff();
+        informer.spawn(stream, Reflector::new(ar, self.options.strip));
+        tracing::info!(informer = %spec.describe(), "informer started");
+        informers.insert(spec.clone(), informer.clone());
+        Ok(informer)
+    }
+
+    /// Remove a listener; an informer left without listeners stops.
+    pub fn release(&self, spec: &WatchSpec, listener_id: u64) {
+        let informer = self.informers.lock().unwrap().get(spec).cloned();
+        let Some(informer) = informer else { return };
+        if informer.remove_listener(listener_id) == 0 {
+            let mut informers = self.informers.lock().unwrap();
+            if informer.listener_count() == 0 {
+                informers.remove(spec);
+                drop(informers);
+                informer.stop();
+                tracing::info!(informer = %spec.describe(), "informer stopped: no listeners left");
+            }
+        }
+    }
+
+    /// The running informers' specs, sorted.
+    pub fn running(&self) -> Vec<WatchSpec> {
+        let mut specs: Vec<WatchSpec> = self.informers.lock().unwrap().keys().cloned().collect();
+        specs.sort();
+        specs
+    }
+
+    /// The running informer for `spec`, if any.
+    pub fn get(&self, spec: &WatchSpec) -> Option<Arc<SharedInformer>> {
+        self.informers.lock().unwrap().get(spec).cloned()
+    }
+
+    /// Stop every informer.
+    pub fn shutdown(&self) {
+        let all: Vec<Arc<SharedInformer>> = self
+            .informers
+            .lock()
+            .unwrap()
+            .drain()
+            .map(|(_, i)| i)
+            .collect();
+        for i in all {
+            i.stop();
+        }
+    }
+}

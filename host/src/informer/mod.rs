@@ -1,0 +1,27 @@
+//! The informer side of wink, named after client-go's `tools/cache` so a
+//! reader of client-go finds their way:
+//!
+//! - [`object`]: the cached representation of one object version (shared JSON
+//!   bytes plus parsed metadata);
+//! - [`store`]: the thread-safe store and its indexes (client-go's Indexer);
+//! - [`reflector`]: turns `kube::runtime::watcher` events into store deltas;
+//! - [`processor`]: per-handler queues and delivery threads (sharedProcessor /
+//!   processorListener);
+//! - [`shared_informer`]: one list+watch with its store and listeners;
+//! - [`factory`]: shares one informer per distinct watch.
+//!
+//! Data flows one way: API server -> reflector -> informer/store -> processor
+//! -> handler. Nothing here knows about WebAssembly.
+
+pub mod factory;
+pub mod object;
+pub mod processor;
+pub mod reflector;
+pub mod shared_informer;
+pub mod store;
+
+pub use factory::{SharedInformerFactory, WatchSpec};
+pub use object::{CachedObject, ObjRef, ObjectMeta};
+pub use processor::{EventHandler, Notification};
+pub use shared_informer::SharedInformer;
+pub use store::Store;

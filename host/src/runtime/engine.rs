@@ -1,0 +1,85 @@
+//! [`WinkEngine`]: the one wasmtime engine every plugin shares, configured for
+//! cheap synchronous calls, plus the epoch ticker that enforces call
+//! deadlines. Owns engine configuration and [`Limits`]; knows nothing about
+//! plugins or informers.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+use wasmtime::{Config, Engine};
+
+/// The epoch ticker's period: the granularity of call deadlines.
+pub const EPOCH_TICK: Duration = Duration::from_millis(10);
+
+/// Per-plugin resource limits.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// Wall-clock budget of one call into the guest.
+    pub call_deadline: Duration,
+    /// Linear memory cap of one instance, bytes.
+    pub memory_bytes: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            call_deadline: Duration::from_secs(1),
+            memory_bytes: 64 << 20,
+        }
+    }
+}
+
+impl Limits {
+    /// The call deadline in epoch ticks (at least one).
+    pub fn deadline_ticks(&self) -> u64 {
+        (self.call_deadline.as_millis() / EPOCH_TICK.as_millis()).max(1) as u64
+    }
+}
+
+/// The shared engine and its epoch ticker thread.
+#[derive(Clone)]
+pub struct WinkEngine {
+    engine: Engine,
+    stop: Arc<AtomicBool>,
+}
+
+impl WinkEngine {
+    /// Build the engine: component model, Cranelift, epoch interruption,
+    /// concurrency support off (measured here: ~120 ns instead of ~450 ns per
+    /// call).
+    pub fn new() -> anyhow::Result<Self> {
+        let mut config = Config::new();
+        config.wasm_component_model(true);
+        config.concurrency_support(false);
+        config.epoch_interruption(true);
+        let engine = Engine::new(&config)?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let (e, s) = (engine.weak(), stop.clone());
+        std::thread::Builder::new()
+            .name("wink-epoch".into())
+            .spawn(move || {
+                while !s.load(Ordering::Relaxed) {
+                    std::thread::sleep(EPOCH_TICK);
+                    match e.upgrade() {
+                        Some(engine) => engine.increment_epoch(),
+                        None => return,
+                    }
+                }
+            })?;
+        Ok(WinkEngine { engine, stop })
+    }
+
+    /// The wasmtime engine.
+    pub fn engine(&self) -> &Engine {
+        &self.engine
+    }
+}
+
+impl Drop for WinkEngine {
+    fn drop(&mut self) {
+        // The ticker holds only a weak reference; when the last clone goes it stops.
+        if Arc::strong_count(&self.stop) == 1 {
+            self.stop.store(true, Ordering::Relaxed);
+        }
+    }
+}

@@ -1,0 +1,152 @@
+//! # wink-sdk: write wink plugins in Rust
+//!
+//! A wink plugin is a WebAssembly component that reacts to Kubernetes events
+//! delivered by the wink host's shared informers, with client-go's
+//! `ResourceEventHandler` meaning. This crate hides the WIT bindings
+//! (`wink:plugin@0.1.0`, see `wit/plugin.wit`) behind a [`Handler`] trait,
+//! an [`Object`] with metadata accessors that never parse JSON, typed decoding
+//! through serde, [`cache`] queries and log macros.
+//!
+//! ```no_run
+//! use wink_sdk::{Handler, Object, Registration, Watch};
+//!
+//! struct PodLogger {
+//!     adds: u64,
+//! }
+//!
+//! impl Handler for PodLogger {
+//!     fn init(_config: &str) -> Result<(Self, Registration), String> {
+//!         let registration = Registration::new().watch(Watch::new("v1", "Pod"));
+//!         Ok((PodLogger { adds: 0 }, registration))
+//!     }
+//!
+//!     fn on_add(&mut self, obj: &Object, _in_initial_list: bool) {
+//!         self.adds += 1;
+//!         wink_sdk::info!("OnAdd: {} ({} so far)", obj.name(), self.adds);
+//!     }
+//!
+//!     fn on_update(&mut self, _old: &Object, new: &Object) {
+//!         // Typed decoding, only when the handler needs the body:
+//!         #[derive(serde::Deserialize)]
+//!         struct Pod { spec: serde_json::Value }
+//!         if let Ok(pod) = new.decode::<Pod>() {
+//!             wink_sdk::debug!("spec has {} fields", pod.spec.as_object().map_or(0, |m| m.len()));
+//!         }
+//!         wink_sdk::info!("OnUpdate: {}", new.name());
+//!     }
+//!
+//!     fn on_delete(&mut self, obj: &Object, _final_state_unknown: bool) {
+//!         wink_sdk::info!("OnDelete: {}", obj.name());
+//!     }
+//! }
+//!
+//! wink_sdk::export_plugin!(PodLogger);
+//! # fn main() {}
+//! ```
+//!
+//! Build it with `cargo build --release --target wasm32-wasip2` (crate type
+//! `cdylib`) and drop the `.wasm` into wink's plugin directory.
+
+#[doc(hidden)]
+pub mod bindings {
+    wit_bindgen::generate!({
+        path: "../wit",
+        world: "plugin",
+        pub_export_macro: true,
+        default_bindings_module: "wink_sdk::bindings",
+        export_macro_name: "__export_bindings",
+    });
+}
+
+mod object;
+mod registration;
+
+pub mod cache;
+pub mod log;
+
+pub use object::Object;
+pub use registration::{Registration, Resource, Watch};
+
+/// A plugin's event handler: client-go's `ResourceEventHandler` plus `init`.
+///
+/// Every method but `init` has a no-op default, so a plugin implements only
+/// what it reacts to. Calls never overlap; `&mut self` is the plugin's state.
+pub trait Handler: Sized + 'static {
+    /// Build the handler from its config text (the `<name>.json` file beside
+    /// the component, or empty) and say what it watches.
+    fn init(config: &str) -> Result<(Self, Registration), String>;
+
+    /// An object was added; `in_initial_list` when replayed from the cache
+    /// because this plugin joined a running informer, or from the initial list.
+    fn on_add(&mut self, obj: &Object, in_initial_list: bool) {
+        let _ = (obj, in_initial_list);
+    }
+
+    /// An object changed. On a resync `old` and `new` are the same version:
+    /// see [`is_resync`].
+    fn on_update(&mut self, old: &Object, new: &Object) {
+        let _ = (old, new);
+    }
+
+    /// An object was deleted. With `final_state_unknown` the deletion was
+    /// missed while the watch was down and `obj` is the last known state.
+    fn on_delete(&mut self, obj: &Object, final_state_unknown: bool) {
+        let _ = (obj, final_state_unknown);
+    }
+}
+
+/// True when an update is a resync: the same object version delivered again.
+pub fn is_resync(old: &Object, new: &Object) -> bool {
+    old.uid() == new.uid() && old.resource_version() == new.resource_version()
+}
+
+/// Export a [`Handler`] implementation as the plugin's `handler` interface.
+#[macro_export]
+macro_rules! export_plugin {
+    ($handler:ty) => {
+        const _: () = {
+            use $crate::bindings::exports::wink::plugin::handler as __wink_handler;
+            use $crate::bindings::wink::plugin::types as __wink_types;
+
+            ::std::thread_local! {
+                static __WINK_STATE: ::std::cell::RefCell<::std::option::Option<$handler>> =
+                    const { ::std::cell::RefCell::new(::std::option::Option::None) };
+            }
+
+            fn __wink_with(f: impl FnOnce(&mut $handler)) {
+                __WINK_STATE.with(|state| {
+                    if let Some(handler) = state.borrow_mut().as_mut() {
+                        f(handler)
+                    }
+                })
+            }
+
+            struct __WinkGuest;
+
+            impl __wink_handler::Guest for __WinkGuest {
+                fn init(
+                    config: ::std::string::String,
+                ) -> ::std::result::Result<__wink_types::Registration, ::std::string::String>
+                {
+                    let (handler, registration) = <$handler as $crate::Handler>::init(&config)?;
+                    __WINK_STATE.with(|state| *state.borrow_mut() = Some(handler));
+                    Ok(registration.into_wit())
+                }
+                fn on_add(obj: __wink_types::Object, in_initial_list: bool) {
+                    let obj = $crate::Object::from_wit(obj);
+                    __wink_with(|h| $crate::Handler::on_add(h, &obj, in_initial_list));
+                }
+                fn on_update(old: __wink_types::Object, new: __wink_types::Object) {
+                    let (old, new) = ($crate::Object::from_wit(old), $crate::Object::from_wit(new));
+                    __wink_with(|h| $crate::Handler::on_update(h, &old, &new));
+                }
+                fn on_delete(obj: __wink_types::Object, final_state_unknown: bool) {
+                    let obj = $crate::Object::from_wit(obj);
+                    __wink_with(|h| $crate::Handler::on_delete(h, &obj, final_state_unknown));
+                }
+            }
+
+            $crate::bindings::__export_bindings!(__WinkGuest with_types_in $crate::bindings);
+        };
+    };
+}

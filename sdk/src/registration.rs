@@ -1,0 +1,115 @@
+//! [`Registration`] and [`Watch`]: what a plugin asks the host to watch,
+//! built with small builders instead of raw WIT records.
+
+use crate::bindings::wink::plugin::types;
+use std::time::Duration;
+
+/// A resource type, as in a manifest: `Resource::new("apps/v1", "Deployment")`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Resource {
+    /// `v1`, `apps/v1`, ...
+    pub api_version: String,
+    /// `Pod`, `Deployment`, ...
+    pub kind: String,
+}
+
+impl Resource {
+    /// A resource by apiVersion and kind.
+    pub fn new(api_version: impl Into<String>, kind: impl Into<String>) -> Self {
+        Resource {
+            api_version: api_version.into(),
+            kind: kind.into(),
+        }
+    }
+
+    pub(crate) fn to_wit(&self) -> types::ResourceType {
+        types::ResourceType {
+            api_version: self.api_version.clone(),
+            kind: self.kind.clone(),
+        }
+    }
+}
+
+/// One watch: a resource, optionally narrowed by namespace and selectors.
+#[derive(Debug, Clone)]
+pub struct Watch {
+    resource: Resource,
+    namespace: Option<String>,
+    label_selector: Option<String>,
+    field_selector: Option<String>,
+    resync: Duration,
+}
+
+impl Watch {
+    /// Watch every object of a resource type in every namespace.
+    pub fn new(api_version: impl Into<String>, kind: impl Into<String>) -> Self {
+        Watch {
+            resource: Resource::new(api_version, kind),
+            namespace: None,
+            label_selector: None,
+            field_selector: None,
+            resync: Duration::ZERO,
+        }
+    }
+
+    /// Only this namespace.
+    pub fn namespace(mut self, namespace: impl Into<String>) -> Self {
+        self.namespace = Some(namespace.into());
+        self
+    }
+
+    /// Only objects matching a label selector (`app=web,tier!=db`).
+    pub fn label_selector(mut self, selector: impl Into<String>) -> Self {
+        self.label_selector = Some(selector.into());
+        self
+    }
+
+    /// Only objects matching a field selector (`spec.nodeName=node-1`).
+    pub fn field_selector(mut self, selector: impl Into<String>) -> Self {
+        self.field_selector = Some(selector.into());
+        self
+    }
+
+    /// Re-deliver every cached object as an update this often (floor 1 s).
+    pub fn resync(mut self, period: Duration) -> Self {
+        self.resync = period;
+        self
+    }
+
+    fn into_wit(self) -> types::Watch {
+        let secs = self.resync.as_secs_f64().ceil();
+        types::Watch {
+            resource: self.resource.to_wit(),
+            namespace: self.namespace,
+            label_selector: self.label_selector,
+            field_selector: self.field_selector,
+            resync_seconds: secs.min(u32::MAX as f64) as u32,
+        }
+    }
+}
+
+/// Everything a plugin registers from `init`.
+#[derive(Debug, Clone, Default)]
+pub struct Registration {
+    watches: Vec<Watch>,
+}
+
+impl Registration {
+    /// An empty registration.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Add a watch.
+    pub fn watch(mut self, watch: Watch) -> Self {
+        self.watches.push(watch);
+        self
+    }
+
+    #[doc(hidden)]
+    pub fn into_wit(self) -> types::Registration {
+        types::Registration {
+            watches: self.watches.into_iter().map(Watch::into_wit).collect(),
+        }
+    }
+}

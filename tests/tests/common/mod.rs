@@ -1,0 +1,151 @@
+//! Shared harness of the end-to-end tests: builds the real plugins for
+//! wasm32-wasip2 and the real `wink` binary, runs the binary as a child
+//! process and collects its output lines.
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+/// The workspace root.
+pub fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
+}
+
+fn cargo() -> Command {
+    let mut c = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+    c.current_dir(root());
+    c
+}
+
+fn run_cargo(args: &[&str]) {
+    let status = cargo().args(args).status().expect("run cargo");
+    assert!(status.success(), "cargo {args:?} failed");
+}
+
+/// Build every example plugin (release, wasm32-wasip2) once; returns the
+/// directory holding `<crate>.wasm` files.
+pub fn plugins_dir() -> &'static Path {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        run_cargo(&[
+            "build",
+            "--release",
+            "--target",
+            "wasm32-wasip2",
+            "--workspace",
+            "--exclude",
+            "wink",
+            "--exclude",
+            "wink-e2e",
+        ]);
+        root().join("target/wasm32-wasip2/release")
+    })
+}
+
+/// The path of one built plugin, e.g. `plugin("pod_logger")`.
+pub fn plugin(crate_name: &str) -> PathBuf {
+    let p = plugins_dir().join(format!("{crate_name}.wasm"));
+    assert!(p.exists(), "{} was not built", p.display());
+    p
+}
+
+/// Build the `wink` binary once.
+pub fn wink_bin() -> &'static Path {
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    BIN.get_or_init(|| {
+        run_cargo(&["build", "-p", "wink", "--bin", "wink"]);
+        root().join("target/debug/wink")
+    })
+}
+
+/// A fresh directory under target/e2e for one test.
+pub fn scratch(test: &str) -> PathBuf {
+    let dir = root().join("target/e2e").join(test);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// A running `wink` child process whose output lines are collected.
+pub struct Wink {
+    child: Child,
+    lines: Arc<Mutex<Vec<String>>>,
+}
+
+impl Wink {
+    /// Spawn `wink <args>`.
+    pub fn spawn(args: &[&str]) -> Wink {
+        let mut child = Command::new(wink_bin())
+            .args(args)
+            .env("RUST_LOG", "info")
+            .env_remove("KUBECONFIG")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn wink");
+        let lines = Arc::new(Mutex::new(Vec::new()));
+        for out in [
+            Box::new(child.stdout.take().unwrap()) as Box<dyn std::io::Read + Send>,
+            Box::new(child.stderr.take().unwrap()),
+        ] {
+            let lines = lines.clone();
+            std::thread::spawn(move || {
+                for line in BufReader::new(out).lines().map_while(Result::ok) {
+                    if std::env::var_os("WINK_E2E_ECHO").is_some() {
+                        eprintln!("wink| {line}");
+                    }
+                    lines.lock().unwrap().push(line);
+                }
+            });
+        }
+        Wink { child, lines }
+    }
+
+    /// Every line so far.
+    pub fn lines(&self) -> Vec<String> {
+        self.lines.lock().unwrap().clone()
+    }
+
+    /// The messages a plugin printed or logged, in order, without the prefix.
+    pub fn plugin_lines(&self, plugin: &str) -> Vec<String> {
+        let tag = format!("[{plugin}] ");
+        self.lines()
+            .iter()
+            .filter_map(|l| l.split_once(&tag).map(|(_, m)| m.to_string()))
+            .collect()
+    }
+
+    /// Wait until `pred` holds over the lines; panics with the output after `timeout`.
+    pub fn wait_until(&self, what: &str, timeout: Duration, mut pred: impl FnMut(&Wink) -> bool) {
+        let deadline = Instant::now() + timeout;
+        while !pred(self) {
+            if Instant::now() > deadline {
+                panic!(
+                    "timed out waiting for {what}; output:\n{}",
+                    self.lines().join("\n")
+                );
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Wait for a line containing `needle`.
+    pub fn wait_for_line(&self, needle: &str, timeout: Duration) {
+        self.wait_until(needle, timeout, |w| {
+            w.lines().iter().any(|l| l.contains(needle))
+        });
+    }
+}
+
+impl Drop for Wink {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
