@@ -65,7 +65,23 @@ pub mod cache;
 pub mod log;
 
 pub use object::Object;
-pub use registration::{Registration, Resource, Watch};
+pub use registration::{IndexBy, Registration, Resource, Watch};
+
+/// A Kubernetes kind known at compile time: its apiVersion and kind.
+/// Implemented for every `k8s-openapi` type with the `k8s-openapi` feature;
+/// implement it for your own custom resource types.
+pub trait Kind {
+    /// e.g. `apps/v1`.
+    const API_VERSION: &'static str;
+    /// e.g. `Deployment`.
+    const KIND: &'static str;
+}
+
+#[cfg(feature = "k8s-openapi")]
+impl<T: k8s_openapi::Resource> Kind for T {
+    const API_VERSION: &'static str = T::API_VERSION;
+    const KIND: &'static str = T::KIND;
+}
 
 /// A plugin's event handler: client-go's `ResourceEventHandler` plus `init`.
 ///
@@ -146,7 +162,7 @@ macro_rules! export_plugin {
                 }
             }
 
-            $crate::bindings::__export_bindings!(__WinkGuest with_types_in $crate::bindings);
+    $crate::bindings::__export_bindings!(__WinkGuest with_types_in $crate::bindings);
         };
     };
 }

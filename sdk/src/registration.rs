@@ -3,6 +3,7 @@
 
 use crate::bindings::wink::plugin::types;
 use std::time::Duration;
+pub use types::IndexBy;
 
 /// A resource type, as in a manifest: `Resource::new("apps/v1", "Deployment")`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -22,6 +23,11 @@ impl Resource {
         }
     }
 
+    /// The resource of a typed kind.
+    pub fn of<K: crate::Kind>() -> Self {
+        Resource::new(K::API_VERSION, K::KIND)
+    }
+
     pub(crate) fn to_wit(&self) -> types::ResourceType {
         types::ResourceType {
             api_version: self.api_version.clone(),
@@ -38,6 +44,7 @@ pub struct Watch {
     label_selector: Option<String>,
     field_selector: Option<String>,
     resync: Duration,
+    indexes: Vec<types::Index>,
 }
 
 impl Watch {
@@ -49,7 +56,23 @@ impl Watch {
             label_selector: None,
             field_selector: None,
             resync: Duration::ZERO,
+            indexes: Vec::new(),
         }
+    }
+
+    /// Watch the resource of a typed kind, e.g. `Watch::of::<Pod>()`.
+    pub fn of<K: crate::Kind>() -> Self {
+        Watch::new(K::API_VERSION, K::KIND)
+    }
+
+    /// Ask for a named index on this resource, e.g.
+    /// `.index("by-app", IndexBy::Label("app".into()))`.
+    pub fn index(mut self, name: impl Into<String>, by: IndexBy) -> Self {
+        self.indexes.push(types::Index {
+            name: name.into(),
+            by,
+        });
+        self
     }
 
     /// Only this namespace.
@@ -84,6 +107,7 @@ impl Watch {
             label_selector: self.label_selector,
             field_selector: self.field_selector,
             resync_seconds: secs.min(u32::MAX as f64) as u32,
+            indexes: self.indexes,
         }
     }
 }
@@ -92,6 +116,7 @@ impl Watch {
 #[derive(Debug, Clone, Default)]
 pub struct Registration {
     watches: Vec<Watch>,
+    reads: Vec<Watch>,
 }
 
 impl Registration {
@@ -106,10 +131,18 @@ impl Registration {
         self
     }
 
+    /// Declare a resource this plugin only queries (no events); the plugin
+    /// is synced only once its informer is.
+    pub fn read(mut self, watch: Watch) -> Self {
+        self.reads.push(watch);
+        self
+    }
+
     #[doc(hidden)]
     pub fn into_wit(self) -> types::Registration {
         types::Registration {
             watches: self.watches.into_iter().map(Watch::into_wit).collect(),
+            reads: self.reads.into_iter().map(Watch::into_wit).collect(),
         }
     }
 }

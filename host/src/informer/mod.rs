@@ -14,6 +14,7 @@
 //! -> handler. Nothing here knows about WebAssembly.
 
 pub mod factory;
+pub mod index;
 pub mod object;
 pub mod processor;
 pub mod reflector;

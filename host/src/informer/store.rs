@@ -23,6 +23,12 @@ pub enum StoreError {
     UnknownIndex(String),
     #[error("index {0:?} already exists")]
     IndexExists(String),
+    #[error("index {name:?} already exists as {existing}, not {requested}")]
+    IndexConflict {
+        name: String,
+        existing: String,
+        requested: String,
+    },
 }
 
 type Index = HashMap<String, BTreeSet<String>>;
@@ -32,6 +38,7 @@ struct Inner {
     items: HashMap<String, ObjRef>,
     indexers: HashMap<String, IndexFunc>,
     indices: HashMap<String, Index>,
+    definitions: HashMap<String, String>,
     index_errors: u64,
 }
 
@@ -129,6 +136,41 @@ impl Store {
             }
         }
         Ok(())
+    }
+
+    /// Add a declared index unless one of the same name and `definition`
+    /// exists; the same name with another definition is an error.
+    pub fn ensure_index(
+        &self,
+        name: &str,
+        definition: &str,
+        func: IndexFunc,
+    ) -> Result<(), StoreError> {
+        if let Some(existing) = self.read().definitions.get(name) {
+            return if existing == definition {
+                Ok(())
+            } else {
+                Err(StoreError::IndexConflict {
+                    name: name.to_string(),
+                    existing: existing.clone(),
+                    requested: definition.to_string(),
+                })
+            };
+        }
+        match self.add_index(name, func) {
+            Ok(()) => {
+                self.write()
+                    .definitions
+                    .insert(name.to_string(), definition.to_string());
+                Ok(())
+            }
+            Err(StoreError::IndexExists(_)) => Err(StoreError::IndexConflict {
+                name: name.to_string(),
+                existing: "a built-in index".to_string(),
+                requested: definition.to_string(),
+            }),
+            Err(e) => Err(e),
+        }
     }
 
     /// Whether an index of that name exists.
@@ -319,6 +361,23 @@ mod tests {
             s.by_index("nope", "x").unwrap_err(),
             StoreError::UnknownIndex("nope".into())
         );
+    }
+
+    #[test]
+    fn ensure_index_shares_same_definition_and_rejects_another() {
+        let s = Store::new();
+        s.ensure_index("app", "label:app", label_index("app"))
+            .unwrap();
+        s.ensure_index("app", "label:app", label_index("app"))
+            .unwrap();
+        assert!(matches!(
+            s.ensure_index("app", "label:tier", label_index("tier")),
+            Err(StoreError::IndexConflict { .. })
+        ));
+        assert!(matches!(
+            s.ensure_index(NAMESPACE_INDEX, "label:x", label_index("x")),
+            Err(StoreError::IndexConflict { .. })
+        ));
     }
 
     #[test]

@@ -11,6 +11,7 @@ use super::bindings::types::{
 };
 use super::bindings::wink::plugin::{cache, log, types};
 use super::stdio::{Channel, GuestOutput};
+use crate::informer::store::StoreError;
 use crate::informer::{ObjRef, Store};
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
@@ -149,6 +150,43 @@ impl cache::Host for HostState {
             .filter(|o| selector.as_ref().is_none_or(|s| s.matches(&o.meta.labels)))
             .map(object_result)
             .collect())
+    }
+
+    fn by_index(
+        &mut self,
+        resource: Resource,
+        index: String,
+        value: String,
+    ) -> Result<Vec<ObjectResult>, CacheError> {
+        let store = self.refuse_logged(self.cache.store(&resource))?;
+        let objects = store.by_index(&index, &value).map_err(store_error)?;
+        Ok(objects.iter().map(object_result).collect())
+    }
+
+    fn index_keys(
+        &mut self,
+        resource: Resource,
+        index: String,
+        value: String,
+    ) -> Result<Vec<String>, CacheError> {
+        let store = self.refuse_logged(self.cache.store(&resource))?;
+        store.index_keys(&index, &value).map_err(store_error)
+    }
+
+    fn list_index_values(
+        &mut self,
+        resource: Resource,
+        index: String,
+    ) -> Result<Vec<String>, CacheError> {
+        let store = self.refuse_logged(self.cache.store(&resource))?;
+        store.list_index_values(&index).map_err(store_error)
+    }
+}
+
+fn store_error(e: StoreError) -> CacheError {
+    match e {
+        StoreError::UnknownIndex(name) => CacheError::UnknownIndex(name),
+        other => CacheError::InvalidArgument(other.to_string()),
     }
 }
 

@@ -6,11 +6,12 @@
 //!
 //! It does not deliver events (listeners do) nor watch the directory.
 
-use super::bindings::types::Registration;
+use super::bindings::types::{IndexBy, Registration};
 use super::capabilities::HostState;
 use super::engine::{Limits, WinkEngine};
 use super::instance::PluginInstance;
 use super::loader;
+use crate::informer::index::IndexSpec;
 use crate::informer::{EventHandler, ObjRef, SharedInformerFactory, WatchSpec};
 use anyhow::Context;
 use std::collections::BTreeMap;
@@ -45,20 +46,28 @@ pub struct PluginStatus {
 
 /// Delivers one informer's notifications to a plugin and counts down the
 /// plugin's outstanding initial syncs.
+/// For `reads`, only the sync is tracked and events are not delivered.
 struct PluginListener {
     instance: Arc<PluginInstance>,
     pending_syncs: Arc<AtomicUsize>,
+    handles_events: bool,
 }
 
 impl EventHandler for PluginListener {
     fn on_add(&self, obj: &ObjRef, in_initial_list: bool) {
-        self.instance.on_add(obj, in_initial_list)
+        if self.handles_events {
+            self.instance.on_add(obj, in_initial_list)
+        }
     }
     fn on_update(&self, old: &ObjRef, new: &ObjRef) {
-        self.instance.on_update(old, new)
+        if self.handles_events {
+            self.instance.on_update(old, new)
+        }
     }
     fn on_delete(&self, obj: &ObjRef, final_state_unknown: bool) {
-        self.instance.on_delete(obj, final_state_unknown)
+        if self.handles_events {
+            self.instance.on_delete(obj, final_state_unknown)
+        }
     }
     fn on_synced(&self) {
         if self.pending_syncs.fetch_sub(1, Ordering::AcqRel) == 1 {
@@ -74,6 +83,18 @@ pub struct ManagerOptions {
     pub limits: Limits,
     /// Narrow watches that name no namespace to this one.
     pub namespace: Option<String>,
+    /// Plugins allowed to watch or read Secrets (`*` for all); deny by default.
+    pub allow_secrets: Vec<String>,
+}
+
+fn index_spec(by: &IndexBy) -> IndexSpec {
+    match by {
+        IndexBy::Label(k) => IndexSpec::Label(k.clone()),
+        IndexBy::Annotation(k) => IndexSpec::Annotation(k.clone()),
+        IndexBy::OwnerUid => IndexSpec::OwnerUid,
+        IndexBy::OwnerKindName => IndexSpec::OwnerKindName,
+        IndexBy::Field(p) => IndexSpec::Field(p.clone()),
+    }
 }
 
 /// The loaded plugins and their registrations.
@@ -179,8 +200,19 @@ impl PluginManager {
         instance: &Arc<PluginInstance>,
         registration: &Registration,
     ) -> anyhow::Result<Vec<Registered>> {
-        let mut specs = Vec::new();
-        for w in &registration.watches {
+        struct Wanted {
+            spec: WatchSpec,
+            resync: Option<Duration>,
+            indexes: Vec<(String, IndexSpec)>,
+            handles_events: bool,
+        }
+        let mut wanted = Vec::new();
+        let all = registration
+            .watches
+            .iter()
+            .map(|w| (w, true))
+            .chain(registration.reads.iter().map(|w| (w, false)));
+        for (w, handles_events) in all {
             let spec = WatchSpec {
                 api_version: w.resource.api_version.clone(),
                 kind: w.resource.kind.clone(),
@@ -191,34 +223,71 @@ impl PluginManager {
                 label_selector: w.label_selector.clone().filter(|s| !s.is_empty()),
                 field_selector: w.field_selector.clone().filter(|s| !s.is_empty()),
             };
-            let resync =
-                (w.resync_seconds > 0).then(|| Duration::from_secs(w.resync_seconds.into()));
-            specs.push((spec, resync));
+            if spec.api_version == "v1"
+                && spec.kind == "Secret"
+                && !self.secrets_allowed(instance.name())
+            {
+                anyhow::bail!(
+                    "plugin {} asks for Secrets, which the operator has not granted (--allow-secrets {})",
+                    instance.name(),
+                    instance.name()
+                );
+            }
+            let resync = (handles_events && w.resync_seconds > 0)
+                .then(|| Duration::from_secs(w.resync_seconds.into()));
+            let indexes = w
+                .indexes
+                .iter()
+                .map(|i| (i.name.clone(), index_spec(&i.by)))
+                .collect();
+            wanted.push(Wanted {
+                spec,
+                resync,
+                indexes,
+                handles_events,
+            });
         }
         let mut informers = Vec::new();
-        for (spec, _) in &specs {
-            informers.push(self.factory.informer_for(spec).await?);
+        for w in &wanted {
+            let informer = self.factory.informer_for(&w.spec).await?;
+            for (name, index) in &w.indexes {
+                informer
+                    .store()
+                    .ensure_index(name, &index.to_string(), index.func())
+                    .with_context(|| format!("index {name:?} on {}", w.spec.describe()))?;
+            }
+            informers.push(informer);
         }
-        let pending = Arc::new(AtomicUsize::new(specs.len()));
-        if specs.is_empty() {
+        let pending = Arc::new(AtomicUsize::new(wanted.len()));
+        if wanted.is_empty() {
             instance.set_synced();
         }
         let mut registered = Vec::new();
-        for ((spec, resync), informer) in specs.into_iter().zip(&informers) {
-            instance
-                .cache_scope()
-                .grant(&spec.api_version, &spec.kind, informer.store().clone());
+        for (w, informer) in wanted.into_iter().zip(&informers) {
+            instance.cache_scope().grant(
+                &w.spec.api_version,
+                &w.spec.kind,
+                informer.store().clone(),
+            );
             let handler = Arc::new(PluginListener {
                 instance: instance.clone(),
                 pending_syncs: pending.clone(),
+                handles_events: w.handles_events,
             });
-            let listener = informer.add_listener(instance.name(), handler, resync);
+            let listener = informer.add_listener(instance.name(), handler, w.resync);
             registered.push(Registered {
-                spec,
+                spec: w.spec,
                 listener_id: listener.id(),
             });
         }
         Ok(registered)
+    }
+
+    fn secrets_allowed(&self, plugin: &str) -> bool {
+        self.options
+            .allow_secrets
+            .iter()
+            .any(|p| p == "*" || p == plugin)
     }
 
     /// Unload a plugin by name: its listeners stop, unused informers stop.
