@@ -56,11 +56,7 @@ impl Daemon {
     ) -> anyhow::Result<Daemon> {
         let factory = SharedInformerFactory::new(client, factory_options);
         let engine = WinkEngine::new()?;
-        let manager = Arc::new(PluginManager::new(
-            engine,
-            factory.clone(),
-            manager_options,
-        )?);
+        let manager = PluginManager::new(engine, factory.clone(), manager_options)?;
         let errors = manager.load_dir(plugins).await?;
         let loaded = manager.status().await.len();
         tracing::info!(loaded, failed = errors.len(), dir = %plugins.display(), "plugins loaded");

@@ -151,11 +151,7 @@ pub fn list_objects(
 }
 
 /// Objects whose index `index` holds `value`, sorted by key.
-pub fn by_index_objects(
-    resource: &Resource,
-    index: &str,
-    value: &str,
-) -> Result<Vec<Object>, CacheError> {
+pub fn by_index_objects(resource: &Resource, index: &str, value: &str) -> Result<Vec<Object>, CacheError> {
     Ok(wit::by_index(&resource.to_wit(), index, value)?
         .into_iter()
         .map(Object::from_wit)
@@ -163,11 +159,7 @@ pub fn by_index_objects(
 }
 
 /// Keys whose index `index` holds `value`, sorted.
-pub fn index_keys(
-    resource: &Resource,
-    index: &str,
-    value: &str,
-) -> Result<Vec<String>, CacheError> {
+pub fn index_keys(resource: &Resource, index: &str, value: &str) -> Result<Vec<String>, CacheError> {
     wit::index_keys(&resource.to_wit(), index, value)
 }
 

@@ -142,8 +142,7 @@ macro_rules! export_plugin {
             impl __wink_handler::Guest for __WinkGuest {
                 fn init(
                     config: ::std::string::String,
-                ) -> ::std::result::Result<__wink_types::Registration, ::std::string::String>
-                {
+                ) -> ::std::result::Result<__wink_types::Registration, ::std::string::String> {
                     let (handler, registration) = <$handler as $crate::Handler>::init(&config)?;
                     __WINK_STATE.with(|state| *state.borrow_mut() = Some(handler));
                     Ok(registration.into_wit())
@@ -162,7 +161,7 @@ macro_rules! export_plugin {
                 }
             }
 
-    $crate::bindings::__export_bindings!(__WinkGuest with_types_in $crate::bindings);
-        };
+            $crate::bindings::__export_bindings!(__WinkGuest with_types_in $crate::bindings);
+};
     };
 }

@@ -85,11 +85,7 @@ impl SharedInformerFactory {
     }
 
     /// Resolve apiVersion + kind through discovery (cached).
-    pub async fn resolve(
-        &self,
-        api_version: &str,
-        kind: &str,
-    ) -> anyhow::Result<(ApiResource, Scope)> {
+    pub async fn resolve(&self, api_version: &str, kind: &str) -> anyhow::Result<(ApiResource, Scope)> {
         let cache_key = (api_version.to_string(), kind.to_string());
         let mut resources = self.resources.lock().await;
         if let Some(found) = resources.get(&cache_key) {
@@ -170,13 +166,7 @@ impl SharedInformerFactory {
 
     /// Stop every informer.
     pub fn shutdown(&self) {
-        let all: Vec<Arc<SharedInformer>> = self
-            .informers
-            .lock()
-            .unwrap()
-            .drain()
-            .map(|(_, i)| i)
-            .collect();
+        let all: Vec<Arc<SharedInformer>> = self.informers.lock().unwrap().drain().map(|(_, i)| i).collect();
         for i in all {
             i.stop();
         }

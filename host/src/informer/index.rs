@@ -86,15 +86,11 @@ impl IndexSpec {
     /// The index function this spec describes.
     pub fn func(&self) -> IndexFunc {
         match self.clone() {
-            IndexSpec::Label(key) => Arc::new(move |o: &CachedObject| {
-                Ok(o.label(&key).map(str::to_string).into_iter().collect())
-            }),
+            IndexSpec::Label(key) => {
+                Arc::new(move |o: &CachedObject| Ok(o.label(&key).map(str::to_string).into_iter().collect()))
+            }
             IndexSpec::Annotation(key) => Arc::new(move |o: &CachedObject| {
-                Ok(meta_fields(o)?
-                    .annotations
-                    .remove(&key)
-                    .into_iter()
-                    .collect())
+                Ok(meta_fields(o)?.annotations.remove(&key).into_iter().collect())
             }),
             IndexSpec::OwnerUid => Arc::new(|o: &CachedObject| {
                 Ok(meta_fields(o)?

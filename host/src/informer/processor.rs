@@ -20,10 +20,7 @@ pub enum Notification {
     /// Changed; a resync has `old` and `new` the same version.
     Update { old: ObjRef, new: ObjRef },
     /// Deleted; `final_state_unknown` for a tombstone from a relist.
-    Delete {
-        obj: ObjRef,
-        final_state_unknown: bool,
-    },
+    Delete { obj: ObjRef, final_state_unknown: bool },
     /// Everything of the initial list (or replay) before this was delivered.
     Synced,
 }
@@ -41,6 +38,8 @@ pub trait EventHandler: Send + Sync {
 struct Queue {
     items: VecDeque<Notification>,
     stopped: bool,
+    /// Deliver what is queued, then stop (a hand-over to a new handler).
+    draining: bool,
 }
 
 /// One handler's queue and delivery thread.
@@ -60,11 +59,7 @@ static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
 impl Listener {
     /// Start a listener delivering to `handler` on its own thread.
-    pub fn start(
-        name: &str,
-        handler: Arc<dyn EventHandler>,
-        resync: Option<Duration>,
-    ) -> Arc<Listener> {
+    pub fn start(name: &str, handler: Arc<dyn EventHandler>, resync: Option<Duration>) -> Arc<Listener> {
         let resync = resync.map(|r| r.max(Duration::from_secs(1)));
         let listener = Arc::new(Listener {
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
@@ -72,6 +67,7 @@ impl Listener {
             queue: Mutex::new(Queue {
                 items: VecDeque::new(),
                 stopped: false,
+                draining: false,
             }),
             ready: Condvar::new(),
             synced: AtomicBool::new(false),
@@ -117,7 +113,7 @@ impl Listener {
     /// Enqueue; never blocks on the handler.
     pub fn push(&self, n: Notification) {
         let mut q = self.queue.lock().unwrap();
-        if q.stopped {
+        if q.stopped || q.draining {
             return;
         }
         q.items.push_back(n);
@@ -128,7 +124,7 @@ impl Listener {
     /// Enqueue many at once, in order.
     pub fn push_all(&self, ns: impl IntoIterator<Item = Notification>) {
         let mut q = self.queue.lock().unwrap();
-        if q.stopped {
+        if q.stopped || q.draining {
             return;
         }
         q.items.extend(ns);
@@ -164,6 +160,22 @@ impl Listener {
         }
     }
 
+    /// Accept nothing more, deliver what is already queued, then end the
+    /// thread (without waiting for it).
+    pub fn drain_and_stop(&self) {
+        self.queue.lock().unwrap().draining = true;
+        self.ready.notify_all();
+    }
+
+    /// Whether the delivery thread has ended.
+    pub fn is_finished(&self) -> bool {
+        self.thread
+            .lock()
+            .unwrap()
+            .as_ref()
+            .is_none_or(|h| h.is_finished())
+    }
+
     fn run(&self, handler: Arc<dyn EventHandler>) {
         loop {
             let next = {
@@ -175,14 +187,14 @@ impl Listener {
                     if let Some(n) = q.items.pop_front() {
                         break n;
                     }
+                    if q.draining {
+                        return;
+                    }
                     q = self.ready.wait(q).unwrap();
                 }
             };
             match &next {
-                Notification::Add {
-                    obj,
-                    in_initial_list,
-                } => handler.on_add(obj, *in_initial_list),
+                Notification::Add { obj, in_initial_list } => handler.on_add(obj, *in_initial_list),
                 Notification::Update { old, new } => handler.on_update(old, new),
                 Notification::Delete {
                     obj,
@@ -278,12 +290,7 @@ pub(crate) mod tests {
         wait_for(|| rec.lines().len() == 4);
         assert_eq!(
             rec.lines(),
-            vec![
-                "add d/a true",
-                "synced",
-                "update d/a 1->2",
-                "delete d/a true"
-            ]
+            vec!["add d/a true", "synced", "update d/a 1->2", "delete d/a true"]
         );
         assert!(l.has_synced());
         assert_eq!(l.delivered(), 3);
@@ -313,6 +320,28 @@ pub(crate) mod tests {
         assert_eq!(stuck.lines(), free.lines());
         a.stop();
         b.stop();
+    }
+
+    #[test]
+    fn drain_and_stop_delivers_what_was_queued_and_refuses_more() {
+        let rec = Arc::new(Recorder::default());
+        let gate = rec.gate.lock().unwrap();
+        let l = Listener::start("d", rec.clone(), None);
+        for i in 0..5 {
+            l.push(Notification::Add {
+                obj: pod("d", &format!("p{i}"), i, &[]),
+                in_initial_list: false,
+            });
+        }
+        l.drain_and_stop();
+        l.push(Notification::Add {
+            obj: pod("d", "late", 9, &[]),
+            in_initial_list: false,
+        });
+        drop(gate);
+        wait_for(|| l.is_finished());
+        assert_eq!(rec.lines().len(), 5);
+        assert!(!rec.lines().iter().any(|x| x.contains("late")));
     }
 
     #[test]

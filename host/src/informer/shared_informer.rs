@@ -175,11 +175,7 @@ impl SharedInformer {
         }
         for l in listeners.iter() {
             if first_sync {
-                l.push_all(
-                    out.iter()
-                        .cloned()
-                        .chain(std::iter::once(Notification::Synced)),
-                );
+                l.push_all(out.iter().cloned().chain(std::iter::once(Notification::Synced)));
             } else if !out.is_empty() {
                 l.push_all(out.iter().cloned());
             }
@@ -207,12 +203,38 @@ impl SharedInformer {
         listener
     }
 
+    /// Hand a listener's place over to a new handler, atomically with respect
+    /// to events: everything enqueued before goes to the old handler (which
+    /// drains and stops), the new one gets the cache replayed as initial adds
+    /// and everything after. Returns the new listener, or none when `old_id`
+    /// is not registered here.
+    pub fn swap_listener(
+        &self,
+        old_id: u64,
+        name: &str,
+        handler: Arc<dyn EventHandler>,
+        resync: Option<Duration>,
+    ) -> Option<Arc<Listener>> {
+        let listener = Listener::start(name, handler, resync);
+        let mut listeners = self.listeners.lock().unwrap();
+        let pos = listeners.iter().position(|l| l.id() == old_id)?;
+        let old = std::mem::replace(&mut listeners[pos], listener.clone());
+        old.drain_and_stop();
+        if self.has_synced() {
+            let replay = self.store.list().into_iter().map(|obj| Notification::Add {
+                obj,
+                in_initial_list: true,
+            });
+            listener.push_all(replay.chain(std::iter::once(Notification::Synced)));
+        }
+        Some(listener)
+    }
+
     /// Unregister a listener and stop its thread; returns how many remain.
     pub fn remove_listener(&self, id: u64) -> usize {
         let (removed, remaining) = {
             let mut listeners = self.listeners.lock().unwrap();
-            let removed: Vec<Arc<Listener>> =
-                listeners.iter().filter(|l| l.id() == id).cloned().collect();
+            let removed: Vec<Arc<Listener>> = listeners.iter().filter(|l| l.id() == id).cloned().collect();
             listeners.retain(|l| l.id() != id);
             (removed, listeners.len())
         };
@@ -228,10 +250,7 @@ impl SharedInformer {
         if !self.has_synced() {
             return;
         }
-        let due: Vec<&Arc<Listener>> = listeners
-            .iter()
-            .filter(|l| l.take_resync_due(now))
-            .collect();
+        let due: Vec<&Arc<Listener>> = listeners.iter().filter(|l| l.take_resync_due(now)).collect();
         if due.is_empty() {
             return;
         }
@@ -277,10 +296,7 @@ mod tests {
         let inf = SharedInformer::new("pods");
         let rec = Arc::new(Recorder::default());
         inf.add_listener("a", rec.clone(), None);
-        inf.apply(Delta::Replace(vec![
-            pod("d", "a", 1, &[]),
-            pod("d", "b", 2, &[]),
-        ]));
+        inf.apply(Delta::Replace(vec![pod("d", "a", 1, &[]), pod("d", "b", 2, &[])]));
         assert!(inf.has_synced());
         inf.apply(Delta::Apply(pod("d", "c", 3, &[])));
         inf.apply(Delta::Apply(pod("d", "a", 4, &[])));
@@ -314,10 +330,7 @@ mod tests {
         let inf = SharedInformer::new("pods");
         let first = Arc::new(Recorder::default());
         inf.add_listener("first", first.clone(), None);
-        inf.apply(Delta::Replace(vec![
-            pod("d", "a", 1, &[]),
-            pod("d", "b", 2, &[]),
-        ]));
+        inf.apply(Delta::Replace(vec![pod("d", "a", 1, &[]), pod("d", "b", 2, &[])]));
         let late = Arc::new(Recorder::default());
         let l = inf.add_listener("late", late.clone(), None);
         inf.apply(Delta::Apply(pod("d", "c", 3, &[])));
@@ -332,6 +345,27 @@ mod tests {
         );
         assert!(l.has_synced());
         assert_eq!(inf.remove_listener(l.id()), 1);
+        inf.stop();
+    }
+
+    #[test]
+    fn swap_hands_over_without_loss_or_overlap() {
+        let inf = SharedInformer::new("pods");
+        let old = Arc::new(Recorder::default());
+        let l = inf.add_listener("v1", old.clone(), None);
+        inf.apply(Delta::Replace(vec![pod("d", "a", 1, &[])]));
+        inf.apply(Delta::Apply(pod("d", "b", 2, &[])));
+        let new = Arc::new(Recorder::default());
+        inf.swap_listener(l.id(), "v2", new.clone(), None).unwrap();
+        inf.apply(Delta::Apply(pod("d", "c", 3, &[])));
+        wait_for(|| new.lines().len() == 4 && old.lines().len() == 3);
+        assert_eq!(old.lines(), vec!["add d/a true", "synced", "add d/b false"]);
+        assert!(!old.lines().iter().any(|x| x.contains("d/c")));
+        assert_eq!(
+            new.lines(),
+            vec!["add d/a true", "add d/b true", "synced", "add d/c false"]
+        );
+        assert_eq!(inf.listener_count(), 1);
         inf.stop();
     }
 

@@ -69,12 +69,7 @@ impl Inner {
         }
     }
 
-    fn update_indices(
-        &mut self,
-        key: &str,
-        old: Option<&CachedObject>,
-        new: Option<&CachedObject>,
-    ) {
+    fn update_indices(&mut self, key: &str, old: Option<&CachedObject>, new: Option<&CachedObject>) {
         let names: Vec<String> = self.indexers.keys().cloned().collect();
         for name in names {
             let old_values = old.map(|o| self.index_values(&name, o)).unwrap_or_default();
@@ -122,11 +117,8 @@ impl Store {
             return Err(StoreError::IndexExists(name.to_string()));
         }
         inner.indexers.insert(name.to_string(), func);
-        let objects: Vec<(String, ObjRef)> = inner
-            .items
-            .iter()
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect();
+        let objects: Vec<(String, ObjRef)> =
+            inner.items.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
         inner.indices.insert(name.to_string(), Index::new());
         for (key, obj) in objects {
             let values = inner.index_values(name, &obj);
@@ -140,12 +132,7 @@ impl Store {
 
     /// Add a declared index unless one of the same name and `definition`
     /// exists; the same name with another definition is an error.
-    pub fn ensure_index(
-        &self,
-        name: &str,
-        definition: &str,
-        func: IndexFunc,
-    ) -> Result<(), StoreError> {
+    pub fn ensure_index(&self, name: &str, definition: &str, func: IndexFunc) -> Result<(), StoreError> {
         if let Some(existing) = self.read().definitions.get(name) {
             return if existing == definition {
                 Ok(())
@@ -202,11 +189,7 @@ impl Store {
         let mut inner = self.write();
         let old = std::mem::replace(&mut inner.items, items);
         let names: Vec<String> = inner.indexers.keys().cloned().collect();
-        let all: Vec<(String, ObjRef)> = inner
-            .items
-            .iter()
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect();
+        let all: Vec<(String, ObjRef)> = inner.items.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
         for name in names {
             let mut index = Index::new();
             for (key, obj) in &all {
@@ -259,11 +242,7 @@ impl Store {
             .ok_or_else(|| StoreError::UnknownIndex(index.to_string()))?;
         Ok(idx
             .get(value)
-            .map(|keys| {
-                keys.iter()
-                    .filter_map(|k| inner.items.get(k).cloned())
-                    .collect()
-            })
+            .map(|keys| keys.iter().filter_map(|k| inner.items.get(k).cloned()).collect())
             .unwrap_or_default())
     }
 
@@ -309,9 +288,7 @@ mod tests {
     use crate::informer::object::tests::pod;
 
     fn label_index(label: &'static str) -> IndexFunc {
-        Arc::new(move |o: &CachedObject| {
-            Ok(o.label(label).map(str::to_string).into_iter().collect())
-        })
+        Arc::new(move |o: &CachedObject| Ok(o.label(label).map(str::to_string).into_iter().collect()))
     }
 
     #[test]
@@ -323,10 +300,7 @@ mod tests {
         assert_eq!(old.meta.resource_version, "1");
         assert_eq!(s.get("a/p1").unwrap().meta.resource_version, "3");
         assert_eq!(s.index_keys(NAMESPACE_INDEX, "a").unwrap(), vec!["a/p1"]);
-        assert_eq!(
-            s.list_index_values(NAMESPACE_INDEX).unwrap(),
-            vec!["a", "b"]
-        );
+        assert_eq!(s.list_index_values(NAMESPACE_INDEX).unwrap(), vec!["a", "b"]);
         assert!(s.remove("a/p1").is_some());
         assert!(s.remove("a/p1").is_none());
         assert_eq!(s.list_index_values(NAMESPACE_INDEX).unwrap(), vec!["b"]);
@@ -366,10 +340,8 @@ mod tests {
     #[test]
     fn ensure_index_shares_same_definition_and_rejects_another() {
         let s = Store::new();
-        s.ensure_index("app", "label:app", label_index("app"))
-            .unwrap();
-        s.ensure_index("app", "label:app", label_index("app"))
-            .unwrap();
+        s.ensure_index("app", "label:app", label_index("app")).unwrap();
+        s.ensure_index("app", "label:app", label_index("app")).unwrap();
         assert!(matches!(
             s.ensure_index("app", "label:tier", label_index("tier")),
             Err(StoreError::IndexConflict { .. })

@@ -6,9 +6,7 @@
 //! import scoped to the resources the plugin registered. Reads go to the
 //! informers' stores only; nothing here reaches the API server.
 
-use super::bindings::types::{
-    CacheError, Level, ObjectMetaResult, ObjectResult, ResourceType as Resource,
-};
+use super::bindings::types::{CacheError, Level, ObjectMetaResult, ObjectResult, ResourceType as Resource};
 use super::bindings::wink::plugin::{cache, log, types};
 use super::stdio::{Channel, GuestOutput};
 use crate::informer::store::StoreError;
@@ -135,9 +133,7 @@ impl cache::Host for HostState {
         let store = self.refuse_logged(self.cache.store(&resource))?;
         let selector = match label_selector.as_deref().map(str::trim) {
             None | Some("") => None,
-            Some(s) => Some(
-                crate::selector::LabelSelector::parse(s).map_err(CacheError::InvalidArgument)?,
-            ),
+            Some(s) => Some(crate::selector::LabelSelector::parse(s).map_err(CacheError::InvalidArgument)?),
         };
         let objects = match namespace {
             Some(ns) => store
@@ -173,11 +169,7 @@ impl cache::Host for HostState {
         store.index_keys(&index, &value).map_err(store_error)
     }
 
-    fn list_index_values(
-        &mut self,
-        resource: Resource,
-        index: String,
-    ) -> Result<Vec<String>, CacheError> {
+    fn list_index_values(&mut self, resource: Resource, index: String) -> Result<Vec<String>, CacheError> {
         let store = self.refuse_logged(self.cache.store(&resource))?;
         store.list_index_values(&index).map_err(store_error)
     }

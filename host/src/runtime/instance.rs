@@ -2,11 +2,11 @@
 //! instance in it, calls `init`, and delivers events into the guest with a
 //! deadline per call. Calls never overlap (one lock per instance).
 //!
-//! A trap (including a deadline or memory-limit hit) poisons a wasmtime
-//! Store, so after one the instance is rebuilt from its `InstancePre` with
-//! `init` called again; the event that trapped is logged and skipped. It does
-//! not decide what it watches (the manager registers it) and never reaches
-//! the API server.
+//! A trap (a panic, a deadline or memory-limit hit, a stack overflow) poisons
+//! the Store, so the instance drops it, reports the crash to the manager and
+//! ignores later events until the manager has started a fresh instance (which
+//! gets the cache replayed). It does not decide what it watches and never
+//! reaches the API server.
 
 use super::bindings::types::{ObjectMetaParam, ObjectParam, Registration};
 use super::bindings::{Plugin, PluginPre};
@@ -15,11 +15,21 @@ use super::engine::{Limits, WinkEngine};
 use crate::informer::{EventHandler, ObjRef};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+use tokio::sync::mpsc::UnboundedSender;
 use wasmtime::Store;
 
 struct Live {
     store: Store<HostState>,
     plugin: Plugin,
+}
+
+/// Sent to the manager when a call trapped.
+#[derive(Debug, Clone)]
+pub struct CrashReport {
+    pub plugin: Arc<str>,
+    /// The crashed instance's id ([`PluginInstance::id`]), to ignore stale reports.
+    pub instance: usize,
+    pub reason: String,
 }
 
 /// One plugin, instantiated and initialized.
@@ -32,8 +42,10 @@ pub struct PluginInstance {
     cache: CacheScope,
     live: Mutex<Option<Live>>,
     synced: AtomicBool,
+    crashed: AtomicBool,
     calls: AtomicU64,
     traps: AtomicU64,
+    crash_tx: Option<UnboundedSender<CrashReport>>,
 }
 
 /// Why `init` failed.
@@ -72,13 +84,15 @@ fn param<'a>(obj: &'a ObjRef, labels: &'a [(&'a str, &'a str)]) -> ObjectParam<'
 }
 
 impl PluginInstance {
-    /// Instantiate a loaded component and call its `init`.
+    /// Instantiate a loaded component and call its `init`. Traps of later
+    /// calls are reported on `crash_tx`.
     pub fn start(
         name: Arc<str>,
         pre: PluginPre<HostState>,
         engine: &WinkEngine,
         config: String,
         limits: Limits,
+        crash_tx: Option<UnboundedSender<CrashReport>>,
     ) -> Result<(Arc<Self>, Registration), InitError> {
         let instance = Arc::new(PluginInstance {
             name,
@@ -89,8 +103,10 @@ impl PluginInstance {
             cache: CacheScope::default(),
             live: Mutex::new(None),
             synced: AtomicBool::new(false),
+            crashed: AtomicBool::new(false),
             calls: AtomicU64::new(0),
             traps: AtomicU64::new(0),
+            crash_tx,
         });
         let (live, registration) = instance.instantiate()?;
         *instance.live.lock().unwrap() = Some(live);
@@ -98,40 +114,50 @@ impl PluginInstance {
     }
 
     fn instantiate(&self) -> Result<(Live, Registration), InitError> {
-        let state = HostState::new(
-            self.name.clone(),
-            self.limits.memory_bytes,
-            self.cache.clone(),
-        );
+        let plugin = self.name.to_string();
+        let state = HostState::new(self.name.clone(), self.limits.memory_bytes, self.cache.clone());
         let mut store = Store::new(self.engine.engine(), state);
         store.limiter(|s| &mut s.limits);
         // A new Store's deadline is 0: set it before instantiating.
         store.set_epoch_deadline(self.limits.deadline_ticks());
-        let plugin = self
+        let instance = self
             .pre
             .instantiate(&mut store)
             .map_err(|e| InitError::Instantiate {
-                plugin: self.name.to_string(),
+                plugin: plugin.clone(),
                 reason: format!("{e:#}"),
             })?;
         store.set_epoch_deadline(self.limits.deadline_ticks());
-        let registration = plugin
+        let registration = instance
             .wink_plugin_handler()
             .call_init(&mut store, &self.config)
             .map_err(|e| InitError::Trap {
-                plugin: self.name.to_string(),
+                plugin: plugin.clone(),
                 reason: format!("{e:?}"),
             })?
-            .map_err(|reason| InitError::Refused {
-                plugin: self.name.to_string(),
-                reason,
-            })?;
-        Ok((Live { store, plugin }, registration))
+            .map_err(|reason| InitError::Refused { plugin, reason })?;
+        Ok((
+            Live {
+                store,
+                plugin: instance,
+            },
+            registration,
+        ))
     }
 
     /// The plugin's name.
     pub fn name(&self) -> &str {
         &self.name
+    }
+
+    /// The component this instance was built from.
+    pub fn pre(&self) -> &PluginPre<HostState> {
+        &self.pre
+    }
+
+    /// The config text `init` got.
+    pub fn config(&self) -> &str {
+        &self.config
     }
 
     /// The cache scope its queries are answered from.
@@ -158,35 +184,47 @@ impl PluginInstance {
         self.synced.store(true, Ordering::Release);
     }
 
+    /// Whether a call trapped and the instance waits to be replaced.
+    pub fn is_crashed(&self) -> bool {
+        self.crashed.load(Ordering::Acquire)
+    }
+
+    /// An id for this instance, stable while it lives.
+    pub fn id(&self) -> usize {
+        self as *const Self as usize
+    }
+
     fn call(
         &self,
         what: &str,
         obj: &ObjRef,
         f: impl FnOnce(&mut Store<HostState>, &Plugin) -> wasmtime::Result<()>,
     ) {
-        self.calls.fetch_add(1, Ordering::Relaxed);
         let mut live = self.live.lock().unwrap();
         let Some(l) = live.as_mut() else { return };
+        self.calls.fetch_add(1, Ordering::Relaxed);
         l.store.set_epoch_deadline(self.limits.deadline_ticks());
         let Err(err) = f(&mut l.store, &l.plugin) else {
             return;
         };
+        // The Store is poisoned: drop it; the manager starts a fresh instance.
+        *live = None;
         self.traps.fetch_add(1, Ordering::Relaxed);
+        self.crashed.store(true, Ordering::Release);
+        let reason = format!("{err:?}");
         tracing::error!(
             plugin = %self.name,
             call = what,
             object = %obj.key(),
             resource_version = %obj.meta.resource_version,
-            "plugin trapped: {err:?}"
+            "plugin trapped: {reason}"
         );
-        // The Store is poisoned: build a fresh one.
-        *live = None;
-        match self.instantiate() {
-            Ok((fresh, _)) => {
-                *live = Some(fresh);
-                tracing::warn!(plugin = %self.name, "plugin restarted after a trap");
-            }
-            Err(e) => tracing::error!(plugin = %self.name, "plugin could not be restarted: {e}"),
+        if let Some(tx) = &self.crash_tx {
+            let _ = tx.send(CrashReport {
+                plugin: self.name.clone(),
+                instance: self.id(),
+                reason,
+            });
         }
     }
 }
@@ -203,11 +241,8 @@ impl EventHandler for PluginInstance {
     fn on_update(&self, old: &ObjRef, new: &ObjRef) {
         let (old_labels, new_labels) = (labels_param(old), labels_param(new));
         self.call("on-update", new, |store, p| {
-            p.wink_plugin_handler().call_on_update(
-                store,
-                param(old, &old_labels),
-                param(new, &new_labels),
-            )
+            p.wink_plugin_handler()
+                .call_on_update(store, param(old, &old_labels), param(new, &new_labels))
         });
     }
 

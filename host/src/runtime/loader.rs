@@ -6,7 +6,9 @@
 
 use super::bindings::PluginPre;
 use super::capabilities::HostState;
+use super::compile_cache::CompileCache;
 use super::engine::WinkEngine;
+use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use wasmtime::component::{Component, HasSelf, Linker};
@@ -15,10 +17,7 @@ use wasmtime::component::{Component, HasSelf, Linker};
 #[derive(Debug, thiserror::Error)]
 pub enum LoadError {
     #[error("{path}: cannot read: {source}")]
-    Read {
-        path: PathBuf,
-        source: std::io::Error,
-    },
+    Read { path: PathBuf, source: std::io::Error },
     #[error("{path}: not a valid WebAssembly component: {reason}")]
     NotAComponent { path: PathBuf, reason: String },
     #[error("{path}: not a wink:plugin@0.1.0 component: {reason}")]
@@ -31,6 +30,10 @@ pub struct LoadedComponent {
     pub path: PathBuf,
     pub name: Arc<str>,
     pub pre: PluginPre<HostState>,
+    /// sha256 of the file's bytes.
+    pub digest: String,
+    /// Whether the compiled code came from the compile cache.
+    pub cache_hit: bool,
 }
 
 /// The linker every plugin is instantiated with: WASI p2 (sync, closed by
@@ -57,19 +60,21 @@ fn chain(e: &wasmtime::Error) -> String {
 pub fn load(
     engine: &WinkEngine,
     linker: &Linker<HostState>,
+    cache: Option<&CompileCache>,
     path: &Path,
 ) -> Result<LoadedComponent, LoadError> {
     let bytes = std::fs::read(path).map_err(|source| LoadError::Read {
         path: path.to_path_buf(),
         source,
     })?;
-    load_bytes(engine, linker, path, &bytes)
+    load_bytes(engine, linker, cache, path, &bytes)
 }
 
 /// Load a component from bytes already read from `path`.
 pub fn load_bytes(
     engine: &WinkEngine,
     linker: &Linker<HostState>,
+    cache: Option<&CompileCache>,
     path: &Path,
     bytes: &[u8],
 ) -> Result<LoadedComponent, LoadError> {
@@ -79,12 +84,14 @@ pub fn load_bytes(
     };
     if wasmparser_is_core_module(bytes) {
         return Err(not_component(
-            "this is a core wasm module, not a component (build with --target wasm32-wasip2)"
-                .into(),
+            "this is a core wasm module, not a component (build with --target wasm32-wasip2)".into(),
         ));
     }
-    let component =
-        Component::from_binary(engine.engine(), bytes).map_err(|e| not_component(chain(&e)))?;
+    let (component, cache_hit) = match cache {
+        Some(cache) => cache.component(engine.engine(), bytes),
+        None => Component::from_binary(engine.engine(), bytes).map(|c| (c, false)),
+    }
+    .map_err(|e| not_component(chain(&e)))?;
     let wrong_world = |reason: String| LoadError::WrongWorld {
         path: path.to_path_buf(),
         reason,
@@ -97,6 +104,8 @@ pub fn load_bytes(
         path: path.to_path_buf(),
         name: plugin_name(path).into(),
         pre,
+        digest: hex::encode(Sha256::digest(bytes)),
+        cache_hit,
     })
 }
 

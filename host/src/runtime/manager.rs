@@ -1,52 +1,75 @@
-//! [`PluginManager`]: the set of loaded plugins. Loads component files
-//! (compiling off the async event path), starts their instances, and
-//! registers each of their watches with the shared informer factory, granting
-//! the plugin cache access to exactly those resources. Unloading a plugin
-//! releases its listeners, which stops informers nobody else uses.
+//! [`PluginManager`]: the set of loaded plugins and their lifecycle.
 //!
-//! It does not deliver events (listeners do) nor watch the directory.
+//! Loads component files (compiling off the async event path, through the
+//! compile cache), starts their instances, and attaches each of their
+//! watches to the shared informer factory, granting cache access to exactly
+//! those resources. A reload hands every informer registration over to the
+//! new version atomically (old drains what it was given, new gets the cache
+//! replayed, then everything after). A crash is answered by a fresh instance
+//! after an exponential backoff, the same hand-over, and quarantine after too
+//! many consecutive crashes. It does not deliver events nor watch the
+//! directory.
 
 use super::bindings::types::{IndexBy, Registration};
 use super::capabilities::HostState;
+use super::compile_cache::CompileCache;
 use super::engine::{Limits, WinkEngine};
-use super::instance::PluginInstance;
+use super::instance::{CrashReport, PluginInstance};
 use super::loader;
 use crate::informer::index::IndexSpec;
-use crate::informer::{EventHandler, ObjRef, SharedInformerFactory, WatchSpec};
+use crate::informer::{EventHandler, ObjRef, SharedInformer, SharedInformerFactory, WatchSpec};
 use anyhow::Context;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
+use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 use wasmtime::component::Linker;
 
 /// One registration of a plugin on one informer.
+#[derive(Clone)]
 struct Registered {
     spec: WatchSpec,
     listener_id: u64,
 }
 
-struct Running {
-    path: PathBuf,
-    instance: Arc<PluginInstance>,
-    registered: Vec<Registered>,
+/// A plugin's lifecycle state.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PluginState {
+    Running,
+    /// Crashed; a fresh instance starts after the backoff.
+    Restarting,
+    /// Crashed too often; no deliveries until its file changes.
+    Quarantined(String),
 }
 
-/// A plugin's state, for logs, readiness and tests.
+struct Running {
+    path: PathBuf,
+    digest: String,
+    instance: Arc<PluginInstance>,
+    registered: Vec<Registered>,
+    state: PluginState,
+    consecutive_crashes: u32,
+    restarts: u32,
+    started: Instant,
+}
+
+/// A plugin's status, for logs, readiness and tests.
 #[derive(Debug, Clone)]
 pub struct PluginStatus {
     pub name: String,
     pub path: PathBuf,
+    pub state: PluginState,
     pub synced: bool,
     pub calls: u64,
     pub traps: u64,
+    pub restarts: u32,
     pub watches: Vec<WatchSpec>,
 }
 
 /// Delivers one informer's notifications to a plugin and counts down the
-/// plugin's outstanding initial syncs.
-/// For `reads`, only the sync is tracked and events are not delivered.
+/// plugin's outstanding initial syncs. For `reads`, only the sync is tracked.
 struct PluginListener {
     instance: Arc<PluginInstance>,
     pending_syncs: Arc<AtomicUsize>,
@@ -78,13 +101,43 @@ impl EventHandler for PluginListener {
 }
 
 /// Options for the manager.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct ManagerOptions {
     pub limits: Limits,
     /// Narrow watches that name no namespace to this one.
     pub namespace: Option<String>,
     /// Plugins allowed to watch or read Secrets (`*` for all); deny by default.
     pub allow_secrets: Vec<String>,
+    /// Where precompiled components are kept; none to always compile.
+    pub compile_cache: Option<PathBuf>,
+    /// Consecutive crashes before quarantine.
+    pub max_restarts: u32,
+    /// First restart delay; doubles per consecutive crash, capped at 30 s.
+    pub restart_backoff: Duration,
+    /// A crash this long after the last (re)start starts a new series.
+    pub healthy_after: Duration,
+}
+
+impl Default for ManagerOptions {
+    fn default() -> Self {
+        ManagerOptions {
+            limits: Limits::default(),
+            namespace: None,
+            allow_secrets: Vec::new(),
+            compile_cache: None,
+            max_restarts: 5,
+            restart_backoff: Duration::from_millis(100),
+            healthy_after: Duration::from_secs(30),
+        }
+    }
+}
+
+/// A watch or read of a registration, resolved to an informer.
+struct Wanted {
+    spec: WatchSpec,
+    resync: Option<Duration>,
+    handles_events: bool,
+    informer: Arc<SharedInformer>,
 }
 
 fn index_spec(by: &IndexBy) -> IndexSpec {
@@ -97,15 +150,6 @@ fn index_spec(by: &IndexBy) -> IndexSpec {
     }
 }
 
-/// The loaded plugins and their registrations.
-pub struct PluginManager {
-    engine: WinkEngine,
-    linker: Linker<HostState>,
-    factory: Arc<SharedInformerFactory>,
-    options: ManagerOptions,
-    plugins: tokio::sync::Mutex<BTreeMap<String, Running>>,
-}
-
 /// The config text for a component: `<stem>.json` beside it, or empty.
 pub fn config_for(path: &Path) -> std::io::Result<String> {
     match std::fs::read_to_string(path.with_extension("json")) {
@@ -115,21 +159,49 @@ pub fn config_for(path: &Path) -> std::io::Result<String> {
     }
 }
 
+/// The loaded plugins and their registrations.
+pub struct PluginManager {
+    engine: WinkEngine,
+    linker: Linker<HostState>,
+    factory: Arc<SharedInformerFactory>,
+    options: ManagerOptions,
+    cache: Option<Arc<CompileCache>>,
+    plugins: tokio::sync::Mutex<BTreeMap<String, Running>>,
+    crash_tx: UnboundedSender<CrashReport>,
+}
+
 impl PluginManager {
-    /// A manager with no plugins.
+    /// A manager with no plugins; spawns its crash supervisor.
     pub fn new(
         engine: WinkEngine,
         factory: Arc<SharedInformerFactory>,
         options: ManagerOptions,
-    ) -> anyhow::Result<Self> {
+    ) -> anyhow::Result<Arc<Self>> {
         let linker = loader::linker(&engine)?;
-        Ok(PluginManager {
+        let cache = match &options.compile_cache {
+            Some(dir) => Some(Arc::new(
+                CompileCache::open(dir, engine.engine())
+                    .with_context(|| format!("cannot open the compile cache {}", dir.display()))?,
+            )),
+            None => None,
+        };
+        let (crash_tx, crash_rx) = unbounded_channel();
+        let manager = Arc::new(PluginManager {
             engine,
             linker,
             factory,
             options,
+            cache,
             plugins: tokio::sync::Mutex::new(BTreeMap::new()),
-        })
+            crash_tx,
+        });
+        tokio::spawn(Self::supervise(Arc::downgrade(&manager), crash_rx));
+        Ok(manager)
+    }
+
+    /// The compile cache, if any.
+    pub fn compile_cache(&self) -> Option<&CompileCache> {
+        self.cache.as_deref()
     }
 
     /// The component files of a directory (`*.wasm`), sorted.
@@ -156,56 +228,91 @@ impl PluginManager {
         Ok(errors)
     }
 
-    /// Load (or replace) the plugin in `path`.
+    /// Load the plugin in `path`, or reload it if it runs: a failure leaves
+    /// the running version untouched. An unchanged file of a running plugin
+    /// is a no-op.
     pub async fn load_file(&self, path: &Path) -> anyhow::Result<()> {
-        let started = std::time::Instant::now();
-        let (engine, linker, owned) =
-            (self.engine.clone(), self.linker.clone(), path.to_path_buf());
-        let loaded = tokio::task::spawn_blocking(move || loader::load(&engine, &linker, &owned))
-            .await
-            .context("compile task failed")??;
-        let config = config_for(path)
-            .with_context(|| format!("{}: cannot read its config", path.display()))?;
-        let (engine, limits) = (self.engine.clone(), self.options.limits);
-        let (name, pre) = (loaded.name.clone(), loaded.pre.clone());
-        let (instance, registration) = tokio::task::spawn_blocking(move || {
-            PluginInstance::start(name, pre, &engine, config, limits)
-        })
-        .await
-        .context("init task failed")??;
-        self.unload(instance.name()).await;
-        let registered = self
-            .register(&instance, &registration)
+        let started = Instant::now();
+        let (engine, linker, cache, owned) = (
+            self.engine.clone(),
+            self.linker.clone(),
+            self.cache.clone(),
+            path.to_path_buf(),
+        );
+        let loaded =
+            tokio::task::spawn_blocking(move || loader::load(&engine, &linker, cache.as_deref(), &owned))
+                .await
+                .context("compile task failed")??;
+        {
+            let plugins = self.plugins.lock().await;
+            if let Some(r) = plugins.get(&*loaded.name)
+                && r.digest == loaded.digest
+                && r.state == PluginState::Running
+                && config_for(path).ok().as_deref() == Some(r.instance.config())
+            {
+                return Ok(());
+            }
+        }
+        let config =
+            config_for(path).with_context(|| format!("{}: cannot read its config", path.display()))?;
+        let instance = self
+            .start_instance(loaded.name.clone(), loaded.pre.clone(), config)
+            .await?;
+        let (instance, registration) = instance;
+        let wanted = self
+            .resolve(instance.name(), &registration)
             .await
             .with_context(|| format!("{}: registration failed", path.display()))?;
+        let mut plugins = self.plugins.lock().await;
+        let previous = plugins.remove(instance.name());
+        let registered = self.attach(
+            &instance,
+            wanted,
+            previous.as_ref().map(|p| p.registered.as_slice()),
+        );
+        let reloaded = previous.is_some();
         tracing::info!(
             plugin = %instance.name(),
             watches = registered.len(),
+            cache_hit = loaded.cache_hit,
             load_ms = started.elapsed().as_millis() as u64,
-            "plugin loaded from {}", path.display()
+            "plugin {} from {}",
+            if reloaded { "reloaded" } else { "loaded" },
+            path.display()
         );
-        self.plugins.lock().await.insert(
+        plugins.insert(
             instance.name().to_string(),
             Running {
                 path: path.to_path_buf(),
+                digest: loaded.digest,
                 instance,
                 registered,
+                state: PluginState::Running,
+                consecutive_crashes: 0,
+                restarts: 0,
+                started: Instant::now(),
             },
         );
         Ok(())
     }
 
-    async fn register(
+    async fn start_instance(
         &self,
-        instance: &Arc<PluginInstance>,
-        registration: &Registration,
-    ) -> anyhow::Result<Vec<Registered>> {
-        struct Wanted {
-            spec: WatchSpec,
-            resync: Option<Duration>,
-            indexes: Vec<(String, IndexSpec)>,
-            handles_events: bool,
-        }
+        name: Arc<str>,
+        pre: super::bindings::PluginPre<HostState>,
+        config: String,
+    ) -> anyhow::Result<(Arc<PluginInstance>, Registration)> {
+        let (engine, limits, tx) = (self.engine.clone(), self.options.limits, self.crash_tx.clone());
+        Ok(tokio::task::spawn_blocking(move || {
+            PluginInstance::start(name, pre, &engine, config, limits, Some(tx))
+        })
+        .await
+        .context("init task failed")??)
+    }
+
+    /// Resolve a registration's watches and reads to running informers, with
+    /// their indexes ensured.
+    async fn resolve(&self, plugin: &str, registration: &Registration) -> anyhow::Result<Vec<Wanted>> {
         let mut wanted = Vec::new();
         let all = registration
             .watches
@@ -216,78 +323,82 @@ impl PluginManager {
             let spec = WatchSpec {
                 api_version: w.resource.api_version.clone(),
                 kind: w.resource.kind.clone(),
-                namespace: w
-                    .namespace
-                    .clone()
-                    .or_else(|| self.options.namespace.clone()),
+                namespace: w.namespace.clone().or_else(|| self.options.namespace.clone()),
                 label_selector: w.label_selector.clone().filter(|s| !s.is_empty()),
                 field_selector: w.field_selector.clone().filter(|s| !s.is_empty()),
             };
-            if spec.api_version == "v1"
-                && spec.kind == "Secret"
-                && !self.secrets_allowed(instance.name())
-            {
+            if spec.api_version == "v1" && spec.kind == "Secret" && !self.secrets_allowed(plugin) {
                 anyhow::bail!(
-                    "plugin {} asks for Secrets, which the operator has not granted (--allow-secrets {})",
-                    instance.name(),
-                    instance.name()
+                    "plugin {plugin} asks for Secrets, which the operator has not granted (--allow-secrets {plugin})"
                 );
+            }
+            let informer = self.factory.informer_for(&spec).await?;
+            for index in &w.indexes {
+                let by = index_spec(&index.by);
+                informer
+                    .store()
+                    .ensure_index(&index.name, &by.to_string(), by.func())
+                    .with_context(|| format!("index {:?} on {}", index.name, spec.describe()))?;
             }
             let resync = (handles_events && w.resync_seconds > 0)
                 .then(|| Duration::from_secs(w.resync_seconds.into()));
-            let indexes = w
-                .indexes
-                .iter()
-                .map(|i| (i.name.clone(), index_spec(&i.by)))
-                .collect();
             wanted.push(Wanted {
                 spec,
                 resync,
-                indexes,
                 handles_events,
+                informer,
             });
         }
-        let mut informers = Vec::new();
-        for w in &wanted {
-            let informer = self.factory.informer_for(&w.spec).await?;
-            for (name, index) in &w.indexes {
-                informer
-                    .store()
-                    .ensure_index(name, &index.to_string(), index.func())
-                    .with_context(|| format!("index {name:?} on {}", w.spec.describe()))?;
-            }
-            informers.push(informer);
-        }
+        Ok(wanted)
+    }
+
+    /// Attach an instance to its informers. Where `previous` has a listener on
+    /// the same watch, it is handed over atomically; previous registrations
+    /// not wanted any more are released.
+    fn attach(
+        &self,
+        instance: &Arc<PluginInstance>,
+        wanted: Vec<Wanted>,
+        previous: Option<&[Registered]>,
+    ) -> Vec<Registered> {
         let pending = Arc::new(AtomicUsize::new(wanted.len()));
         if wanted.is_empty() {
             instance.set_synced();
         }
+        let mut previous: Vec<Registered> = previous.map(<[Registered]>::to_vec).unwrap_or_default();
         let mut registered = Vec::new();
-        for (w, informer) in wanted.into_iter().zip(&informers) {
-            instance.cache_scope().grant(
-                &w.spec.api_version,
-                &w.spec.kind,
-                informer.store().clone(),
-            );
+        for w in wanted {
+            instance
+                .cache_scope()
+                .grant(&w.spec.api_version, &w.spec.kind, w.informer.store().clone());
             let handler = Arc::new(PluginListener {
                 instance: instance.clone(),
                 pending_syncs: pending.clone(),
                 handles_events: w.handles_events,
             });
-            let listener = informer.add_listener(instance.name(), handler, w.resync);
+            let old = previous
+                .iter()
+                .position(|p| p.spec == w.spec)
+                .map(|i| previous.remove(i));
+            let listener = old
+                .and_then(|old| {
+                    w.informer
+                        .swap_listener(old.listener_id, instance.name(), handler.clone(), w.resync)
+                })
+                .unwrap_or_else(|| w.informer.add_listener(instance.name(), handler, w.resync));
             registered.push(Registered {
                 spec: w.spec,
                 listener_id: listener.id(),
             });
         }
-        Ok(registered)
+        for old in previous {
+            self.factory.release(&old.spec, old.listener_id);
+        }
+        registered
     }
 
     fn secrets_allowed(&self, plugin: &str) -> bool {
-        self.options
-            .allow_secrets
-            .iter()
-            .any(|p| p == "*" || p == plugin)
+        self.options.allow_secrets.iter().any(|p| p == "*" || p == plugin)
     }
 
     /// Unload a plugin by name: its listeners stop, unused informers stop.
@@ -302,6 +413,93 @@ impl PluginManager {
         true
     }
 
+    /// Unload the plugin loaded from `path`, if any.
+    pub async fn unload_path(&self, path: &Path) -> bool {
+        let name = self
+            .plugins
+            .lock()
+            .await
+            .iter()
+            .find(|(_, r)| r.path == path)
+            .map(|(n, _)| n.clone());
+        match name {
+            Some(n) => self.unload(&n).await,
+            None => false,
+        }
+    }
+
+    async fn supervise(manager: std::sync::Weak<Self>, mut crashes: UnboundedReceiver<CrashReport>) {
+        while let Some(report) = crashes.recv().await {
+            let Some(manager) = manager.upgrade() else { return };
+            tokio::spawn(async move { manager.restart_after_crash(report).await });
+        }
+    }
+
+    async fn restart_after_crash(&self, report: CrashReport) {
+        let name = report.plugin.to_string();
+        let (pre, config, delay) = {
+            let mut plugins = self.plugins.lock().await;
+            let Some(r) = plugins.get_mut(&name) else { return };
+            if r.instance.id() != report.instance {
+                return; // stale: already replaced
+            }
+            r.consecutive_crashes = if r.started.elapsed() < self.options.healthy_after {
+                r.consecutive_crashes + 1
+            } else {
+                1
+            };
+            if r.consecutive_crashes > self.options.max_restarts {
+                let why = format!(
+                    "{} consecutive crashes; last: {}",
+                    r.consecutive_crashes,
+                    report.reason.lines().next().unwrap_or("")
+                );
+                tracing::error!(plugin = %name, "plugin quarantined ({why}); it gets no events until its file changes");
+                r.state = PluginState::Quarantined(why);
+                for reg in std::mem::take(&mut r.registered) {
+                    self.factory.release(&reg.spec, reg.listener_id);
+                }
+                return;
+            }
+            r.state = PluginState::Restarting;
+            let factor = 2u32.saturating_pow(r.consecutive_crashes - 1);
+            let delay = self
+                .options
+                .restart_backoff
+                .saturating_mul(factor)
+                .min(Duration::from_secs(30));
+            (r.instance.pre().clone(), r.instance.config().to_string(), delay)
+        };
+        tracing::warn!(plugin = %name, delay_ms = delay.as_millis() as u64, "restarting plugin after a crash");
+        tokio::time::sleep(delay).await;
+        let started = match self.start_instance(report.plugin.clone(), pre, config).await {
+            Ok(s) => s,
+            Err(e) => {
+                tracing::error!(plugin = %name, "plugin could not be restarted: {e:#}");
+                return;
+            }
+        };
+        let (instance, registration) = started;
+        let wanted = match self.resolve(&name, &registration).await {
+            Ok(w) => w,
+            Err(e) => {
+                tracing::error!(plugin = %name, "plugin could not be re-registered: {e:#}");
+                return;
+            }
+        };
+        let mut plugins = self.plugins.lock().await;
+        let Some(r) = plugins.get_mut(&name) else { return };
+        if r.instance.id() != report.instance {
+            return; // reloaded meanwhile
+        }
+        r.registered = self.attach(&instance, wanted, Some(&r.registered));
+        r.instance = instance;
+        r.state = PluginState::Running;
+        r.restarts += 1;
+        r.started = Instant::now();
+        tracing::info!(plugin = %name, restarts = r.restarts, "plugin restarted; the cache is replayed to it");
+    }
+
     /// Every plugin's status, by name.
     pub async fn status(&self) -> Vec<PluginStatus> {
         self.plugins
@@ -311,9 +509,11 @@ impl PluginManager {
             .map(|(name, r)| PluginStatus {
                 name: name.clone(),
                 path: r.path.clone(),
+                state: r.state.clone(),
                 synced: r.instance.has_synced(),
                 calls: r.instance.calls(),
                 traps: r.instance.traps(),
+                restarts: r.restarts,
                 watches: r.registered.iter().map(|x| x.spec.clone()).collect(),
             })
             .collect()

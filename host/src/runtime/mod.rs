@@ -12,10 +12,12 @@
 
 pub mod bindings;
 pub mod capabilities;
+pub mod compile_cache;
 pub mod engine;
 pub mod instance;
 pub mod loader;
 pub mod manager;
+pub mod reload;
 pub mod stdio;
 
 pub use engine::{Limits, WinkEngine};
