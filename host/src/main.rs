@@ -1,17 +1,17 @@
 //! The `wink` binary: `wink run`, `wink dev`, `wink sim`.
 
-use clap::{Parser, Subcommand};
+use clap::{Args, Parser, Subcommand};
+use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::time::Duration;
 use wink::daemon::{self, ClusterOptions, Daemon};
 use wink::informer::factory::FactoryOptions;
+use wink::runtime::compile_cache::CompileCache;
 use wink::runtime::manager::ManagerOptions;
+use wink::runtime::{Limits, reload};
 
 #[derive(Parser)]
-#[command(
-    name = "wink",
-    version,
-    about = "Kubernetes shared informers feeding WebAssembly plugins"
-)]
+#[command(name = "wink", version, about = "Kubernetes shared informers feeding WebAssembly plugins")]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -21,31 +21,117 @@ struct Cli {
 enum Command {
     /// Run the plugins of a directory against a cluster.
     Run {
-        /// Directory of plugin components (`*.wasm`, optional `<name>.json` config).
-        #[arg(long)]
-        plugins: PathBuf,
         /// Kubeconfig file (default: in-cluster, then ~/.kube/config).
         #[arg(long, env = "KUBECONFIG")]
         kubeconfig: Option<PathBuf>,
         /// Kubeconfig context.
         #[arg(long)]
         context: Option<String>,
-        /// Narrow watches that name no namespace to this namespace.
-        #[arg(long)]
-        namespace: Option<String>,
-        /// Initial list through a streaming watch (sendInitialEvents).
-        #[arg(long)]
-        streaming_lists: bool,
+        #[command(flatten)]
+        host: HostArgs,
     },
+    /// Start the embedded simulated cluster with demo content and churn, and
+    /// run the plugins against it.
+    Dev {
+        /// Demo churn: pod/deployment changes per second.
+        #[arg(long, default_value_t = 2.0)]
+        churn: f64,
+        /// Where to write a kubeconfig for kubectl.
+        #[arg(long, default_value = "target/wink-dev/kubeconfig")]
+        kubeconfig_out: PathBuf,
+        #[command(flatten)]
+        host: HostArgs,
+    },
+
+}
+
+#[derive(Args)]
+struct HostArgs {
+    /// Directory of plugin components (`*.wasm`, optional `<name>.json` config).
+    #[arg(long, default_value = "target/wasm32-wasip2/release")]
+    plugins: PathBuf,
+    /// Narrow watches that name no namespace to this namespace.
+    #[arg(long)]
+    namespace: Option<String>,
+    /// Initial lists through a streaming watch (sendInitialEvents).
+    #[arg(long)]
+    streaming_lists: bool,
+    /// Do not watch the plugin directory for changes.
+    #[arg(long)]
+    no_reload: bool,
+    /// Directory of precompiled components (default: ~/.cache/wink/components).
+    #[arg(long)]
+    compile_cache: Option<PathBuf>,
+    /// Always compile; never read or write the compile cache.
+    #[arg(long)]
+    no_compile_cache: bool,
+    /// Deadline of one call into a plugin, milliseconds.
+    #[arg(long, default_value_t = 1000)]
+    call_deadline_ms: u64,
+    /// Memory cap of one plugin instance, MiB.
+    #[arg(long, default_value_t = 64)]
+    memory_mib: usize,
+    /// Consecutive crashes before a plugin is quarantined.
+    #[arg(long, default_value_t = 5)]
+    max_restarts: u32,
+    /// Plugins allowed to watch or read Secrets (`*` for all).
+    #[arg(long)]
+    allow_secrets: Vec<String>,
+    /// Serve a read-only HTTP view of the cache on this address (e.g. 127.0.0.1:8080).
+    #[arg(long)]
+    cache_view: Option<SocketAddr>,
+}
+
+impl HostArgs {
+    fn options(&self) -> (FactoryOptions, ManagerOptions) {
+        let factory = FactoryOptions {
+            streaming_lists: self.streaming_lists,
+            ..Default::default()
+        };
+        let compile_cache = (!self.no_compile_cache)
+            .then(|| self.compile_cache.clone().unwrap_or_else(CompileCache::default_dir));
+        let manager = ManagerOptions {
+            limits: Limits {
+                call_deadline: Duration::from_millis(self.call_deadline_ms),
+                memory_bytes: self.memory_mib << 20,
+            },
+            namespace: self.namespace.clone(),
+            allow_secrets: self.allow_secrets.clone(),
+            compile_cache,
+            max_restarts: self.max_restarts,
+            ..Default::default()
+        };
+        (factory, manager)
+    }
+
+    /// Run the daemon with `client` until a signal.
+    async fn serve(&self, client: kube::Client) -> anyhow::Result<()> {
+        let (factory, manager) = self.options();
+        std::fs::create_dir_all(&self.plugins)?;
+        let d = Daemon::start(client, &self.plugins, factory, manager).await?;
+        let _reload = if self.no_reload {
+            None
+        } else {
+            Some(reload::watch(&self.plugins, d.manager.clone())?)
+        };
+        if let Some(addr) = self.cache_view {
+            let factory = d.factory.clone();
+            tokio::spawn(async move {
+                if let Err(e) = wink::cache_view::serve(addr, factory).await {
+                    tracing::error!("cache view stopped: {e:#}");
+                }
+            });
+        }
+        daemon::shutdown_signal().await;
+        d.shutdown();
+        Ok(())
+    }
 }
 
 fn init_tracing() {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_ansi(false)
-        .init();
+    tracing_subscriber::fmt().with_env_filter(filter).with_ansi(false).init();
 }
 
 #[tokio::main]
@@ -53,29 +139,13 @@ async fn main() -> anyhow::Result<()> {
     init_tracing();
     match Cli::parse().command {
         Command::Run {
-            plugins,
             kubeconfig,
             context,
-            namespace,
-            streaming_lists,
+            host,
         } => {
-            let client = daemon::client(&ClusterOptions {
-                kubeconfig,
-                context,
-            })
-            .await?;
-            let factory = FactoryOptions {
-                streaming_lists,
-                ..Default::default()
-            };
-            let manager = ManagerOptions {
-                namespace,
-                ..Default::default()
-            };
-            let d = Daemon::start(client, &plugins, factory, manager).await?;
-            daemon::shutdown_signal().await;
-            d.shutdown();
+            let client = daemon::client(&ClusterOptions { kubeconfig, context }).await?;
+            host.serve(client).await
         }
+        Command::Dev { .. } => anyhow::bail!("dev needs the simulator"),
     }
-    Ok(())
 }

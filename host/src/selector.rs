@@ -66,16 +66,11 @@ pub struct LabelSelector {
 }
 
 fn valid_key(k: &str) -> bool {
-    !k.is_empty()
-        && k.len() <= 317
-        && k.chars()
-            .all(|c| c.is_ascii_alphanumeric() || "-_./".contains(c))
+    !k.is_empty() && k.len() <= 317 && k.chars().all(|c| c.is_ascii_alphanumeric() || "-_./".contains(c))
 }
 
 fn valid_value(v: &str) -> bool {
-    v.len() <= 63
-        && v.chars()
-            .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+    v.len() <= 63 && v.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
 }
 
 /// Split on commas that are not inside parentheses.
@@ -226,10 +221,7 @@ mod tests {
             "app=web,tier=back",
         ];
         for s in yes {
-            assert!(
-                LabelSelector::parse(s).unwrap().matches(&l),
-                "{s} should match"
-            );
+            assert!(LabelSelector::parse(s).unwrap().matches(&l), "{s} should match");
         }
         for s in no {
             assert!(

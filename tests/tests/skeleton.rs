@@ -34,19 +34,13 @@ async fn two_pod_loggers_share_one_watch_and_see_events_in_order() {
     std::fs::create_dir_all(&plugins).unwrap();
     std::fs::copy(plugin("pod_logger"), plugins.join("pod-logger.wasm")).unwrap();
     std::fs::copy(plugin("pod_logger"), plugins.join("pod-logger-second.wasm")).unwrap();
-    std::fs::write(
-        plugins.join("pod-logger-second.json"),
-        r#"{"tag": "second"}"#,
-    )
-    .unwrap();
+    std::fs::write(plugins.join("pod-logger-second.json"), r#"{"tag": "second"}"#).unwrap();
 
     let sim = Sim::start(SimConfig::default()).await.unwrap();
     let kubeconfig = dir.join("kubeconfig");
     sim.write_kubeconfig(&kubeconfig).unwrap();
     let pods: Api<Pod> = Api::namespaced(sim.client(), "default");
-    pods.create(&PostParams::default(), &pod("pod0"))
-        .await
-        .unwrap();
+    pods.create(&PostParams::default(), &pod("pod0")).await.unwrap();
 
     let wink = Wink::spawn(&[
         "run",
@@ -59,9 +53,7 @@ async fn two_pod_loggers_share_one_watch_and_see_events_in_order() {
     wink.wait_for_line("[pod-logger-second] OnAdd:second pod0", WAIT);
     wink.wait_for_line("plugin=pod-logger-second plugin synced", WAIT);
 
-    pods.create(&PostParams::default(), &pod("pod1"))
-        .await
-        .unwrap();
+    pods.create(&PostParams::default(), &pod("pod1")).await.unwrap();
     let patch = serde_json::json!({"metadata": {"labels": {"stage": "two"}}});
     pods.patch("pod1", &PatchParams::default(), &Patch::Merge(&patch))
         .await
@@ -72,12 +64,7 @@ async fn two_pod_loggers_share_one_watch_and_see_events_in_order() {
     wink.wait_for_line("[pod-logger-second] OnDelete:second pod1", WAIT);
     assert_eq!(
         on_lines(&wink, "pod-logger"),
-        [
-            "OnAdd: pod0",
-            "OnAdd: pod1",
-            "OnUpdate: pod1",
-            "OnDelete: pod1"
-        ]
+        ["OnAdd: pod0", "OnAdd: pod1", "OnUpdate: pod1", "OnDelete: pod1"]
     );
     assert_eq!(
         on_lines(&wink, "pod-logger-second"),
@@ -141,8 +128,6 @@ async fn bad_components_get_one_clear_error_and_the_good_plugin_runs() {
     assert!(has("bad-config", "init refused: bad config"), "{errors:#?}");
 
     let pods: Api<Pod> = Api::namespaced(sim.client(), "default");
-    pods.create(&PostParams::default(), &pod("after"))
-        .await
-        .unwrap();
+    pods.create(&PostParams::default(), &pod("after")).await.unwrap();
     wink.wait_for_line("[good] OnAdd: after", WAIT);
 }

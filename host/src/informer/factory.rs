@@ -70,6 +70,7 @@ pub struct SharedInformerFactory {
     client: Client,
     options: FactoryOptions,
     informers: Mutex<HashMap<WatchSpec, Arc<SharedInformer>>>,
+    served: Mutex<HashMap<WatchSpec, ApiResource>>,
     resources: tokio::sync::Mutex<HashMap<(String, String), (ApiResource, Scope)>>,
 }
 
@@ -80,6 +81,7 @@ impl SharedInformerFactory {
             client,
             options,
             informers: Mutex::new(HashMap::new()),
+            served: Mutex::new(HashMap::new()),
             resources: tokio::sync::Mutex::new(HashMap::new()),
         })
     }
@@ -131,8 +133,9 @@ impl SharedInformerFactory {
         }
         let informer = SharedInformer::new(spec.describe());
         let stream = watcher(api, config).default_backoff();
-        informer.spawn(stream, Reflector::new(ar, self.options.strip));
+        informer.spawn(stream, Reflector::new(ar.clone(), self.options.strip));
         tracing::info!(informer = %spec.describe(), "informer started");
+        self.served.lock().unwrap().insert(spec.clone(), ar);
         informers.insert(spec.clone(), informer.clone());
         Ok(informer)
     }
@@ -145,6 +148,7 @@ impl SharedInformerFactory {
             let mut informers = self.informers.lock().unwrap();
             if informer.listener_count() == 0 {
                 informers.remove(spec);
+                self.served.lock().unwrap().remove(spec);
                 drop(informers);
                 informer.stop();
                 tracing::info!(informer = %spec.describe(), "informer stopped: no listeners left");
@@ -157,6 +161,34 @@ impl SharedInformerFactory {
         let mut specs: Vec<WatchSpec> = self.informers.lock().unwrap().keys().cloned().collect();
         specs.sort();
         specs
+    }
+
+    /// A running informer holding every object of a resource named by group,
+    /// version and plural (no selectors), in all namespaces or in
+    /// `namespace`, with its resource. All-namespace informers win.
+    pub fn find_complete(
+        &self,
+        group: &str,
+        version: &str,
+        plural: &str,
+        namespace: Option<&str>,
+    ) -> Option<(Arc<SharedInformer>, ApiResource)> {
+        let served = self.served.lock().unwrap();
+        let informers = self.informers.lock().unwrap();
+        let mut candidates: Vec<(&WatchSpec, &ApiResource)> = served
+            .iter()
+            .filter(|(spec, ar)| {
+                ar.group == group
+                    && ar.version == version
+                    && ar.plural == plural
+                    && spec.label_selector.is_none()
+                    && spec.field_selector.is_none()
+                    && (spec.namespace.is_none() || spec.namespace.as_deref() == namespace)
+            })
+            .collect();
+        candidates.sort_by_key(|(spec, _)| spec.namespace.is_some());
+        let (spec, ar) = candidates.first()?;
+        Some((informers.get(*spec)?.clone(), (*ar).clone()))
     }
 
     /// The running informer for `spec`, if any.

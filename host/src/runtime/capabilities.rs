@@ -21,8 +21,11 @@ use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 /// plugin's registrations are known; shared by every Store of the plugin.
 #[derive(Clone, Default)]
 pub struct CacheScope {
-    stores: Arc<RwLock<HashMap<(String, String), Arc<Store>>>>,
+    stores: Arc<RwLock<HashMap<ResourceKey, Arc<Store>>>>,
 }
+
+/// (apiVersion, kind).
+type ResourceKey = (String, String);
 
 impl CacheScope {
     /// Allow queries of one resource, answered from `store`.

@@ -137,9 +137,7 @@ impl Wink {
 
     /// Wait for a line containing `needle`.
     pub fn wait_for_line(&self, needle: &str, timeout: Duration) {
-        self.wait_until(needle, timeout, |w| {
-            w.lines().iter().any(|l| l.contains(needle))
-        });
+        self.wait_until(needle, timeout, |w| w.lines().iter().any(|l| l.contains(needle)));
     }
 }
 
