@@ -1,0 +1,95 @@
+//! The plugin runtime's limits, against real misbehaving components: a
+//! plugin that loops, allocates 1 GiB, panics or overflows its stack is
+//! stopped by the host (deadline, memory cap, trap), reported as crashed,
+//! and the host process is fine. No API server involved.
+
+mod common;
+
+use common::plugin;
+use kube::api::{ApiResource, DynamicObject};
+use kube::core::GroupVersionKind;
+use std::sync::Arc;
+use std::time::Duration;
+use wink::informer::object::{CachedObject, StripPolicy};
+use wink::informer::{EventHandler, ObjRef};
+use wink::runtime::compile_cache::CompileCache;
+use wink::runtime::instance::PluginInstance;
+use wink::runtime::{Limits, WinkEngine, loader};
+
+fn pod(name: &str) -> ObjRef {
+    let ar = ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk("", "v1", "Pod"), "pods");
+    let obj: DynamicObject = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": name, "namespace": "default", "uid": format!("uid-{name}"), "resourceVersion": "1"},
+        "spec": {"containers": [{"name": "c", "image": "busybox"}]}
+    }))
+    .unwrap();
+    CachedObject::from_dynamic(obj, &ar, StripPolicy::default())
+}
+
+fn start(mode: &str) -> (Arc<PluginInstance>, tokio::sync::mpsc::UnboundedReceiver<wink::runtime::instance::CrashReport>) {
+    let engine = WinkEngine::new().unwrap();
+    let linker = loader::linker(&engine).unwrap();
+    let loaded = loader::load(&engine, &linker, None, &plugin("misbehave")).unwrap();
+    let limits = Limits {
+        call_deadline: Duration::from_millis(200),
+        memory_bytes: 64 << 20,
+    };
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    let config = format!(r#"{{"mode": "{mode}", "trigger": "bomb", "on": "add"}}"#);
+    let (instance, registration) =
+        PluginInstance::start(format!("misbehave-{mode}").into(), loaded.pre, &engine, config, limits, Some(tx)).unwrap();
+    assert_eq!(registration.watches.len(), 1);
+    (instance, rx)
+}
+
+fn assert_stopped_and_reported(mode: &str, expect_in_reason: &str) {
+    let (instance, mut crashes) = start(mode);
+    instance.on_add(&pod("fine"), false);
+    assert_eq!(instance.traps(), 0, "a harmless event does not trap");
+    instance.on_add(&pod("bomb"), false);
+    assert_eq!(instance.traps(), 1, "{mode}: the bad call trapped");
+    assert!(instance.is_crashed());
+    let report = crashes.try_recv().expect("a crash report");
+    assert!(
+        report.reason.contains(expect_in_reason),
+        "{mode}: reason should mention {expect_in_reason:?}: {}",
+        report.reason
+    );
+    // The poisoned instance takes no more calls; the manager replaces it.
+    instance.on_add(&pod("after"), false);
+    assert_eq!(instance.calls(), 2);
+}
+
+#[test]
+fn an_endless_loop_hits_the_call_deadline() {
+    assert_stopped_and_reported("loop", "interrupt");
+}
+
+#[test]
+fn allocating_a_gibibyte_hits_the_memory_cap() {
+    assert_stopped_and_reported("alloc", "unreachable");
+}
+
+#[test]
+fn a_panic_traps() {
+    assert_stopped_and_reported("panic", "unreachable");
+}
+
+#[test]
+fn a_stack_overflow_traps() {
+    assert_stopped_and_reported("stack", "stack");
+}
+
+#[test]
+fn compile_cache_hits_on_the_second_load_of_an_unchanged_component() {
+    let engine = WinkEngine::new().unwrap();
+    let linker = loader::linker(&engine).unwrap();
+    let dir = common::scratch("compile_cache_hits");
+    let cache = CompileCache::open(&dir, engine.engine()).unwrap();
+    let first = loader::load(&engine, &linker, Some(&cache), &plugin("pod_logger")).unwrap();
+    let second = loader::load(&engine, &linker, Some(&cache), &plugin("pod_logger")).unwrap();
+    assert!(!first.cache_hit);
+    assert!(second.cache_hit);
+    assert_eq!((cache.hits(), cache.misses()), (1, 1));
+    assert_eq!(first.digest, second.digest);
+}
