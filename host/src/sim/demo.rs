@@ -1,0 +1,230 @@
+//! Demo content: `--seed DIR` manifests (YAML, multi-document, `List`
+//! kinds, or JSON) loaded at start, and `--churn RATE` background activity
+//! (demo pods and deployments in `default` created, updated and deleted).
+//!
+//! Owns: reading manifests and the churn loop. Must not touch: HTTP; it
+//! writes through the same `write` functions the API uses.
+
+use super::Shared;
+use super::status::ApiError;
+use super::store::State;
+use super::write;
+use anyhow::{Context, bail};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Every object of the manifests in `dir` (sorted by file name).
+pub fn read_manifests(dir: &Path) -> anyhow::Result<Vec<Value>> {
+    let mut files: Vec<_> = std::fs::read_dir(dir)
+        .with_context(|| format!("reading seed directory {}", dir.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            matches!(
+                p.extension().and_then(|e| e.to_str()),
+                Some("yaml" | "yml" | "json")
+            )
+        })
+        .collect();
+    files.sort();
+    let mut out = Vec::new();
+    for f in files {
+        let text = std::fs::read_to_string(&f).with_context(|| format!("reading {}", f.display()))?;
+        for doc in serde_yaml::Deserializer::from_str(&text) {
+            let v = Value::deserialize(doc).with_context(|| format!("parsing {}", f.display()))?;
+            flatten(v, &mut out);
+        }
+    }
+    Ok(out)
+}
+
+fn flatten(v: Value, out: &mut Vec<Value>) {
+    match v {
+        Value::Null => {}
+        Value::Object(ref m)
+            if m.get("kind").and_then(Value::as_str).is_some_and(|k| k.ends_with("List"))
+                && m.get("items").is_some_and(Value::is_array) =>
+        {
+            for item in m["items"].as_array().into_iter().flatten() {
+                flatten(item.clone(), out);
+            }
+        }
+        v => out.push(v),
+    }
+}
+
+/// Create `objects` (namespaces and CRDs first), with their status.
+pub fn seed(st: &mut State, mut objects: Vec<Value>) -> anyhow::Result<usize> {
+    let rank = |v: &Value| match v.get("kind").and_then(Value::as_str) {
+        Some("Namespace") => 0,
+        Some("CustomResourceDefinition") => 1,
+        _ => 2,
+    };
+    objects.sort_by_key(rank);
+    let n = objects.len();
+    for v in objects {
+        create_with_status(st, v).map_err(|e| anyhow::anyhow!("seed: {}", e.message))?;
+    }
+    Ok(n)
+}
+
+/// Create an object from its manifest, then set its status if it has one.
+pub fn create_with_status(st: &mut State, mut v: Value) -> Result<Value, ApiError> {
+    let api_version = v.get("apiVersion").and_then(Value::as_str).unwrap_or("").to_string();
+    let kind = v.get("kind").and_then(Value::as_str).unwrap_or("").to_string();
+    let def = st
+        .registry
+        .by_kind(&api_version, &kind)
+        .ok_or_else(|| ApiError::bad_request(format!("no resource serves {api_version} {kind}")))?;
+    let ns = def.namespaced.then(|| {
+        v.pointer("/metadata/namespace")
+            .and_then(Value::as_str)
+            .unwrap_or("default")
+            .to_string()
+    });
+    if let Some(m) = v.get_mut("metadata").and_then(Value::as_object_mut) {
+        m.remove("resourceVersion");
+    }
+    let status = v.get("status").cloned();
+    let o = write::create(st, &def, ns.as_deref(), &api_version, v)?;
+    match status {
+        Some(s) if def.has_status && def.crd.is_none() || status_for_crs(&def, &s) => {
+            let mut n = o.value.clone();
+            n["status"] = s;
+            Ok(write::update(st, &def, ns.as_deref(), o.name(), n, true)?.value.clone())
+        }
+        _ => Ok(o.value.clone()),
+    }
+}
+
+fn status_for_crs(def: &super::resources::ResourceDef, _s: &Value) -> bool {
+    def.crd.is_some() && def.has_status
+}
+
+/// Start seeding from the configured directory, if any.
+pub fn seed_from_config(st: &mut State, dir: Option<&Path>) -> anyhow::Result<()> {
+    if let Some(dir) = dir {
+        let objects = read_manifests(dir)?;
+        seed(st, objects)?;
+    }
+    Ok(())
+}
+
+const APPS: [&str; 3] = ["web", "api", "db"];
+
+fn demo_pod(app: &str) -> Value {
+    json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"generateName": format!("{app}-"), "namespace": "default",
+            "labels": {"app": app, "tier": if app == "db" { "data" } else { "front" }, "wink.dev/demo": "true"}},
+        "spec": {"nodeName": format!("node-{}", rand::random_range(1..=3)),
+            "containers": [{"name": app, "image": format!("example.com/{app}:1.0")}]},
+        "status": {"phase": "Running", "podIP": format!("10.244.{}.{}", rand::random_range(0..4), rand::random_range(2..250))}
+    })
+}
+
+fn demo_deployment(app: &str) -> Value {
+    json!({
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": app, "namespace": "default", "labels": {"app": app, "wink.dev/demo": "true"}},
+        "spec": {"replicas": 2, "selector": {"matchLabels": {"app": app}},
+            "template": {"metadata": {"labels": {"app": app}},
+                "spec": {"containers": [{"name": app, "image": format!("example.com/{app}:1.0")}]}}}
+    })
+}
+
+/// One churn step: create, update or delete a demo pod, or scale a deployment.
+pub fn churn_step(st: &mut State) -> Result<(), ApiError> {
+    let pods = st.registry.get("pods").cloned().expect("pods");
+    let deps = st.registry.get("deployments.apps").cloned().expect("deployments");
+    if !st.namespace_exists("default") {
+        return Ok(());
+    }
+    for app in APPS {
+        if !st.table("deployments.apps").is_some_and(|t| t.objects.contains_key(format!("default/{app}").as_str())) {
+            create_with_status(st, demo_deployment(app))?;
+        }
+    }
+    let demo: Vec<Value> = st
+        .table("pods")
+        .map(|t| {
+            t.objects
+                .range::<str, _>((std::ops::Bound::Included("default/"), std::ops::Bound::Unbounded))
+                .take_while(|(k, _)| k.starts_with("default/"))
+                .filter(|(_, o)| o.value.pointer("/metadata/labels/wink.dev~1demo").is_some())
+                .map(|(_, o)| o.value.clone())
+                .collect()
+        })
+        .unwrap_or_default();
+    let roll: u32 = rand::random_range(0..100);
+    let app = APPS[rand::random_range(0..APPS.len())];
+    let name = |v: &Value| v["metadata"]["name"].as_str().unwrap_or("").to_string();
+    if demo.len() < 5 || (roll < 30 && demo.len() < 30) {
+        create_with_status(st, demo_pod(app))?;
+    } else if roll < 70 || demo.len() >= 30 && roll < 80 {
+        let mut p = demo[rand::random_range(0..demo.len())].clone();
+        let n: u64 = p.pointer("/metadata/annotations/wink.dev~1tick").and_then(Value::as_str).and_then(|s| s.parse().ok()).unwrap_or(0);
+        p["metadata"]["annotations"]["wink.dev/tick"] = json!((n + 1).to_string());
+        p["metadata"]["labels"]["version"] = json!(format!("v{}", rand::random_range(1..4)));
+        write::update(st, &pods, Some("default"), &name(&p), p.clone(), false)?;
+    } else if roll < 90 {
+        let p = &demo[rand::random_range(0..demo.len())];
+        write::delete(st, &pods, Some("default"), &name(p), &Default::default())?;
+    } else if let Some(d) = st.table("deployments.apps").and_then(|t| t.objects.get(format!("default/{app}").as_str())).cloned() {
+        let mut v = d.value.clone();
+        v["spec"]["replicas"] = json!(rand::random_range(1..6));
+        write::update(st, &deps, Some("default"), app, v, false)?;
+    }
+    Ok(())
+}
+
+/// The churn loop: `rate` steps per second until the task is aborted.
+pub async fn churn(shared: Arc<Shared>, rate: f64) {
+    if rate <= 0.0 || !rate.is_finite() {
+        return;
+    }
+    let period = Duration::from_secs_f64(1.0 / rate).max(Duration::from_micros(100));
+    let mut tick = tokio::time::interval(period);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        if let Err(e) = churn_step(&mut shared.store.lock()) {
+            tracing::debug!("sim churn: {}", e.message);
+        }
+    }
+}
+
+/// Check a seed directory without a server (for the CLI's early errors).
+pub fn check_dir(dir: &Path) -> anyhow::Result<()> {
+    if !dir.is_dir() {
+        bail!("seed directory {} does not exist", dir.display());
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn seeds_lists_and_multi_docs_and_churns() {
+        let dir = std::env::temp_dir().join(format!("wink-sim-seed-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("a.yaml"), "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a, namespace: demo}\n---\napiVersion: v1\nkind: Namespace\nmetadata: {name: demo}\n").unwrap();
+        std::fs::write(dir.join("b.json"), r#"{"apiVersion":"v1","kind":"List","items":[{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},"spec":{},"status":{"phase":"Running"}}]}"#).unwrap();
+        let mut st = State::new(1000, 0);
+        let ns = st.registry.get("namespaces").unwrap().clone();
+        write::create(&mut st, &ns, None, "v1", json!({"metadata":{"name":"default"}})).unwrap();
+        seed_from_config(&mut st, Some(&dir)).unwrap();
+        assert!(st.table("configmaps").unwrap().objects.contains_key("demo/a"));
+        assert_eq!(st.table("pods").unwrap().objects["default/p"].value["status"]["phase"], "Running");
+        let rv = st.rv;
+        for _ in 0..50 {
+            churn_step(&mut st).unwrap();
+        }
+        assert!(st.rv > rv);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

@@ -1,0 +1,145 @@
+//! Fault injection: the knobs tests and the admin HTTP path turn to make the
+//! simulated API server misbehave the way real ones do.
+//!
+//! Owns: [`FaultState`] (the knobs) and [`Faults`] (the public handle).
+//! Must not touch: routing or storage beyond calling `State::compact`.
+
+use super::Shared;
+use std::sync::atomic::{AtomicU16, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::watch;
+use tokio::time::Instant;
+
+/// The fault knobs, shared by every request handler and watch stream.
+#[derive(Debug)]
+pub struct FaultState {
+    fail_remaining: AtomicUsize,
+    fail_status: AtomicU16,
+    close_watches: watch::Sender<u64>,
+    paused_until: Mutex<Option<Instant>>,
+    delay: Mutex<Option<Duration>>,
+}
+
+impl Default for FaultState {
+    fn default() -> Self {
+        FaultState {
+            fail_remaining: AtomicUsize::new(0),
+            fail_status: AtomicU16::new(500),
+            close_watches: watch::channel(0).0,
+            paused_until: Mutex::new(None),
+            delay: Mutex::new(None),
+        }
+    }
+}
+
+impl FaultState {
+    /// Take one injected failure if any is pending: its HTTP status.
+    pub fn take_failure(&self) -> Option<u16> {
+        self.fail_remaining
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+            .ok()
+            .map(|_| self.fail_status.load(Ordering::SeqCst))
+    }
+
+    /// Changes each time open watches must end.
+    pub fn close_signal(&self) -> watch::Receiver<u64> {
+        self.close_watches.subscribe()
+    }
+
+    /// Hold while a pause is in effect.
+    pub async fn wait_unpaused(&self) {
+        loop {
+            let until = *self.paused_until.lock().unwrap_or_else(|e| e.into_inner());
+            match until {
+                Some(t) if t > Instant::now() => tokio::time::sleep_until(t).await,
+                _ => return,
+            }
+        }
+    }
+
+    pub fn delay(&self) -> Option<Duration> {
+        *self.delay.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub fn set_fail(&self, n: usize, status: u16) {
+        self.fail_status.store(status, Ordering::SeqCst);
+        self.fail_remaining.store(n, Ordering::SeqCst);
+    }
+
+    pub fn close_all_watches(&self) {
+        self.close_watches.send_modify(|g| *g += 1);
+    }
+
+    pub fn set_pause(&self, d: Duration) {
+        *self.paused_until.lock().unwrap_or_else(|e| e.into_inner()) = Some(Instant::now() + d);
+    }
+
+    pub fn set_delay(&self, d: Option<Duration>) {
+        *self.delay.lock().unwrap_or_else(|e| e.into_inner()) = d.filter(|d| !d.is_zero());
+    }
+}
+
+/// A cheap, clonable handle on the fault knobs of a running [`super::Sim`].
+#[derive(Clone)]
+pub struct Faults {
+    pub(super) shared: Arc<Shared>,
+}
+
+impl Faults {
+    /// End every open watch stream now (cleanly, as a server-side timeout does).
+    pub fn close_watches(&self) {
+        self.shared.faults.close_all_watches();
+    }
+
+    /// Answer the next `n` API requests with `status` (a `Status` object;
+    /// 429 carries `Retry-After: 1`). Admin `/_sim` paths are exempt.
+    pub fn fail_next(&self, n: usize, status: u16) {
+        self.shared.faults.set_fail(n, status);
+    }
+
+    /// Drop the event history: resuming a watch or a paged list from any
+    /// resourceVersion handed out so far gets 410 Expired.
+    pub fn compact(&self) {
+        self.shared.store.lock().compact();
+    }
+
+    /// Stop answering for `d`: requests are accepted but held, open watch
+    /// streams deliver nothing, until the pause ends.
+    pub fn pause(&self, d: Duration) {
+        self.shared.faults.set_pause(d);
+    }
+
+    /// Delay every response by `d` (None or zero: no delay).
+    pub fn delay(&self, d: Option<Duration>) {
+        self.shared.faults.set_delay(d);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn failures_are_counted_down() {
+        let f = FaultState::default();
+        assert_eq!(f.take_failure(), None);
+        f.set_fail(2, 429);
+        assert_eq!(f.take_failure(), Some(429));
+        assert_eq!(f.take_failure(), Some(429));
+        assert_eq!(f.take_failure(), None);
+    }
+
+    #[tokio::test]
+    async fn pause_holds_then_releases() {
+        let f = FaultState::default();
+        f.set_pause(Duration::from_millis(50));
+        let t = std::time::Instant::now();
+        f.wait_unpaused().await;
+        assert!(t.elapsed() >= Duration::from_millis(40));
+        let mut rx = f.close_signal();
+        f.close_all_watches();
+        assert!(rx.has_changed().unwrap());
+        rx.borrow_and_update();
+    }
+}

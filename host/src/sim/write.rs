@@ -1,0 +1,467 @@
+//! Write semantics of the simulated API server: what create, update (main
+//! resource and `/status`), delete (finalizers, namespaces, CRDs) and
+//! deletecollection do to an object before it is committed.
+//!
+//! Owns: validation, defaulting, server-managed metadata (uid,
+//! creationTimestamp, generation, deletionTimestamp), preconditions.
+//! Must not touch: the history/MVCC internals (`store`) or HTTP (`http`).
+
+use super::resources::{self, ResourceDef};
+use super::status::ApiError;
+use super::store::{EvType, Obj, State, key};
+use base64::Engine;
+use serde_json::{Map, Value, json};
+use std::sync::Arc;
+
+pub fn now() -> String {
+    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+}
+
+fn uid() -> String {
+    let b: u128 = rand::random();
+    let h = format!("{:032x}", (b & !(0xf << 76) & !(0x3 << 62)) | (0x4 << 76) | (0x2 << 62));
+    format!("{}-{}-{}-{}-{}", &h[..8], &h[8..12], &h[12..16], &h[16..20], &h[20..])
+}
+
+fn suffix() -> String {
+    const A: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
+    (0..5).map(|_| A[rand::random_range(0..A.len())] as char).collect()
+}
+
+fn meta(v: &mut Value) -> &mut Map<String, Value> {
+    if !v.get("metadata").is_some_and(Value::is_object) {
+        v["metadata"] = json!({});
+    }
+    v["metadata"].as_object_mut().expect("object")
+}
+
+fn mstr<'a>(v: &'a Value, f: &str) -> Option<&'a str> {
+    v.get("metadata")?.get(f)?.as_str().filter(|s| !s.is_empty())
+}
+
+fn valid_name(name: &str, label: bool) -> Option<String> {
+    let max = if label { 63 } else { 253 };
+    let ok = !name.is_empty()
+        && name.len() <= max
+        && name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || (!label && c == '.'))
+        && name.starts_with(|c: char| c.is_ascii_alphanumeric())
+        && name.ends_with(|c: char| c.is_ascii_alphanumeric());
+    (!ok).then(|| {
+        let what = if label { "RFC 1123 label" } else { "RFC 1123 subdomain" };
+        format!(
+            "metadata.name: Invalid value: \"{name}\": a lowercase {what} must consist of lower \
+             case alphanumeric characters, '-'{} and must start and end with an alphanumeric character",
+            if label { "" } else { " or '.'" }
+        )
+    })
+}
+
+/// Parse a resourceVersion given by a client.
+pub fn parse_rv(s: &str) -> Result<u64, ApiError> {
+    s.parse()
+        .map_err(|_| ApiError::bad_request(format!("invalid resource version: {s:?}")))
+}
+
+/// Everything but metadata and status: a change here bumps generation.
+fn spec_part(v: &Value) -> Value {
+    let mut v = v.clone();
+    if let Some(m) = v.as_object_mut() {
+        m.remove("metadata");
+        m.remove("status");
+        m.remove("apiVersion");
+        m.remove("kind");
+    }
+    v
+}
+
+fn fold_string_data(v: &mut Value) {
+    let Some(sd) = v.as_object_mut().and_then(|m| m.remove("stringData")) else {
+        return;
+    };
+    if let Value::Object(sd) = sd {
+        let data = v
+            .as_object_mut()
+            .expect("object")
+            .entry("data")
+            .or_insert_with(|| json!({}));
+        for (k, s) in sd {
+            let enc = base64::engine::general_purpose::STANDARD.encode(s.as_str().unwrap_or(""));
+            data[k] = Value::String(enc);
+        }
+    }
+}
+
+/// Check the body's namespace and name against the URL and the scope.
+fn check_identity(def: &ResourceDef, ns: Option<&str>, body: &mut Value, name: Option<&str>) -> Result<(), ApiError> {
+    if !body.is_object() {
+        return Err(ApiError::bad_request("the request body must be an object"));
+    }
+    if let Some(kind) = body.get("kind").and_then(Value::as_str)
+        && kind != def.kind
+    {
+        return Err(ApiError::bad_request(format!(
+            "the kind of the object ({kind}) does not match the expected kind ({})",
+            def.kind
+        )));
+    }
+    if let (Some(want), Some(got)) = (ns, mstr(body, "namespace"))
+        && want != got
+    {
+        return Err(ApiError::bad_request(
+            "the namespace of the provided object does not match the namespace sent on the request",
+        ));
+    }
+    if let (Some(want), Some(got)) = (name, mstr(body, "name"))
+        && want != got
+    {
+        return Err(ApiError::bad_request(format!(
+            "the name of the object ({got}) does not match the name on the URL ({want})"
+        )));
+    }
+    let m = meta(body);
+    match ns {
+        Some(ns) if def.namespaced => {
+            m.insert("namespace".into(), json!(ns));
+        }
+        _ => {
+            m.remove("namespace");
+        }
+    }
+    if let Some(name) = name {
+        m.insert("name".into(), json!(name));
+    }
+    Ok(())
+}
+
+/// Create an object (POST to a collection). `api_version` is the URL's.
+pub fn create(st: &mut State, def: &Arc<ResourceDef>, ns: Option<&str>, api_version: &str, mut body: Value) -> Result<Arc<Obj>, ApiError> {
+    let q = def.qualified();
+    check_identity(def, ns, &mut body, None)?;
+    if def.namespaced {
+        let ns = ns.ok_or_else(|| ApiError::bad_request("the namespace of the object is required"))?;
+        if !st.namespace_exists(ns) {
+            return Err(ApiError::not_found("namespaces", ns));
+        }
+    }
+    if mstr(&body, "resourceVersion").is_some() {
+        return Err(ApiError::new(
+            500,
+            "InternalError",
+            "Internal error occurred: resourceVersion should not be set on objects to be created",
+        ));
+    }
+    let table = st.table(&q).ok_or_else(ApiError::no_route)?;
+    let name = match (mstr(&body, "name"), mstr(&body, "generateName")) {
+        (Some(n), _) => n.to_string(),
+        (None, Some(g)) => loop {
+            let n = format!("{g}{}", suffix());
+            if !table.objects.contains_key(&key(ns.filter(|_| def.namespaced), &n)) {
+                break n;
+            }
+        },
+        (None, None) => {
+            return Err(ApiError::invalid(&q, &def.kind, "", &[
+                "metadata.name: Required value: name or generateName is required".into(),
+            ]));
+        }
+    };
+    if let Some(e) = valid_name(&name, def.plural == "namespaces") {
+        return Err(ApiError::invalid(&q, &def.kind, &name, &[e]));
+    }
+    let k = key(ns.filter(|_| def.namespaced), &name);
+    if table.objects.contains_key(&k) {
+        return Err(ApiError::already_exists(&q, &name));
+    }
+    let new_def = if def.plural == "customresourcedefinitions" && def.group == "apiextensions.k8s.io" {
+        let mut b = body.clone();
+        meta(&mut b).insert("name".into(), json!(name));
+        Some(resources::from_crd(&b).map_err(|e| ApiError::invalid(&q, &def.kind, &name, &[e]))?)
+    } else {
+        None
+    };
+    body["apiVersion"] = json!(api_version);
+    body["kind"] = json!(def.kind);
+    let m = meta(&mut body);
+    m.insert("name".into(), json!(name));
+    m.insert("uid".into(), json!(uid()));
+    m.insert("creationTimestamp".into(), json!(now()));
+    for f in ["deletionTimestamp", "deletionGracePeriodSeconds", "generation", "managedFields"] {
+        m.remove(f);
+    }
+    if def.has_generation() {
+        m.insert("generation".into(), json!(1));
+    }
+    prepare_for_create(def, &mut body, new_def.as_ref());
+    if let Some(nd) = new_def {
+        st.add_table(nd);
+    }
+    Ok(st.commit(&q, k, EvType::Added, body))
+}
+
+/// What the real per-type strategies do to a new object's status and spec.
+fn prepare_for_create(def: &ResourceDef, body: &mut Value, crd: Option<&ResourceDef>) {
+    let o = body.as_object_mut().expect("object");
+    if def.has_status {
+        o.remove("status");
+    }
+    match (def.group.as_str(), def.plural.as_str()) {
+        ("", "pods") => {
+            o.insert("status".into(), json!({"phase": "Pending", "qosClass": "BestEffort"}));
+        }
+        ("", "namespaces") => {
+            o.insert("status".into(), json!({"phase": "Active"}));
+        }
+        ("", "secrets") => {
+            fold_string_data(body);
+            if body.get("type").is_none() {
+                body["type"] = json!("Opaque");
+            }
+        }
+        ("", "services") => {
+            let spec = body.as_object_mut().expect("object").entry("spec").or_insert_with(|| json!({}));
+            if spec.get("type").is_none() {
+                spec["type"] = json!("ClusterIP");
+            }
+            if spec.get("clusterIP").is_none() && spec["type"] != "ExternalName" {
+                let ip = format!("10.96.{}.{}", rand::random_range(0..255u8), rand::random_range(1..255u8));
+                spec["clusterIP"] = json!(ip);
+                spec["clusterIPs"] = json!([ip]);
+            }
+        }
+        ("apps", "deployments" | "replicasets" | "statefulsets") => {
+            let spec = body.as_object_mut().expect("object").entry("spec").or_insert_with(|| json!({}));
+            if spec.get("replicas").is_none() {
+                spec["replicas"] = json!(1);
+            }
+        }
+        ("apiextensions.k8s.io", "customresourcedefinitions") => {
+            if let Some(d) = crd {
+                body["status"] = crd_status(body, d);
+            }
+        }
+        _ => {}
+    }
+}
+
+fn crd_status(body: &Value, d: &ResourceDef) -> Value {
+    let t = now();
+    json!({
+        "acceptedNames": body.pointer("/spec/names").cloned().unwrap_or(json!({})),
+        "storedVersions": [d.versions[0]],
+        "conditions": [
+            {"type": "NamesAccepted", "status": "True", "reason": "NoConflicts", "message": "no conflicts found", "lastTransitionTime": t},
+            {"type": "Established", "status": "True", "reason": "InitialNamesAccepted", "message": "the initial names have been accepted", "lastTransitionTime": t},
+        ]
+    })
+}
+
+/// Replace an object (PUT), on the main resource or on `/status`.
+pub fn update(st: &mut State, def: &Arc<ResourceDef>, ns: Option<&str>, name: &str, mut body: Value, status: bool) -> Result<Arc<Obj>, ApiError> {
+    let q = def.qualified();
+    check_identity(def, ns, &mut body, Some(name))?;
+    let k = key(ns.filter(|_| def.namespaced), name);
+    let table = st.table(&q).ok_or_else(ApiError::no_route)?;
+    let old = table
+        .objects
+        .get(&k)
+        .cloned()
+        .ok_or_else(|| ApiError::not_found(&q, name))?;
+    if let Some(rv) = mstr(&body, "resourceVersion")
+        && parse_rv(rv)? != old.rv
+    {
+        return Err(ApiError::conflict(&q, name));
+    }
+    let mut new = if status {
+        // The status strategy keeps everything but status.
+        let mut n = old.value.clone();
+        match body.get("status") {
+            Some(s) => n["status"] = s.clone(),
+            None => {
+                n.as_object_mut().expect("object").remove("status");
+            }
+        }
+        n
+    } else {
+        if def.has_status {
+            match old.value.get("status") {
+                Some(s) => body["status"] = s.clone(),
+                None => {
+                    body.as_object_mut().expect("object").remove("status");
+                }
+            }
+        }
+        body
+    };
+    new["apiVersion"] = old.value["apiVersion"].clone();
+    new["kind"] = json!(def.kind);
+    let om = old.value["metadata"].as_object().cloned().unwrap_or_default();
+    let m = meta(&mut new);
+    for f in ["uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation"] {
+        match om.get(f) {
+            Some(v) => m.insert(f.into(), v.clone()),
+            None => m.remove(f),
+        };
+    }
+    m.insert("resourceVersion".into(), json!(old.rv.to_string()));
+    if def.plural == "secrets" && def.group.is_empty() {
+        fold_string_data(&mut new);
+    }
+    if def.has_generation() && spec_part(&new) != spec_part(&old.value) {
+        let g = old.value.pointer("/metadata/generation").and_then(Value::as_i64).unwrap_or(0);
+        new["metadata"]["generation"] = json!(g + 1);
+    }
+    let is_crd = def.plural == "customresourcedefinitions" && def.group == "apiextensions.k8s.io";
+    if is_crd && !status {
+        let d = resources::from_crd(&new).map_err(|e| ApiError::invalid(&q, &def.kind, name, &[e]))?;
+        new["status"] = crd_status(&new, &d);
+        st.add_table(d);
+    }
+    if new == old.value {
+        return Ok(old); // a no-op write is not persisted
+    }
+    let finalizers_empty = new
+        .pointer("/metadata/finalizers")
+        .and_then(Value::as_array)
+        .is_none_or(|a| a.is_empty());
+    if new.pointer("/metadata/deletionTimestamp").is_some() && finalizers_empty {
+        return Ok(remove(st, def, k, new));
+    }
+    Ok(st.commit(&q, k, EvType::Modified, new))
+}
+
+/// Delete preconditions (`DeleteOptions.preconditions`).
+#[derive(Debug, Default, Clone)]
+pub struct Preconditions {
+    pub uid: Option<String>,
+    pub resource_version: Option<String>,
+}
+
+/// Delete an object. Returns it and whether it is gone (false: finalizers
+/// hold it, deletionTimestamp set).
+pub fn delete(st: &mut State, def: &Arc<ResourceDef>, ns: Option<&str>, name: &str, pre: &Preconditions) -> Result<(Arc<Obj>, bool), ApiError> {
+    let q = def.qualified();
+    let k = key(ns.filter(|_| def.namespaced), name);
+    let table = st.table(&q).ok_or_else(ApiError::no_route)?;
+    let old = table
+        .objects
+        .get(&k)
+        .cloned()
+        .ok_or_else(|| ApiError::not_found(&q, name))?;
+    if let Some(u) = &pre.uid
+        && mstr(&old.value, "uid") != Some(u.as_str())
+    {
+        return Err(ApiError::new(409, "Conflict", format!(
+            "Operation cannot be fulfilled on {q} \"{name}\": Precondition failed: UID in precondition: {u}, UID in object meta: {}",
+            mstr(&old.value, "uid").unwrap_or("")
+        )));
+    }
+    if let Some(rv) = &pre.resource_version
+        && parse_rv(rv)? != old.rv
+    {
+        return Err(ApiError::conflict(&q, name));
+    }
+    let has_finalizers = old
+        .value
+        .pointer("/metadata/finalizers")
+        .and_then(Value::as_array)
+        .is_some_and(|a| !a.is_empty());
+    if has_finalizers {
+        if old.value.pointer("/metadata/deletionTimestamp").is_some() {
+            return Ok((old, false));
+        }
+        let mut new = old.value.clone();
+        let m = meta(&mut new);
+        m.insert("deletionTimestamp".into(), json!(now()));
+        m.insert("deletionGracePeriodSeconds".into(), json!(0));
+        if let Some(g) = m.get("generation").and_then(Value::as_i64) {
+            m.insert("generation".into(), json!(g + 1));
+        }
+        return Ok((st.commit(&q, k, EvType::Modified, new), false));
+    }
+    let last = old.value.clone();
+    Ok((remove(st, def, k, last), true))
+}
+
+/// Remove an object now (cascading namespaces and CRDs).
+fn remove(st: &mut State, def: &Arc<ResourceDef>, k: Arc<str>, last: Value) -> Arc<Obj> {
+    if def.group.is_empty() && def.plural == "namespaces" {
+        let prefix = format!("{k}/");
+        let tables: Vec<String> = st.tables.iter().filter(|(_, t)| t.def.namespaced).map(|(q, _)| q.clone()).collect();
+        for q in tables {
+            let doomed: Vec<(Arc<str>, Value)> = st.tables[&q]
+                .objects
+                .range::<str, _>((std::ops::Bound::Included(prefix.as_str()), std::ops::Bound::Unbounded))
+                .take_while(|(key, _)| key.starts_with(&prefix))
+                .map(|(key, o)| (key.clone(), o.value.clone()))
+                .collect();
+            for (key, v) in doomed {
+                st.commit(&q, key, EvType::Deleted, v);
+            }
+        }
+    }
+    let crd = (def.group == "apiextensions.k8s.io" && def.plural == "customresourcedefinitions")
+        .then(|| k.to_string());
+    if let Some(crd) = &crd
+        && st.tables.contains_key(crd)
+    {
+        let doomed: Vec<(Arc<str>, Value)> =
+            st.tables[crd].objects.iter().map(|(key, o)| (key.clone(), o.value.clone())).collect();
+        for (key, v) in doomed {
+            st.commit(crd, key, EvType::Deleted, v);
+        }
+        st.remove_table(crd);
+    }
+    st.commit(&def.qualified(), k, EvType::Deleted, last)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn state() -> (State, Arc<ResourceDef>, Arc<ResourceDef>) {
+        let mut st = State::new(100, 0);
+        let ns = st.registry.get("namespaces").unwrap().clone();
+        let cm = st.registry.get("configmaps").unwrap().clone();
+        create(&mut st, &ns, None, "v1", json!({"metadata":{"name":"default"}})).unwrap();
+        (st, ns, cm)
+    }
+
+    #[test]
+    fn create_update_conflict_and_noop() {
+        let (mut st, _, cm) = state();
+        let a = create(&mut st, &cm, Some("default"), "v1", json!({"metadata":{"name":"a"},"data":{"k":"v"}})).unwrap();
+        assert_eq!(a.rv, 2);
+        assert_eq!(a.value["kind"], "ConfigMap");
+        assert!(a.value["metadata"]["uid"].is_string());
+        let e = create(&mut st, &cm, Some("default"), "v1", json!({"metadata":{"name":"a"}})).unwrap_err();
+        assert_eq!((e.code, e.reason), (409, "AlreadyExists"));
+        let e = create(&mut st, &cm, Some("nope"), "v1", json!({"metadata":{"name":"a"}})).unwrap_err();
+        assert_eq!(e.message, "namespaces \"nope\" not found");
+        let g = create(&mut st, &cm, Some("default"), "v1", json!({"metadata":{"generateName":"x-"}})).unwrap();
+        assert!(g.name().starts_with("x-") && g.name().len() == 7);
+        let stale = json!({"metadata":{"name":"a","resourceVersion":"1"},"data":{"k":"w"}});
+        assert_eq!(update(&mut st, &cm, Some("default"), "a", stale, false).unwrap_err().reason, "Conflict");
+        let same = a.value.clone();
+        assert_eq!(update(&mut st, &cm, Some("default"), "a", same, false).unwrap().rv, a.rv);
+    }
+
+    #[test]
+    fn finalizers_hold_deletion_and_namespaces_cascade() {
+        let (mut st, ns, cm) = state();
+        let a = create(&mut st, &cm, Some("default"), "v1", json!({"metadata":{"name":"a","finalizers":["x"]}})).unwrap();
+        let (held, gone) = delete(&mut st, &cm, Some("default"), "a", &Preconditions::default()).unwrap();
+        assert!(!gone && held.value["metadata"]["deletionTimestamp"].is_string());
+        let mut v = held.value.clone();
+        v["metadata"]["finalizers"] = json!([]);
+        update(&mut st, &cm, Some("default"), "a", v, false).unwrap();
+        assert!(st.table("configmaps").unwrap().objects.is_empty());
+        let h = &st.table("configmaps").unwrap().history;
+        assert_eq!(h.iter().map(|e| e.ty).collect::<Vec<_>>(), vec![EvType::Added, EvType::Modified, EvType::Deleted]);
+        assert!(a.rv < h[2].rv);
+        create(&mut st, &cm, Some("default"), "v1", json!({"metadata":{"name":"b"}})).unwrap();
+        delete(&mut st, &ns, None, "default", &Preconditions::default()).unwrap();
+        assert!(st.table("configmaps").unwrap().objects.is_empty());
+    }
+}
