@@ -10,3 +10,4 @@ pub mod daemon;
 pub mod informer;
 pub mod runtime;
 pub mod selector;
+pub mod sim;
