@@ -8,6 +8,7 @@
 
 use super::Shared;
 use super::discovery;
+use super::openapi;
 use super::patch::{self, PatchType};
 use super::resources::ResourceDef;
 use super::selector::{FieldSelector, LabelSelector};
@@ -158,6 +159,16 @@ pub async fn handle(shared: Arc<Shared>, req: Request<hyper::body::Incoming>) ->
             .map(|v| value_response(200, &v))
             .ok_or_else(ApiError::no_route),
         (["apis", g, v], _) => discovery::resource_list(&shared.store.lock().registry, g, v)
+            .map(|v| value_response(200, &v))
+            .ok_or_else(ApiError::no_route),
+        (["openapi", "v3"], _) => Ok(value_response(
+            200,
+            &openapi::root(&shared.store.lock().registry),
+        )),
+        (["openapi", "v3", "api", v], _) => openapi::group_version(&shared.store.lock().registry, "", v)
+            .map(|v| value_response(200, &v))
+            .ok_or_else(ApiError::no_route),
+        (["openapi", "v3", "apis", g, v], _) => openapi::group_version(&shared.store.lock().registry, g, v)
             .map(|v| value_response(200, &v))
             .ok_or_else(ApiError::no_route),
         _ => Err(ApiError::no_route()),

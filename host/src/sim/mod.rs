@@ -20,6 +20,7 @@ mod discovery;
 mod faults;
 mod http;
 mod kubeconfig;
+mod openapi;
 mod patch;
 mod resources;
 mod selector;

@@ -1,0 +1,215 @@
+//! Real `kubectl` (v1.32, /usr/bin/kubectl) against the simulated API
+//! server through a written kubeconfig. Skipped (with a message) only when
+//! kubectl is not installed.
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::Command;
+use wink::sim::{Sim, SimConfig};
+
+const KUBECTL: &str = "/usr/bin/kubectl";
+
+fn have_kubectl() -> bool {
+    if Path::new(KUBECTL).exists() {
+        return true;
+    }
+    println!("kubectl is not installed at {KUBECTL}: skipping the kubectl tests");
+    false
+}
+
+struct Env {
+    sim: Sim,
+    kubeconfig: PathBuf,
+    dir: PathBuf,
+}
+
+async fn env(name: &str) -> Env {
+    let sim = Sim::start(SimConfig::default()).await.unwrap();
+    let dir = std::env::temp_dir().join(format!("wink-sim-kubectl-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let kubeconfig = dir.join("kubeconfig");
+    sim.write_kubeconfig(&kubeconfig).unwrap();
+    Env { sim, kubeconfig, dir }
+}
+
+impl Env {
+    fn cmd(&self, args: &[&str]) -> Command {
+        let mut c = Command::new(KUBECTL);
+        c.args(args).args(std::env::var("SIMV").map(|v| vec![format!("-v={v}")]).unwrap_or_default())
+            .env("KUBECONFIG", &self.kubeconfig)
+            .env("HOME", &self.dir)
+            .env_remove("KUBERNETES_SERVICE_HOST")
+            .stdin(Stdio::null())
+            .kill_on_drop(true);
+        c
+    }
+
+    /// Run kubectl to completion; panics with its stderr on failure.
+    async fn ok(&self, args: &[&str]) -> String {
+        let out = tokio::time::timeout(Duration::from_secs(60), self.cmd(args).output())
+            .await
+            .expect("kubectl finished in time")
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+        let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+        assert!(out.status.success(), "kubectl {args:?} failed: {stderr}\n{stdout}");
+        stdout
+    }
+
+    /// `kubectl create -f` of a ConfigMap manifest.
+    async fn apply_cm(&self, name: &str) {
+        let f = self.dir.join(format!("{name}.yaml"));
+        std::fs::write(&f, format!("apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: {name}}}\ndata: {{a: \"1\"}}\n")).unwrap();
+        self.ok(&["create", "-f", f.to_str().unwrap()]).await;
+    }
+
+    async fn json(&self, args: &[&str]) -> Value {
+        serde_json::from_str(&self.ok(args).await).unwrap()
+    }
+}
+
+const MANIFEST: &str = r#"
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: demo
+  labels: {app: web}
+data:
+  k: v1
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers: [{name: web, image: nginx}]
+"#;
+
+#[tokio::test]
+async fn kubectl_create_get_label_annotate_patch_delete() {
+    if !have_kubectl() {
+        return;
+    }
+    let e = env("crud").await;
+    let file = e.dir.join("demo.yaml");
+    std::fs::write(&file, MANIFEST).unwrap();
+    let out = e.ok(&["create", "-f", file.to_str().unwrap()]).await;
+    assert!(out.contains("configmap/demo created"), "{out}");
+    assert!(out.contains("deployment.apps/web created"), "{out}");
+
+    let cm = e.json(&["get", "configmap", "demo", "-o", "json"]).await;
+    assert_eq!(cm["data"]["k"], "v1");
+    assert_eq!(cm["kind"], "ConfigMap");
+    let list = e.json(&["get", "deployments", "-o", "json"]).await;
+    assert_eq!(list["items"][0]["metadata"]["name"], "web");
+    assert_eq!(list["items"][0]["metadata"]["generation"], 1);
+
+    e.ok(&["label", "configmap", "demo", "tier=front"]).await;
+    e.ok(&["annotate", "configmap", "demo", "note=hello"]).await;
+    e.ok(&["patch", "configmap", "demo", "--type=merge", "-p", r#"{"data":{"k":"v2"}}"#]).await;
+    e.ok(&["patch", "deployment", "web", "-p", r#"{"spec":{"replicas":3}}"#]).await;
+    let cm = e.json(&["get", "configmap", "demo", "-o", "json"]).await;
+    assert_eq!(cm["metadata"]["labels"]["tier"], "front");
+    assert_eq!(cm["metadata"]["annotations"]["note"], "hello");
+    assert_eq!(cm["data"]["k"], "v2");
+    let d = e.json(&["get", "deployment", "web", "-o", "json"]).await;
+    assert_eq!(d["spec"]["replicas"], 3);
+    assert_eq!(d["metadata"]["generation"], 2);
+    let sel = e.json(&["get", "configmaps", "-l", "tier=front", "-o", "json"]).await;
+    assert_eq!(sel["items"].as_array().unwrap().len(), 1);
+    let names = e.ok(&["get", "configmaps"]).await;
+    assert!(names.contains("demo"), "{names}");
+
+    let out = e.ok(&["delete", "configmap", "demo"]).await;
+    assert!(out.contains("configmap \"demo\" deleted"), "{out}");
+    let gone = e.cmd(&["get", "configmap", "demo"]).output().await.unwrap();
+    assert!(!gone.status.success());
+    let err = String::from_utf8_lossy(&gone.stderr);
+    assert!(err.contains("NotFound") && err.contains("\"demo\" not found"), "{err}");
+    assert!(e.sim.request_count("patch", "configmaps") >= 3);
+}
+
+#[tokio::test]
+async fn kubectl_get_watch_prints_events() {
+    if !have_kubectl() {
+        return;
+    }
+    let e = env("watch").await;
+    e.apply_cm("first").await;
+    let mut child = e
+        .cmd(&["get", "configmaps", "-w", "-o", "name", "--request-timeout=30s"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut seen = Vec::new();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    let mut created = false;
+    while let Ok(Ok(Some(line))) = tokio::time::timeout_at(deadline, lines.next_line()).await {
+        seen.push(line.clone());
+        if line.contains("configmap/first") && !created {
+            // The initial list was printed: the watch is (about to be) open.
+            while e.sim.open_watches("configmaps") == 0 {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            e.apply_cm("second").await;
+            created = true;
+        }
+        if line.contains("configmap/second") {
+            break;
+        }
+    }
+    child.kill().await.ok();
+    assert!(seen.iter().any(|l| l.contains("configmap/second")), "kubectl get -w printed {seen:?}");
+    assert!(e.sim.request_count("watch", "configmaps") >= 1);
+}
+
+#[tokio::test]
+async fn kubectl_api_resources_and_crds() {
+    if !have_kubectl() {
+        return;
+    }
+    let e = env("discovery").await;
+    let out = e.ok(&["api-resources"]).await;
+    for r in ["pods", "configmaps", "deployments", "leases", "customresourcedefinitions", "namespaces"] {
+        assert!(out.contains(r), "api-resources lacks {r}:\n{out}");
+    }
+    let crd = r#"
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: widgets.example.com}
+spec:
+  group: example.com
+  scope: Namespaced
+  names: {plural: widgets, singular: widget, kind: Widget, shortNames: [wd]}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}
+---
+apiVersion: v1
+kind: Namespace
+metadata: {name: team}
+"#;
+    let file = e.dir.join("crd.yaml");
+    std::fs::write(&file, crd).unwrap();
+    e.ok(&["create", "-f", file.to_str().unwrap()]).await;
+    let w = e.dir.join("w.yaml");
+    std::fs::write(&w, "apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w1, namespace: team}\nspec: {size: 3}\n").unwrap();
+    e.ok(&["create", "-f", w.to_str().unwrap()]).await;
+    let out = e.ok(&["api-resources", "--api-group=example.com"]).await;
+    assert!(out.contains("widgets") && out.contains("wd"), "{out}");
+    let got = e.json(&["get", "wd", "-n", "team", "w1", "-o", "json"]).await;
+    assert_eq!(got["spec"]["size"], 3);
+    assert_eq!(got["apiVersion"], "example.com/v1");
+}
