@@ -17,8 +17,11 @@ fn cm(name: &str) -> ConfigMap {
 
 /// A raw HTTP/1.1 exchange: (status line + headers lowercased, body).
 async fn raw(sim: &Sim, method: &str, path: &str) -> (String, String) {
-    let mut s = tokio::net::TcpStream::connect(("127.0.0.1", sim.port())).await.unwrap();
-    let req = format!("{method} {path} HTTP/1.1\r\nHost: sim\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+    let mut s = tokio::net::TcpStream::connect(("127.0.0.1", sim.port()))
+        .await
+        .unwrap();
+    let req =
+        format!("{method} {path} HTTP/1.1\r\nHost: sim\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
     s.write_all(req.as_bytes()).await.unwrap();
     let mut out = String::new();
     s.read_to_string(&mut out).await.unwrap();
@@ -36,7 +39,10 @@ fn api_status(e: kube::Error) -> (u16, String) {
 async fn until(what: &str, mut f: impl FnMut() -> bool) {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
     while !f() {
-        assert!(tokio::time::Instant::now() < deadline, "timed out waiting for {what}");
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "timed out waiting for {what}"
+        );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
@@ -45,13 +51,25 @@ async fn until(what: &str, mut f: impl FnMut() -> bool) {
 async fn close_watches_ends_open_streams() {
     let sim = Sim::start(SimConfig::default()).await.unwrap();
     let api: Api<ConfigMap> = Api::default_namespaced(sim.client());
-    let rv = api.list(&ListParams::default()).await.unwrap().metadata.resource_version.unwrap();
-    let mut stream = api.watch(&WatchParams::default().timeout(290), &rv).await.unwrap().boxed();
+    let rv = api
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .metadata
+        .resource_version
+        .unwrap();
+    let mut stream = api
+        .watch(&WatchParams::default().timeout(290), &rv)
+        .await
+        .unwrap()
+        .boxed();
     until("the watch to open", || sim.open_watches("configmaps") == 1).await;
     api.create(&PostParams::default(), &cm("a")).await.unwrap();
     assert!(matches!(stream.next().await, Some(Ok(WatchEvent::Added(_)))));
     sim.faults().close_watches();
-    let end = tokio::time::timeout(Duration::from_secs(10), stream.next()).await.unwrap();
+    let end = tokio::time::timeout(Duration::from_secs(10), stream.next())
+        .await
+        .unwrap();
     assert!(end.is_none(), "the stream ended cleanly, got {end:?}");
     until("the watch to be gone", || sim.open_watches("configmaps") == 0).await;
     // Over the admin path too.
@@ -59,7 +77,10 @@ async fn close_watches_ends_open_streams() {
     until("the second watch", || sim.open_watches("configmaps") == 1).await;
     let (head, _) = raw(&sim, "POST", "/_sim/faults/close-watches").await;
     assert!(head.starts_with("http/1.1 200"), "{head}");
-    while let Some(ev) = tokio::time::timeout(Duration::from_secs(10), again.next()).await.unwrap() {
+    while let Some(ev) = tokio::time::timeout(Duration::from_secs(10), again.next())
+        .await
+        .unwrap()
+    {
         assert!(matches!(ev, Ok(WatchEvent::Added(_))), "{ev:?}");
     }
 }
@@ -73,13 +94,20 @@ async fn fail_next_500_answers_status_then_recovers() {
         let (code, reason) = api_status(api.get("default").await.unwrap_err());
         assert_eq!((code, reason.as_str()), (500, "InternalError"));
     }
-    assert_eq!(api.get("default").await.unwrap().metadata.name.as_deref(), Some("default"));
+    assert_eq!(
+        api.get("default").await.unwrap().metadata.name.as_deref(),
+        Some("default")
+    );
     assert_eq!(sim.request_count("get", "namespaces"), 3);
     // Admin path: fail the next one with 503, which kube's client retries.
     let (head, _) = raw(&sim, "POST", "/_sim/faults/fail?n=1&status=503").await;
     assert!(head.starts_with("http/1.1 200"), "{head}");
     api.get("default").await.unwrap();
-    assert_eq!(sim.request_count("get", "namespaces"), 5, "the 503 was answered and retried");
+    assert_eq!(
+        sim.request_count("get", "namespaces"),
+        5,
+        "the 503 was answered and retried"
+    );
 }
 
 #[tokio::test]
@@ -107,9 +135,19 @@ async fn compact_makes_resumes_410_and_a_fresh_list_works() {
     let sim = Sim::start(SimConfig::default()).await.unwrap();
     let api: Api<ConfigMap> = Api::default_namespaced(sim.client());
     api.create(&PostParams::default(), &cm("a")).await.unwrap();
-    let old = api.list(&ListParams::default()).await.unwrap().metadata.resource_version.unwrap();
+    let old = api
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .metadata
+        .resource_version
+        .unwrap();
     // Before compaction the old resourceVersion resumes fine.
-    let mut ok = api.watch(&WatchParams::default().timeout(1), &old).await.unwrap().boxed();
+    let mut ok = api
+        .watch(&WatchParams::default().timeout(1), &old)
+        .await
+        .unwrap()
+        .boxed();
     while let Some(ev) = ok.next().await {
         assert!(!matches!(ev, Ok(WatchEvent::Error(_))), "{ev:?}");
     }
@@ -119,7 +157,12 @@ async fn compact_makes_resumes_410_and_a_fresh_list_works() {
     match stream.next().await {
         Some(Ok(WatchEvent::Error(s))) => {
             assert_eq!((s.code, s.reason.as_str()), (410, "Expired"));
-            assert!(s.message.starts_with(&format!("too old resource version: {old} (")), "{}", s.message);
+            assert!(
+                s.message
+                    .starts_with(&format!("too old resource version: {old} (")),
+                "{}",
+                s.message
+            );
         }
         other => panic!("expected an in-stream 410, got {other:?}"),
     }
@@ -131,7 +174,9 @@ async fn compact_makes_resumes_410_and_a_fresh_list_works() {
     assert!(rv.parse::<u64>().unwrap() > old.parse::<u64>().unwrap());
     let mut live = api.watch(&WatchParams::default(), &rv).await.unwrap().boxed();
     api.create(&PostParams::default(), &cm("b")).await.unwrap();
-    assert!(matches!(live.next().await, Some(Ok(WatchEvent::Added(o))) if o.metadata.name.as_deref() == Some("b")));
+    assert!(
+        matches!(live.next().await, Some(Ok(WatchEvent::Added(o))) if o.metadata.name.as_deref() == Some("b"))
+    );
 }
 
 #[tokio::test]
@@ -159,13 +204,21 @@ async fn delay_slows_every_response() {
     assert!(head.starts_with("http/1.1 200"));
     let t = std::time::Instant::now();
     api.get("default").await.unwrap();
-    assert!(t.elapsed() >= Duration::from_millis(300), "delayed by at least the delay");
+    assert!(
+        t.elapsed() >= Duration::from_millis(300),
+        "delayed by at least the delay"
+    );
     sim.faults().delay(None);
     api.get("default").await.unwrap();
 }
 
 /// A reflector over configmaps; returns its reader.
-fn reflect(api: Api<ConfigMap>) -> (kube::runtime::reflector::Store<ConfigMap>, tokio::task::JoinHandle<()>) {
+fn reflect(
+    api: Api<ConfigMap>,
+) -> (
+    kube::runtime::reflector::Store<ConfigMap>,
+    tokio::task::JoinHandle<()>,
+) {
     use kube::runtime::WatchStreamExt;
     let (reader, writer) = kube::runtime::reflector::store();
     let s = kube::runtime::reflector::reflector(writer, watcher::watcher(api, watcher::Config::default()))
@@ -176,7 +229,11 @@ fn reflect(api: Api<ConfigMap>) -> (kube::runtime::reflector::Store<ConfigMap>, 
 }
 
 fn cached(r: &kube::runtime::reflector::Store<ConfigMap>) -> Vec<String> {
-    let mut v: Vec<String> = r.state().iter().map(|o| o.metadata.name.clone().unwrap()).collect();
+    let mut v: Vec<String> = r
+        .state()
+        .iter()
+        .map(|o| o.metadata.name.clone().unwrap())
+        .collect();
     v.sort();
     v
 }
@@ -195,7 +252,10 @@ async fn restart_keeping_state_drops_connections_and_watchers_resume() {
     assert_eq!(sim.current_resource_version(), rv, "state kept");
     api.create(&PostParams::default(), &cm("b")).await.unwrap();
     until("the watcher to see b", || cached(&reader) == ["a", "b"]).await;
-    until("the resumed watch", || sim.watch_request_rvs("configmaps").len() >= 2).await;
+    until("the resumed watch", || {
+        sim.watch_request_rvs("configmaps").len() >= 2
+    })
+    .await;
     // History was kept: the watcher resumed without a relist.
     assert_eq!(sim.request_count("list", "configmaps"), 1);
     task.abort();
@@ -210,11 +270,17 @@ async fn restart_replacing_state_makes_watchers_relist() {
     reader.wait_until_ready().await.unwrap();
     let rv = sim.current_resource_version();
     sim.restart(false).await.unwrap();
-    assert!(sim.current_resource_version() > rv, "resourceVersions keep increasing");
+    assert!(
+        sim.current_resource_version() > rv,
+        "resourceVersions keep increasing"
+    );
     api.create(&PostParams::default(), &cm("new")).await.unwrap();
     assert!(api.get_opt("old").await.unwrap().is_none(), "state replaced");
     Api::<Namespace>::all(sim.client()).get("default").await.unwrap();
-    until("the watcher to relist to the new state", || cached(&reader) == ["new"]).await;
+    until("the watcher to relist to the new state", || {
+        cached(&reader) == ["new"]
+    })
+    .await;
     assert!(sim.request_count("list", "configmaps") >= 2);
     task.abort();
 }

@@ -38,7 +38,12 @@ async fn env(name: &str) -> Env {
 impl Env {
     fn cmd(&self, args: &[&str]) -> Command {
         let mut c = Command::new(KUBECTL);
-        c.args(args).args(std::env::var("SIMV").map(|v| vec![format!("-v={v}")]).unwrap_or_default())
+        c.args(args)
+            .args(
+                std::env::var("SIMV")
+                    .map(|v| vec![format!("-v={v}")])
+                    .unwrap_or_default(),
+            )
             .env("KUBECONFIG", &self.kubeconfig)
             .env("HOME", &self.dir)
             .env_remove("KUBERNETES_SERVICE_HOST")
@@ -55,14 +60,21 @@ impl Env {
             .unwrap();
         let stdout = String::from_utf8_lossy(&out.stdout).to_string();
         let stderr = String::from_utf8_lossy(&out.stderr).to_string();
-        assert!(out.status.success(), "kubectl {args:?} failed: {stderr}\n{stdout}");
+        assert!(
+            out.status.success(),
+            "kubectl {args:?} failed: {stderr}\n{stdout}"
+        );
         stdout
     }
 
     /// `kubectl create -f` of a ConfigMap manifest.
     async fn apply_cm(&self, name: &str) {
         let f = self.dir.join(format!("{name}.yaml"));
-        std::fs::write(&f, format!("apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: {name}}}\ndata: {{a: \"1\"}}\n")).unwrap();
+        std::fs::write(
+            &f,
+            format!("apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: {name}}}\ndata: {{a: \"1\"}}\n"),
+        )
+        .unwrap();
         self.ok(&["create", "-f", f.to_str().unwrap()]).await;
     }
 
@@ -114,8 +126,17 @@ async fn kubectl_create_get_label_annotate_patch_delete() {
 
     e.ok(&["label", "configmap", "demo", "tier=front"]).await;
     e.ok(&["annotate", "configmap", "demo", "note=hello"]).await;
-    e.ok(&["patch", "configmap", "demo", "--type=merge", "-p", r#"{"data":{"k":"v2"}}"#]).await;
-    e.ok(&["patch", "deployment", "web", "-p", r#"{"spec":{"replicas":3}}"#]).await;
+    e.ok(&[
+        "patch",
+        "configmap",
+        "demo",
+        "--type=merge",
+        "-p",
+        r#"{"data":{"k":"v2"}}"#,
+    ])
+    .await;
+    e.ok(&["patch", "deployment", "web", "-p", r#"{"spec":{"replicas":3}}"#])
+        .await;
     let cm = e.json(&["get", "configmap", "demo", "-o", "json"]).await;
     assert_eq!(cm["metadata"]["labels"]["tier"], "front");
     assert_eq!(cm["metadata"]["annotations"]["note"], "hello");
@@ -123,7 +144,9 @@ async fn kubectl_create_get_label_annotate_patch_delete() {
     let d = e.json(&["get", "deployment", "web", "-o", "json"]).await;
     assert_eq!(d["spec"]["replicas"], 3);
     assert_eq!(d["metadata"]["generation"], 2);
-    let sel = e.json(&["get", "configmaps", "-l", "tier=front", "-o", "json"]).await;
+    let sel = e
+        .json(&["get", "configmaps", "-l", "tier=front", "-o", "json"])
+        .await;
     assert_eq!(sel["items"].as_array().unwrap().len(), 1);
     let names = e.ok(&["get", "configmaps"]).await;
     assert!(names.contains("demo"), "{names}");
@@ -133,7 +156,10 @@ async fn kubectl_create_get_label_annotate_patch_delete() {
     let gone = e.cmd(&["get", "configmap", "demo"]).output().await.unwrap();
     assert!(!gone.status.success());
     let err = String::from_utf8_lossy(&gone.stderr);
-    assert!(err.contains("NotFound") && err.contains("\"demo\" not found"), "{err}");
+    assert!(
+        err.contains("NotFound") && err.contains("\"demo\" not found"),
+        "{err}"
+    );
     assert!(e.sim.request_count("patch", "configmaps") >= 3);
 }
 
@@ -169,7 +195,10 @@ async fn kubectl_get_watch_prints_events() {
         }
     }
     child.kill().await.ok();
-    assert!(seen.iter().any(|l| l.contains("configmap/second")), "kubectl get -w printed {seen:?}");
+    assert!(
+        seen.iter().any(|l| l.contains("configmap/second")),
+        "kubectl get -w printed {seen:?}"
+    );
     assert!(e.sim.request_count("watch", "configmaps") >= 1);
 }
 
@@ -180,7 +209,14 @@ async fn kubectl_api_resources_and_crds() {
     }
     let e = env("discovery").await;
     let out = e.ok(&["api-resources"]).await;
-    for r in ["pods", "configmaps", "deployments", "leases", "customresourcedefinitions", "namespaces"] {
+    for r in [
+        "pods",
+        "configmaps",
+        "deployments",
+        "leases",
+        "customresourcedefinitions",
+        "namespaces",
+    ] {
         assert!(out.contains(r), "api-resources lacks {r}:\n{out}");
     }
     let crd = r#"
@@ -205,7 +241,11 @@ metadata: {name: team}
     std::fs::write(&file, crd).unwrap();
     e.ok(&["create", "-f", file.to_str().unwrap()]).await;
     let w = e.dir.join("w.yaml");
-    std::fs::write(&w, "apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w1, namespace: team}\nspec: {size: 3}\n").unwrap();
+    std::fs::write(
+        &w,
+        "apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w1, namespace: team}\nspec: {size: 3}\n",
+    )
+    .unwrap();
     e.ok(&["create", "-f", w.to_str().unwrap()]).await;
     let out = e.ok(&["api-resources", "--api-group=example.com"]).await;
     assert!(out.contains("widgets") && out.contains("wd"), "{out}");

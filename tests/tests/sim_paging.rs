@@ -25,7 +25,11 @@ fn cm(name: &str) -> ConfigMap {
 }
 
 /// Page through with `limit`, calling `between` after every page.
-async fn page_all(api: &Api<ConfigMap>, lp: ListParams, mut between: impl AsyncFnMut(usize)) -> (Vec<ConfigMap>, Vec<String>) {
+async fn page_all(
+    api: &Api<ConfigMap>,
+    lp: ListParams,
+    mut between: impl AsyncFnMut(usize),
+) -> (Vec<ConfigMap>, Vec<String>) {
     let mut items = Vec::new();
     let mut rvs = Vec::new();
     let mut token: Option<String> = None;
@@ -61,13 +65,24 @@ async fn paging_10000_objects_returns_each_exactly_once() {
     assert_eq!(n.len(), N);
     n.dedup();
     assert_eq!(n.len(), N, "duplicates across pages");
-    assert!(rvs.iter().all(|rv| *rv == rvs[0]), "one snapshot resourceVersion: {rvs:?}");
+    assert!(
+        rvs.iter().all(|rv| *rv == rvs[0]),
+        "one snapshot resourceVersion: {rvs:?}"
+    );
     assert_eq!(sim.request_count("list", "configmaps"), (N / 500) as u64);
 
     // With a label selector, pages are filled with matching objects only.
-    let (odd, _) = page_all(&api, ListParams::default().labels("parity=odd").limit(500), async |_| {}).await;
+    let (odd, _) = page_all(
+        &api,
+        ListParams::default().labels("parity=odd").limit(500),
+        async |_| {},
+    )
+    .await;
     assert_eq!(odd.len(), N / 2);
-    assert!(odd.iter().all(|o| o.metadata.labels.as_ref().unwrap()["parity"] == "odd"));
+    assert!(
+        odd.iter()
+            .all(|o| o.metadata.labels.as_ref().unwrap()["parity"] == "odd")
+    );
 }
 
 #[tokio::test]
@@ -89,8 +104,14 @@ async fn paging_is_a_consistent_snapshot_while_writes_happen() {
         // cursor, and update one not yet listed.
         let ahead = format!("cm-{:05}", N - 1 - page);
         writer.delete(&ahead, &DeleteParams::default()).await.unwrap();
-        writer.create(&PostParams::default(), &cm(&format!("aaa-{page}"))).await.unwrap();
-        writer.create(&PostParams::default(), &cm(&format!("zzz-{page}"))).await.unwrap();
+        writer
+            .create(&PostParams::default(), &cm(&format!("aaa-{page}")))
+            .await
+            .unwrap();
+        writer
+            .create(&PostParams::default(), &cm(&format!("zzz-{page}")))
+            .await
+            .unwrap();
         let upd = format!("cm-{:05}", N - 100 - page);
         let mut o = writer.get(&upd).await.unwrap();
         o.data = Some(BTreeMap::from([("changed".to_string(), "yes".to_string())]));
@@ -122,11 +143,16 @@ async fn expired_continue_token_gets_410() {
     let first = api.list(&ListParams::default().limit(100)).await.unwrap();
     let token = first.metadata.continue_.clone().unwrap();
     // A token still inside the history window works.
-    let second = api.list(&ListParams::default().limit(100).continue_token(&token)).await.unwrap();
+    let second = api
+        .list(&ListParams::default().limit(100).continue_token(&token))
+        .await
+        .unwrap();
     assert_eq!(second.items.len(), 100);
     // More writes than the history keeps: the snapshot can no longer be rebuilt.
     for i in 0..150 {
-        api.create(&PostParams::default(), &cm(&format!("late-{i}"))).await.unwrap();
+        api.create(&PostParams::default(), &cm(&format!("late-{i}")))
+            .await
+            .unwrap();
     }
     let err = api
         .list(&ListParams::default().limit(100).continue_token(&token))
@@ -135,7 +161,12 @@ async fn expired_continue_token_gets_410() {
     match err {
         kube::Error::Api(s) => {
             assert_eq!((s.code, s.reason.as_str()), (410, "Expired"), "{s:?}");
-            assert!(s.message.starts_with("The provided continue parameter is too old"), "{}", s.message);
+            assert!(
+                s.message
+                    .starts_with("The provided continue parameter is too old"),
+                "{}",
+                s.message
+            );
         }
         e => panic!("expected a 410 Status, got {e:?}"),
     }
@@ -143,7 +174,11 @@ async fn expired_continue_token_gets_410() {
     let fresh = api.list(&ListParams::default().limit(100)).await.unwrap();
     sim.faults().compact();
     let err = api
-        .list(&ListParams::default().limit(100).continue_token(fresh.metadata.continue_.as_deref().unwrap()))
+        .list(
+            &ListParams::default()
+                .limit(100)
+                .continue_token(fresh.metadata.continue_.as_deref().unwrap()),
+        )
         .await
         .unwrap_err();
     assert!(matches!(err, kube::Error::Api(ref s) if s.code == 410), "{err:?}");

@@ -57,7 +57,11 @@ async fn initial(rx: &mut mpsc::UnboundedReceiver<Event<ConfigMap>>) -> Vec<Stri
 
 fn describe(e: &Event<ConfigMap>) -> String {
     match e {
-        Event::Apply(o) => format!("apply {} {}", o.metadata.name.as_deref().unwrap(), o.data.as_ref().unwrap()["v"]),
+        Event::Apply(o) => format!(
+            "apply {} {}",
+            o.metadata.name.as_deref().unwrap(),
+            o.data.as_ref().unwrap()["v"]
+        ),
         Event::Delete(o) => format!("delete {}", o.metadata.name.as_deref().unwrap()),
         other => format!("{other:?}"),
     }
@@ -104,7 +108,10 @@ async fn both_initial_strategies_sync_many_objects() {
             "metadata": {"name": format!("cm-{i:04}"), "namespace": "default"}}))
             .unwrap();
     }
-    for cfg in [watcher::Config::default(), watcher::Config::default().streaming_lists()] {
+    for cfg in [
+        watcher::Config::default(),
+        watcher::Config::default().streaming_lists(),
+    ] {
         let mut rx = spawn_watcher(api.clone(), cfg);
         let mut names = initial(&mut rx).await;
         names.sort();
@@ -145,10 +152,16 @@ async fn bookmarks_advance_the_resume_point_while_idle() {
         if rvs.len() >= 2 {
             break rvs[1].parse::<u64>().unwrap();
         }
-        assert!(tokio::time::Instant::now() < deadline, "the watcher did not resume");
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the watcher did not resume"
+        );
         tokio::time::sleep(Duration::from_millis(20)).await;
     };
-    assert!(resumed >= after, "resumed at {resumed}, bookmarks had reached {after}");
+    assert!(
+        resumed >= after,
+        "resumed at {resumed}, bookmarks had reached {after}"
+    );
     // And it did not relist.
     assert_eq!(sim.request_count("list", "configmaps"), 1);
 }
@@ -158,7 +171,9 @@ async fn compaction_and_dropped_watches_make_the_watcher_relist_to_server_state(
     let sim = Sim::start(SimConfig::default()).await.unwrap();
     let api: Api<ConfigMap> = Api::default_namespaced(sim.client());
     for i in 0..10 {
-        api.create(&PostParams::default(), &cm(&format!("c{i}"), "0")).await.unwrap();
+        api.create(&PostParams::default(), &cm(&format!("c{i}"), "0"))
+            .await
+            .unwrap();
     }
     let (reader, writer) = reflector::store::<ConfigMap>();
     let stream = reflector::reflector(writer, watcher::watcher(api.clone(), watcher::Config::default()))
@@ -183,18 +198,34 @@ async fn compaction_and_dropped_watches_make_the_watcher_relist_to_server_state(
     loop {
         own_lists += 1;
         let server: Vec<String> = {
-            let mut v: Vec<String> = api.list(&Default::default()).await.unwrap().items.into_iter()
-                .map(|o| o.metadata.name.unwrap()).collect();
+            let mut v: Vec<String> = api
+                .list(&Default::default())
+                .await
+                .unwrap()
+                .items
+                .into_iter()
+                .map(|o| o.metadata.name.unwrap())
+                .collect();
             v.sort();
             v
         };
-        let mut local: Vec<String> = reader.state().iter().map(|o| o.metadata.name.clone().unwrap()).collect();
+        let mut local: Vec<String> = reader
+            .state()
+            .iter()
+            .map(|o| o.metadata.name.clone().unwrap())
+            .collect();
         local.sort();
         let watcher_lists = sim.request_count("list", "configmaps") - own_lists;
         if local == server && watcher_lists >= 2 {
             break;
         }
-        assert!(tokio::time::Instant::now() < deadline, "watcher cache {local:?} != server {server:?}; watches at {:?}, lists {}, open {}", sim.watch_request_rvs("configmaps"), sim.request_count("list", "configmaps"), sim.open_watches("configmaps"));
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "watcher cache {local:?} != server {server:?}; watches at {:?}, lists {}, open {}",
+            sim.watch_request_rvs("configmaps"),
+            sim.request_count("list", "configmaps"),
+            sim.open_watches("configmaps")
+        );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     // The resume after the compaction was answered with 410 and caused the relist.

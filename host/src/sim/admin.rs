@@ -30,7 +30,12 @@ fn reply(code: u16, v: serde_json::Value) -> Response<Body> {
         .expect("response")
 }
 
-pub async fn handle(shared: &Arc<Shared>, method: &Method, segs: &[&str], q: &HashMap<String, String>) -> Response<Body> {
+pub async fn handle(
+    shared: &Arc<Shared>,
+    method: &Method,
+    segs: &[&str],
+    q: &HashMap<String, String>,
+) -> Response<Body> {
     let num = |k: &str| q.get(k).and_then(|v| v.parse::<u64>().ok());
     let faults = Faults {
         shared: shared.clone(),

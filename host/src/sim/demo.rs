@@ -44,7 +44,9 @@ fn flatten(v: Value, out: &mut Vec<Value>) {
     match v {
         Value::Null => {}
         Value::Object(ref m)
-            if m.get("kind").and_then(Value::as_str).is_some_and(|k| k.ends_with("List"))
+            if m.get("kind")
+                .and_then(Value::as_str)
+                .is_some_and(|k| k.ends_with("List"))
                 && m.get("items").is_some_and(Value::is_array) =>
         {
             for item in m["items"].as_array().into_iter().flatten() {
@@ -72,7 +74,11 @@ pub fn seed(st: &mut State, mut objects: Vec<Value>) -> anyhow::Result<usize> {
 
 /// Create an object from its manifest, then set its status if it has one.
 pub fn create_with_status(st: &mut State, mut v: Value) -> Result<Value, ApiError> {
-    let api_version = v.get("apiVersion").and_then(Value::as_str).unwrap_or("").to_string();
+    let api_version = v
+        .get("apiVersion")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string();
     let kind = v.get("kind").and_then(Value::as_str).unwrap_or("").to_string();
     let def = st
         .registry
@@ -93,7 +99,9 @@ pub fn create_with_status(st: &mut State, mut v: Value) -> Result<Value, ApiErro
         Some(s) if def.has_status && def.crd.is_none() || status_for_crs(&def, &s) => {
             let mut n = o.value.clone();
             n["status"] = s;
-            Ok(write::update(st, &def, ns.as_deref(), o.name(), n, true)?.value.clone())
+            Ok(write::update(st, &def, ns.as_deref(), o.name(), n, true)?
+                .value
+                .clone())
         }
         _ => Ok(o.value.clone()),
     }
@@ -143,7 +151,10 @@ pub fn churn_step(st: &mut State) -> Result<(), ApiError> {
         return Ok(());
     }
     for app in APPS {
-        if !st.table("deployments.apps").is_some_and(|t| t.objects.contains_key(format!("default/{app}").as_str())) {
+        if !st
+            .table("deployments.apps")
+            .is_some_and(|t| t.objects.contains_key(format!("default/{app}").as_str()))
+        {
             create_with_status(st, demo_deployment(app))?;
         }
     }
@@ -165,14 +176,22 @@ pub fn churn_step(st: &mut State) -> Result<(), ApiError> {
         create_with_status(st, demo_pod(app))?;
     } else if roll < 70 || demo.len() >= 30 && roll < 80 {
         let mut p = demo[rand::random_range(0..demo.len())].clone();
-        let n: u64 = p.pointer("/metadata/annotations/wink.dev~1tick").and_then(Value::as_str).and_then(|s| s.parse().ok()).unwrap_or(0);
+        let n: u64 = p
+            .pointer("/metadata/annotations/wink.dev~1tick")
+            .and_then(Value::as_str)
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(0);
         p["metadata"]["annotations"]["wink.dev/tick"] = json!((n + 1).to_string());
         p["metadata"]["labels"]["version"] = json!(format!("v{}", rand::random_range(1..4)));
         write::update(st, &pods, Some("default"), &name(&p), p.clone(), false)?;
     } else if roll < 90 {
         let p = &demo[rand::random_range(0..demo.len())];
         write::delete(st, &pods, Some("default"), &name(p), &Default::default())?;
-    } else if let Some(d) = st.table("deployments.apps").and_then(|t| t.objects.get(format!("default/{app}").as_str())).cloned() {
+    } else if let Some(d) = st
+        .table("deployments.apps")
+        .and_then(|t| t.objects.get(format!("default/{app}").as_str()))
+        .cloned()
+    {
         let mut v = d.value.clone();
         v["spec"]["replicas"] = json!(rand::random_range(1..6));
         write::update(st, &deps, Some("default"), app, v, false)?;
@@ -219,7 +238,10 @@ mod tests {
         write::create(&mut st, &ns, None, "v1", json!({"metadata":{"name":"default"}})).unwrap();
         seed_from_config(&mut st, Some(&dir)).unwrap();
         assert!(st.table("configmaps").unwrap().objects.contains_key("demo/a"));
-        assert_eq!(st.table("pods").unwrap().objects["default/p"].value["status"]["phase"], "Running");
+        assert_eq!(
+            st.table("pods").unwrap().objects["default/p"].value["status"]["phase"],
+            "Running"
+        );
         let rv = st.rv;
         for _ in 0..50 {
             churn_step(&mut st).unwrap();

@@ -60,7 +60,16 @@ pub fn resource_list(reg: &Registry, group: &str, version: &str) -> Option<Value
         .all()
         .filter(|d| d.group == group && d.versions.iter().any(|v| v == version))
     {
-        let mut verbs = vec!["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"];
+        let mut verbs = vec![
+            "create",
+            "delete",
+            "deletecollection",
+            "get",
+            "list",
+            "patch",
+            "update",
+            "watch",
+        ];
         if d.plural == "namespaces" {
             verbs.retain(|v| *v != "deletecollection");
         }
@@ -107,11 +116,25 @@ mod tests {
     fn documents() {
         let r = Registry::with_builtins();
         let core = resource_list(&r, "", "v1").unwrap();
-        let pods = core["resources"].as_array().unwrap().iter().find(|x| x["name"] == "pods").unwrap();
+        let pods = core["resources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|x| x["name"] == "pods")
+            .unwrap();
         assert_eq!(pods["shortNames"][0], "po");
         assert!(resource_list(&r, "", "v2").is_none());
         let groups = group_list(&r);
-        assert!(groups["groups"].as_array().unwrap().iter().any(|g| g["name"] == "apps"));
-        assert_eq!(group(&r, "apps").unwrap()["preferredVersion"]["groupVersion"], "apps/v1");
+        assert!(
+            groups["groups"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|g| g["name"] == "apps")
+        );
+        assert_eq!(
+            group(&r, "apps").unwrap()["preferredVersion"]["groupVersion"],
+            "apps/v1"
+        );
     }
 }

@@ -17,9 +17,9 @@ use super::store::{ListQuery, Obj};
 use super::watch::{self, WatchQuery, json_as};
 use super::write::{self, Preconditions, parse_rv};
 use axum::body::Body;
+use axum::http::{Method, Request, Response, header};
 use base64::Engine;
 use bytes::{Bytes, BytesMut};
-use axum::http::{Method, Request, Response, header};
 use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -161,10 +161,7 @@ pub async fn handle(shared: Arc<Shared>, req: Request<hyper::body::Incoming>) ->
         (["apis", g, v], _) => discovery::resource_list(&shared.store.lock().registry, g, v)
             .map(|v| value_response(200, &v))
             .ok_or_else(ApiError::no_route),
-        (["openapi", "v3"], _) => Ok(value_response(
-            200,
-            &openapi::root(&shared.store.lock().registry),
-        )),
+        (["openapi", "v3"], _) => Ok(value_response(200, &openapi::root(&shared.store.lock().registry))),
         (["openapi", "v3", "api", v], _) => openapi::group_version(&shared.store.lock().registry, "", v)
             .map(|v| value_response(200, &v))
             .ok_or_else(ApiError::no_route),
@@ -180,11 +177,16 @@ fn parse_body(ct: &str, bytes: &[u8]) -> Result<Value, ApiError> {
     let v: Value = if ct.contains("yaml") {
         serde_yaml::from_slice(bytes).map_err(|e| ApiError::bad_request(e.to_string()))?
     } else if ct.contains("protobuf") || ct.contains("cbor") {
-        return Err(ApiError::new(415, "UnsupportedMediaType", format!("the body of the request was in an unknown format - accepted media types include: application/json, application/yaml; got {ct}")));
+        return Err(ApiError::new(
+            415,
+            "UnsupportedMediaType",
+            format!(
+                "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml; got {ct}"
+            ),
+        ));
     } else {
-        serde_json::from_slice(bytes).map_err(|e| {
-            ApiError::bad_request(format!("the object provided is unrecognized: {e}"))
-        })?
+        serde_json::from_slice(bytes)
+            .map_err(|e| ApiError::bad_request(format!("the object provided is unrecognized: {e}")))?
     };
     if !v.is_object() {
         return Err(ApiError::bad_request("the request body must be a JSON object"));
@@ -196,9 +198,11 @@ fn qparam<'a>(q: &'a HashMap<String, String>, k: &str) -> Option<&'a str> {
     q.get(k).map(String::as_str).filter(|s| !s.is_empty())
 }
 
-fn selectors(def: &ResourceDef, q: &HashMap<String, String>) -> Result<(LabelSelector, FieldSelector), ApiError> {
-    let l = LabelSelector::parse(qparam(q, "labelSelector").unwrap_or(""))
-        .map_err(ApiError::bad_request)?;
+fn selectors(
+    def: &ResourceDef,
+    q: &HashMap<String, String>,
+) -> Result<(LabelSelector, FieldSelector), ApiError> {
+    let l = LabelSelector::parse(qparam(q, "labelSelector").unwrap_or("")).map_err(ApiError::bad_request)?;
     let f = FieldSelector::parse(qparam(q, "fieldSelector").unwrap_or(""), def.field_labels())
         .map_err(ApiError::bad_request)?;
     Ok((l, f))
@@ -228,7 +232,9 @@ fn serve_resource(
         Some(_) => return Err(ApiError::no_route()),
     }
     if qparam(q, "dryRun").is_some() {
-        return Err(ApiError::bad_request("dryRun is not supported by the wink simulator"));
+        return Err(ApiError::bad_request(
+            "dryRun is not supported by the wink simulator",
+        ));
     }
     let api_version = def.api_version(&rp.version);
     let ns = rp.ns.as_deref();
@@ -282,7 +288,10 @@ fn serve_resource(
             })?;
             let mut st = shared.store.lock();
             let key = super::store::key(ns.filter(|_| def.namespaced), name);
-            let current = st.table(&def.qualified()).and_then(|t| t.objects.get(&key)).cloned();
+            let current = st
+                .table(&def.qualified())
+                .and_then(|t| t.objects.get(&key))
+                .cloned();
             let o = match current {
                 Some(cur) => {
                     let mut new = patch::apply(&cur.value, &body, ty)?;
@@ -312,23 +321,35 @@ fn serve_resource(
                 if !def.group.is_empty() {
                     d["group"] = json!(def.group);
                 }
-                Ok(value_response(code, &json!({"kind": "Status", "apiVersion": "v1", "metadata": {},
-                    "status": "Success", "details": d})))
+                Ok(value_response(
+                    code,
+                    &json!({"kind": "Status", "apiVersion": "v1", "metadata": {},
+                    "status": "Success", "details": d}),
+                ))
             }
         }
         (&Method::DELETE, None) => {
             let (labels, fields) = selectors(&def, q)?;
             let mut st = shared.store.lock();
-            let page = st.list(&def.qualified(), &ListQuery {
-                ns,
-                labels: Some(&labels),
-                fields: Some(&fields),
-                ..Default::default()
-            })?;
+            let page = st.list(
+                &def.qualified(),
+                &ListQuery {
+                    ns,
+                    labels: Some(&labels),
+                    fields: Some(&fields),
+                    ..Default::default()
+                },
+            )?;
             let mut out = Vec::new();
             for o in page.items {
-                let ons = o.value.pointer("/metadata/namespace").and_then(Value::as_str).map(String::from);
-                if let Ok((d, _)) = write::delete(&mut st, &def, ons.as_deref(), o.name(), &Preconditions::default()) {
+                let ons = o
+                    .value
+                    .pointer("/metadata/namespace")
+                    .and_then(Value::as_str)
+                    .map(String::from);
+                if let Ok((d, _)) =
+                    write::delete(&mut st, &def, ons.as_deref(), o.name(), &Preconditions::default())
+                {
                     out.push(d);
                 }
             }
@@ -369,7 +390,11 @@ fn preconditions(body: &[u8]) -> Result<Preconditions, ApiError> {
         return Ok(Preconditions::default());
     }
     let v: Value = serde_json::from_slice(body).map_err(|e| ApiError::bad_request(e.to_string()))?;
-    let s = |k: &str| v.pointer(&format!("/preconditions/{k}")).and_then(Value::as_str).map(String::from);
+    let s = |k: &str| {
+        v.pointer(&format!("/preconditions/{k}"))
+            .and_then(Value::as_str)
+            .map(String::from)
+    };
     Ok(Preconditions {
         uid: s("uid"),
         resource_version: s("resourceVersion"),
@@ -380,13 +405,25 @@ fn obj_response(code: u16, o: &Obj, api_version: &str) -> Resp {
     json_response(code, json_as(o, api_version))
 }
 
-fn list_response(def: &ResourceDef, api_version: &str, items: &[Arc<Obj>], rv: u64, cont: Option<String>) -> Resp {
+fn list_response(
+    def: &ResourceDef,
+    api_version: &str,
+    items: &[Arc<Obj>],
+    rv: u64,
+    cont: Option<String>,
+) -> Resp {
     let mut b = BytesMut::with_capacity(256 + items.iter().map(|o| o.json.len() + 1).sum::<usize>());
     let mut meta = json!({"resourceVersion": rv.to_string()});
     if let Some(c) = cont {
         meta["continue"] = json!(c);
     }
-    b.extend_from_slice(format!("{{\"kind\":\"{}List\",\"apiVersion\":\"{api_version}\",\"metadata\":{meta},\"items\":[", def.kind).as_bytes());
+    b.extend_from_slice(
+        format!(
+            "{{\"kind\":\"{}List\",\"apiVersion\":\"{api_version}\",\"metadata\":{meta},\"items\":[",
+            def.kind
+        )
+        .as_bytes(),
+    );
     for (i, o) in items.iter().enumerate() {
         if i > 0 {
             b.extend_from_slice(b",");
@@ -409,14 +446,26 @@ fn decode_continue(token: &str) -> Result<(u64, String), ApiError> {
         .map_err(|_| bad("incorrect encoded start resourceVersion (version meta.k8s.io/v1)"))?;
     let v: Value = serde_json::from_slice(&raw).map_err(|_| bad("invalid json"))?;
     let rv = v.get("rv").and_then(Value::as_u64).ok_or_else(|| bad("no rv"))?;
-    let start = v.get("start").and_then(Value::as_str).ok_or_else(|| bad("no start"))?;
+    let start = v
+        .get("start")
+        .and_then(Value::as_str)
+        .ok_or_else(|| bad("no start"))?;
     Ok((rv, start.trim_end_matches('\u{0}').to_string()))
 }
 
-fn list(shared: &Arc<Shared>, def: &ResourceDef, api_version: &str, ns: Option<&str>, q: &HashMap<String, String>) -> Result<Resp, ApiError> {
+fn list(
+    shared: &Arc<Shared>,
+    def: &ResourceDef,
+    api_version: &str,
+    ns: Option<&str>,
+    q: &HashMap<String, String>,
+) -> Result<Resp, ApiError> {
     let (labels, fields) = selectors(def, q)?;
     let limit = match qparam(q, "limit") {
-        Some(l) => Some(l.parse::<usize>().map_err(|_| ApiError::bad_request(format!("invalid limit: {l}")))?),
+        Some(l) => Some(
+            l.parse::<usize>()
+                .map_err(|_| ApiError::bad_request(format!("invalid limit: {l}")))?,
+        ),
         None => None,
     };
     let rv = qparam(q, "resourceVersion");
@@ -424,14 +473,18 @@ fn list(shared: &Arc<Shared>, def: &ResourceDef, api_version: &str, ns: Option<&
     let st = shared.store.lock();
     let (snapshot, start, from_continue) = match (qparam(q, "continue"), rv, rvm) {
         (Some(_), Some(_), _) | (Some(_), _, Some(_)) => {
-            return Err(ApiError::bad_request("specifying resource version is not allowed when using continue"));
+            return Err(ApiError::bad_request(
+                "specifying resource version is not allowed when using continue",
+            ));
         }
         (Some(c), None, None) => {
             let (rv, start) = decode_continue(c)?;
             (Some(rv), Some(start), true)
         }
         (None, None, Some(_)) => {
-            return Err(ApiError::bad_request("resourceVersionMatch is forbidden unless resourceVersion is provided"));
+            return Err(ApiError::bad_request(
+                "resourceVersionMatch is forbidden unless resourceVersion is provided",
+            ));
         }
         (None, None, None) | (None, Some("0"), None | Some("NotOlderThan")) => (None, None, false),
         (None, Some(r), m @ (None | Some("NotOlderThan") | Some("Exact"))) => {
@@ -442,18 +495,23 @@ fn list(shared: &Arc<Shared>, def: &ResourceDef, api_version: &str, ns: Option<&
             (if m == Some("Exact") { Some(n) } else { None }, None, false)
         }
         (None, Some(_), Some(m)) => {
-            return Err(ApiError::bad_request(format!("resourceVersionMatch: Unsupported value: \"{m}\"")));
+            return Err(ApiError::bad_request(format!(
+                "resourceVersionMatch: Unsupported value: \"{m}\""
+            )));
         }
     };
     let page = st
-        .list(&def.qualified(), &ListQuery {
-            ns,
-            labels: Some(&labels),
-            fields: Some(&fields),
-            snapshot,
-            start_after: start.as_deref(),
-            limit,
-        })
+        .list(
+            &def.qualified(),
+            &ListQuery {
+                ns,
+                labels: Some(&labels),
+                fields: Some(&fields),
+                snapshot,
+                start_after: start.as_deref(),
+                limit,
+            },
+        )
         .map_err(|e| match (from_continue, snapshot) {
             (false, Some(n)) if e.code == 410 => {
                 ApiError::too_old(n, st.table(&def.qualified()).map_or(0, |t| t.compacted_rv))
@@ -472,11 +530,20 @@ mod tests {
     #[test]
     fn paths_and_tokens() {
         let p = parse_resource("", "v1", &["namespaces", "default", "pods", "a"]).unwrap();
-        assert_eq!((p.ns.as_deref(), p.plural.as_str(), p.name.as_deref()), (Some("default"), "pods", Some("a")));
+        assert_eq!(
+            (p.ns.as_deref(), p.plural.as_str(), p.name.as_deref()),
+            (Some("default"), "pods", Some("a"))
+        );
         let n = parse_resource("", "v1", &["namespaces", "default"]).unwrap();
-        assert_eq!((n.ns, n.plural.as_str(), n.name.as_deref()), (None, "namespaces", Some("default")));
+        assert_eq!(
+            (n.ns, n.plural.as_str(), n.name.as_deref()),
+            (None, "namespaces", Some("default"))
+        );
         let s = parse_resource("", "v1", &["namespaces", "x", "status"]).unwrap();
-        assert_eq!((s.plural.as_str(), s.sub.as_deref()), ("namespaces", Some("status")));
+        assert_eq!(
+            (s.plural.as_str(), s.sub.as_deref()),
+            ("namespaces", Some("status"))
+        );
         let t = encode_continue(42, "default/a");
         assert_eq!(decode_continue(&t).unwrap(), (42, "default/a".to_string()));
         assert_eq!(decode_continue("!!").unwrap_err().code, 400);

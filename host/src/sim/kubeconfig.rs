@@ -34,6 +34,9 @@ mod tests {
     fn kube_accepts_it() {
         let kc: kube::config::Kubeconfig = serde_yaml::from_str(&render("http://127.0.0.1:1")).unwrap();
         assert_eq!(kc.current_context.as_deref(), Some(NAME));
-        assert_eq!(kc.clusters[0].cluster.as_ref().unwrap().server.as_deref(), Some("http://127.0.0.1:1"));
+        assert_eq!(
+            kc.clusters[0].cluster.as_ref().unwrap().server.as_deref(),
+            Some("http://127.0.0.1:1")
+        );
     }
 }

@@ -96,8 +96,14 @@ fn initial_state(config: &SimConfig, start_rv: u64) -> anyhow::Result<store::Sta
     let mut st = store::State::new(config.history, start_rv);
     let ns = st.registry.get("namespaces").cloned().expect("namespaces");
     for name in ["default", "kube-system", "kube-public", "kube-node-lease"] {
-        write::create(&mut st, &ns, None, "v1", serde_json::json!({"metadata": {"name": name}}))
-            .map_err(|e| anyhow::anyhow!(e.message))?;
+        write::create(
+            &mut st,
+            &ns,
+            None,
+            "v1",
+            serde_json::json!({"metadata": {"name": name}}),
+        )
+        .map_err(|e| anyhow::anyhow!(e.message))?;
     }
     demo::seed_from_config(&mut st, config.seed_dir.as_deref())?;
     Ok(st)
@@ -334,9 +340,17 @@ pub async fn run(args: SimArgs) -> anyhow::Result<()> {
     println!("wink sim: Kubernetes API at {}", sim.url());
     if let Some(path) = &args.kubeconfig_out {
         sim.write_kubeconfig(path)?;
-        println!("wink sim: kubeconfig written to {} (export KUBECONFIG={})", path.display(), path.display());
+        println!(
+            "wink sim: kubeconfig written to {} (export KUBECONFIG={})",
+            path.display(),
+            path.display()
+        );
     }
-    println!("wink sim: faults at {}/_sim/faults/..., stats at {}/_sim/stats; ctrl-c stops", sim.url(), sim.url());
+    println!(
+        "wink sim: faults at {}/_sim/faults/..., stats at {}/_sim/stats; ctrl-c stops",
+        sim.url(),
+        sim.url()
+    );
     tokio::signal::ctrl_c().await?;
     sim.shutdown().await;
     Ok(())

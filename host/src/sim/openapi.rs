@@ -29,7 +29,10 @@ pub fn root(reg: &Registry) -> Value {
     gvs.dedup();
     for (g, v) in gvs {
         let p = gv_path(&g, &v);
-        paths.insert(p.clone(), json!({"serverRelativeURL": format!("/openapi/v3/{p}")}));
+        paths.insert(
+            p.clone(),
+            json!({"serverRelativeURL": format!("/openapi/v3/{p}")}),
+        );
     }
     json!({"paths": paths})
 }
@@ -42,7 +45,10 @@ fn param(name: &str, location: &str) -> Value {
 fn op(def: &ResourceDef, version: &str, action: &str) -> Value {
     // Real documents list the query parameters on the operation.
     let params: Vec<Value> = match action {
-        "post" | "put" | "patch" => ["dryRun", "fieldManager", "fieldValidation"].iter().map(|p| param(p, "query")).collect(),
+        "post" | "put" | "patch" => ["dryRun", "fieldManager", "fieldValidation"]
+            .iter()
+            .map(|p| param(p, "query"))
+            .collect(),
         _ => vec![],
     };
     json!({
@@ -76,17 +82,29 @@ pub fn group_version(reg: &Registry, group: &str, version: &str) -> Option<Value
         let write_params = ["dryRun", "fieldManager", "fieldValidation", "pretty"];
         let mut coll_params = scope.clone();
         coll_params.extend(write_params.iter().map(|p| param(p, "query")));
-        for p in ["labelSelector", "fieldSelector", "limit", "continue", "resourceVersion",
-            "resourceVersionMatch", "watch", "allowWatchBookmarks", "sendInitialEvents", "timeoutSeconds"]
-        {
+        for p in [
+            "labelSelector",
+            "fieldSelector",
+            "limit",
+            "continue",
+            "resourceVersion",
+            "resourceVersionMatch",
+            "watch",
+            "allowWatchBookmarks",
+            "sendInitialEvents",
+            "timeoutSeconds",
+        ] {
             coll_params.push(param(p, "query"));
         }
-        paths.insert(base.clone(), json!({
-            "parameters": coll_params,
-            "get": op(d, version, "list"),
-            "post": op(d, version, "post"),
-            "delete": op(d, version, "deletecollection"),
-        }));
+        paths.insert(
+            base.clone(),
+            json!({
+                "parameters": coll_params,
+                "get": op(d, version, "list"),
+                "post": op(d, version, "post"),
+                "delete": op(d, version, "deletecollection"),
+            }),
+        );
         let mut item_params = vec![param("name", "path")];
         item_params.extend(scope.iter().cloned());
         item_params.extend(write_params.iter().map(|p| param(p, "query")));
@@ -121,11 +139,23 @@ mod tests {
     fn documents_name_every_group_version_and_patch_operation() {
         let r = Registry::with_builtins();
         let root = root(&r);
-        assert_eq!(root["paths"]["apis/apps/v1"]["serverRelativeURL"], "/openapi/v3/apis/apps/v1");
+        assert_eq!(
+            root["paths"]["apis/apps/v1"]["serverRelativeURL"],
+            "/openapi/v3/apis/apps/v1"
+        );
         let core = group_version(&r, "", "v1").unwrap();
         let cm = &core["paths"]["/api/v1/namespaces/{namespace}/configmaps/{name}"];
-        assert_eq!(cm["patch"]["x-kubernetes-group-version-kind"]["kind"], "ConfigMap");
-        assert!(cm["parameters"].as_array().unwrap().iter().any(|p| p["name"] == "fieldValidation"));
+        assert_eq!(
+            cm["patch"]["x-kubernetes-group-version-kind"]["kind"],
+            "ConfigMap"
+        );
+        assert!(
+            cm["parameters"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|p| p["name"] == "fieldValidation")
+        );
         assert!(group_version(&r, "nope", "v1").is_none());
     }
 }

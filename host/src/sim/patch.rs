@@ -37,7 +37,11 @@ pub fn apply(current: &Value, patch: &[u8], ty: PatchType) -> Result<Value, ApiE
         PatchType::Json => {
             let p: json_patch::Patch = serde_json::from_slice(patch).map_err(|e| bad(e.to_string()))?;
             json_patch::patch(&mut out, &p).map_err(|e| {
-                ApiError::new(422, "Invalid", format!("the server rejected our request due to an error in our request: {e}"))
+                ApiError::new(
+                    422,
+                    "Invalid",
+                    format!("the server rejected our request due to an error in our request: {e}"),
+                )
             })?;
         }
         PatchType::Merge | PatchType::Apply => {
@@ -144,13 +148,36 @@ mod tests {
     #[test]
     fn merge_json_and_strategic() {
         let cur = json!({"metadata":{"labels":{"a":"1","b":"2"}},"spec":{"containers":[{"name":"c","image":"x"},{"name":"d","image":"y"}]}});
-        let m = apply(&cur, br#"{"metadata":{"labels":{"a":null,"c":"3"}}}"#, PatchType::Merge).unwrap();
+        let m = apply(
+            &cur,
+            br#"{"metadata":{"labels":{"a":null,"c":"3"}}}"#,
+            PatchType::Merge,
+        )
+        .unwrap();
         assert_eq!(m["metadata"]["labels"], json!({"b":"2","c":"3"}));
-        let j = apply(&cur, br#"[{"op":"replace","path":"/metadata/labels/a","value":"9"}]"#, PatchType::Json).unwrap();
+        let j = apply(
+            &cur,
+            br#"[{"op":"replace","path":"/metadata/labels/a","value":"9"}]"#,
+            PatchType::Json,
+        )
+        .unwrap();
         assert_eq!(j["metadata"]["labels"]["a"], "9");
-        assert_eq!(apply(&cur, br#"[{"op":"test","path":"/x","value":1}]"#, PatchType::Json).unwrap_err().code, 422);
-        let s = apply(&cur, br#"{"spec":{"containers":[{"name":"d","image":"z"},{"name":"c","$patch":"delete"}]}}"#, PatchType::Strategic).unwrap();
+        assert_eq!(
+            apply(&cur, br#"[{"op":"test","path":"/x","value":1}]"#, PatchType::Json)
+                .unwrap_err()
+                .code,
+            422
+        );
+        let s = apply(
+            &cur,
+            br#"{"spec":{"containers":[{"name":"d","image":"z"},{"name":"c","$patch":"delete"}]}}"#,
+            PatchType::Strategic,
+        )
+        .unwrap();
         assert_eq!(s["spec"]["containers"], json!([{"name":"d","image":"z"}]));
-        assert_eq!(PatchType::from_content_type("application/merge-patch+json; charset=utf-8"), Some(PatchType::Merge));
+        assert_eq!(
+            PatchType::from_content_type("application/merge-patch+json; charset=utf-8"),
+            Some(PatchType::Merge)
+        );
     }
 }

@@ -48,7 +48,6 @@ impl ResourceDef {
         }
     }
 
-
     /// Objects of this type carry a `metadata.generation`.
     pub fn has_generation(&self) -> bool {
         self.crd.is_some()
@@ -132,7 +131,15 @@ pub fn builtins() -> Vec<ResourceDef> {
         builtin("", "v1", "configmaps", "ConfigMap", true, &["cm"], false),
         builtin("", "v1", "secrets", "Secret", true, &[], false),
         builtin("", "v1", "services", "Service", true, &["svc"], true),
-        builtin("", "v1", "serviceaccounts", "ServiceAccount", true, &["sa"], false),
+        builtin(
+            "",
+            "v1",
+            "serviceaccounts",
+            "ServiceAccount",
+            true,
+            &["sa"],
+            false,
+        ),
         builtin("", "v1", "events", "Event", true, &["ev"], false),
         builtin("apps", "v1", "deployments", "Deployment", true, &["deploy"], true),
         builtin("apps", "v1", "replicasets", "ReplicaSet", true, &["rs"], true),
@@ -163,7 +170,10 @@ pub fn from_crd(crd: &Value) -> Result<ResourceDef, String> {
     if group.is_empty() || plural.is_empty() || kind.is_empty() {
         return Err("spec.group, spec.names.plural and spec.names.kind are required".into());
     }
-    let name = crd.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("");
+    let name = crd
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or("");
     if name != format!("{plural}.{group}") {
         return Err(format!(
             "metadata.name: Invalid value: \"{name}\": must be spec.names.plural+\".\"+spec.group"
@@ -176,7 +186,12 @@ pub fn from_crd(crd: &Value) -> Result<ResourceDef, String> {
     };
     let mut versions = Vec::new();
     let mut has_status = false;
-    for v in spec.get("versions").and_then(Value::as_array).into_iter().flatten() {
+    for v in spec
+        .get("versions")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
         let vname = s(v.get("name"));
         if vname.is_empty() || v.get("served").and_then(Value::as_bool) == Some(false) {
             continue;
@@ -294,7 +309,10 @@ mod tests {
         let r = Registry::with_builtins();
         assert_eq!(r.by_path("", "v1", "pods").unwrap().kind, "Pod");
         assert!(r.by_path("", "v2", "pods").is_none());
-        assert_eq!(r.by_path("apps", "v1", "deployments").unwrap().qualified(), "deployments.apps");
+        assert_eq!(
+            r.by_path("apps", "v1", "deployments").unwrap().qualified(),
+            "deployments.apps"
+        );
         assert_eq!(r.by_kind("apps/v1", "ReplicaSet").unwrap().plural, "replicasets");
         assert!(!r.by_kind("v1", "Namespace").unwrap().namespaced);
     }

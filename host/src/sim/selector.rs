@@ -162,14 +162,6 @@ impl FieldSelector {
         self.0.is_empty()
     }
 
-    /// `metadata.name=X` as the only requirement (a point lookup).
-    pub fn single_name(&self) -> Option<&str> {
-        match self.0.as_slice() {
-            [(k, true, v)] if k == "metadata.name" => Some(v),
-            _ => None,
-        }
-    }
-
     pub fn matches(&self, obj: &Value) -> bool {
         self.0.iter().all(|(k, eq, v)| {
             let mut cur = Some(obj);
@@ -215,7 +207,5 @@ mod tests {
         assert!(f("metadata.name=a") && f("metadata.namespace==ns") && f("metadata.name!=b"));
         assert!(f("spec.nodeName=n1,metadata.name=a") && !f("spec.nodeName=n2"));
         assert!(FieldSelector::parse("spec.foo=x", &[]).is_err());
-        let one = FieldSelector::parse("metadata.name=a", &[]).unwrap();
-        assert_eq!(one.single_name(), Some("a"));
     }
 }

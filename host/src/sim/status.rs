@@ -45,7 +45,11 @@ impl ApiError {
     pub fn already_exists(qualified: &str, name: &str) -> Self {
         ApiError {
             details: Some(details(qualified, name)),
-            ..Self::new(409, "AlreadyExists", format!("{qualified} \"{name}\" already exists"))
+            ..Self::new(
+                409,
+                "AlreadyExists",
+                format!("{qualified} \"{name}\" already exists"),
+            )
         }
     }
 
@@ -96,7 +100,11 @@ impl ApiError {
 
     /// The plain 404 for a path nothing serves.
     pub fn no_route() -> Self {
-        Self::new(404, "NotFound", "the server could not find the requested resource")
+        Self::new(
+            404,
+            "NotFound",
+            "the server could not find the requested resource",
+        )
     }
 
     /// 410 Expired for a watch from a compacted resourceVersion.
@@ -148,7 +156,11 @@ impl ApiError {
             504 => "Timeout",
             _ => "InternalError",
         };
-        let mut e = Self::new(code, reason, format!("injected failure ({code}) by the simulator"));
+        let mut e = Self::new(
+            code,
+            reason,
+            format!("injected failure ({code}) by the simulator"),
+        );
         if code == 429 {
             e.message = "Too many requests, please try again later.".into();
             e.details = Some(json!({"retryAfterSeconds": 1}));

@@ -244,10 +244,7 @@ impl State {
     /// One page of a consistent list: the table as of `q.snapshot`,
     /// reconstructed by undoing the newer events of the history.
     pub fn list(&self, qualified: &str, q: &ListQuery) -> Result<Page, ApiError> {
-        let t = self
-            .tables
-            .get(qualified)
-            .ok_or_else(ApiError::no_route)?;
+        let t = self.tables.get(qualified).ok_or_else(ApiError::no_route)?;
         let snapshot = q.snapshot.unwrap_or(self.rv);
         if snapshot < t.compacted_rv {
             return Err(ApiError::continue_expired());
@@ -255,9 +252,7 @@ impl State {
         // Each key's state at the snapshot when a newer event touched it.
         let mut overlay: BTreeMap<Arc<str>, Option<Arc<Obj>>> = BTreeMap::new();
         for e in t.history.range(t.first_after(snapshot)..) {
-            overlay
-                .entry(e.key.clone())
-                .or_insert_with(|| e.prev.clone());
+            overlay.entry(e.key.clone()).or_insert_with(|| e.prev.clone());
         }
         let prefix = q.ns.map(|ns| format!("{ns}/"));
         let lower: Bound<&str> = match (q.start_after, &prefix) {

@@ -109,19 +109,29 @@ pub fn start(
     match (q.send_initial_events, rvm) {
         (Some(_), Some("NotOlderThan")) | (None, None) | (Some(false), None) => {}
         (Some(_), _) => {
-            return Err(ApiError::new(422, "Invalid", format!(
-                "{} is invalid: resourceVersionMatch: Unsupported value: {rvm:?}: sendInitialEvents requires setting resourceVersionMatch to NotOlderThan",
-                def.kind
-            )));
+            return Err(ApiError::new(
+                422,
+                "Invalid",
+                format!(
+                    "{} is invalid: resourceVersionMatch: Unsupported value: {rvm:?}: sendInitialEvents requires setting resourceVersionMatch to NotOlderThan",
+                    def.kind
+                ),
+            ));
         }
         (None, Some(_)) => {
-            return Err(ApiError::new(422, "Invalid",
-                "resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided"));
+            return Err(ApiError::new(
+                422,
+                "Invalid",
+                "resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided",
+            ));
         }
     }
     if q.send_initial_events == Some(true) && !q.bookmarks {
-        return Err(ApiError::new(422, "Invalid",
-            "allowWatchBookmarks: Required value: allowWatchBookmarks must be set to true when sendInitialEvents is set"));
+        return Err(ApiError::new(
+            422,
+            "Invalid",
+            "allowWatchBookmarks: Required value: allowWatchBookmarks must be set to true when sendInitialEvents is set",
+        ));
     }
     let rv = q.resource_version.as_deref().filter(|s| !s.is_empty());
     let requested = match rv {
@@ -151,8 +161,12 @@ pub fn start(
         }
         if initial {
             let range = match &filter.prefix {
-                Some(p) => table.objects.range::<str, _>((std::ops::Bound::Included(p.as_str()), std::ops::Bound::Unbounded)),
-                None => table.objects.range::<str, _>((std::ops::Bound::Unbounded, std::ops::Bound::Unbounded)),
+                Some(p) => table
+                    .objects
+                    .range::<str, _>((std::ops::Bound::Included(p.as_str()), std::ops::Bound::Unbounded)),
+                None => table
+                    .objects
+                    .range::<str, _>((std::ops::Bound::Unbounded, std::ops::Bound::Unbounded)),
             };
             for (k, o) in range {
                 if filter.prefix.as_ref().is_some_and(|p| !k.starts_with(p.as_str())) {
@@ -242,7 +256,11 @@ impl Watcher {
     ) {
         let mut close = self.shared.faults.close_signal();
         let deadline = tokio::time::Instant::now() + timeout;
-        let interval = self.shared.config.bookmark_interval.max(Duration::from_millis(10));
+        let interval = self
+            .shared
+            .config
+            .bookmark_interval
+            .max(Duration::from_millis(10));
         let mut bookmark = tokio::time::interval_at(tokio::time::Instant::now() + interval, interval);
         let mut want_bookmark = false;
         loop {

@@ -19,13 +19,25 @@ pub fn now() -> String {
 
 fn uid() -> String {
     let b: u128 = rand::random();
-    let h = format!("{:032x}", (b & !(0xf << 76) & !(0x3 << 62)) | (0x4 << 76) | (0x2 << 62));
-    format!("{}-{}-{}-{}-{}", &h[..8], &h[8..12], &h[12..16], &h[16..20], &h[20..])
+    let h = format!(
+        "{:032x}",
+        (b & !(0xf << 76) & !(0x3 << 62)) | (0x4 << 76) | (0x2 << 62)
+    );
+    format!(
+        "{}-{}-{}-{}-{}",
+        &h[..8],
+        &h[8..12],
+        &h[12..16],
+        &h[16..20],
+        &h[20..]
+    )
 }
 
 fn suffix() -> String {
     const A: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
-    (0..5).map(|_| A[rand::random_range(0..A.len())] as char).collect()
+    (0..5)
+        .map(|_| A[rand::random_range(0..A.len())] as char)
+        .collect()
 }
 
 fn meta(v: &mut Value) -> &mut Map<String, Value> {
@@ -49,7 +61,11 @@ fn valid_name(name: &str, label: bool) -> Option<String> {
         && name.starts_with(|c: char| c.is_ascii_alphanumeric())
         && name.ends_with(|c: char| c.is_ascii_alphanumeric());
     (!ok).then(|| {
-        let what = if label { "RFC 1123 label" } else { "RFC 1123 subdomain" };
+        let what = if label {
+            "RFC 1123 label"
+        } else {
+            "RFC 1123 subdomain"
+        };
         format!(
             "metadata.name: Invalid value: \"{name}\": a lowercase {what} must consist of lower \
              case alphanumeric characters, '-'{} and must start and end with an alphanumeric character",
@@ -94,7 +110,12 @@ fn fold_string_data(v: &mut Value) {
 }
 
 /// Check the body's namespace and name against the URL and the scope.
-fn check_identity(def: &ResourceDef, ns: Option<&str>, body: &mut Value, name: Option<&str>) -> Result<(), ApiError> {
+fn check_identity(
+    def: &ResourceDef,
+    ns: Option<&str>,
+    body: &mut Value,
+    name: Option<&str>,
+) -> Result<(), ApiError> {
     if !body.is_object() {
         return Err(ApiError::bad_request("the request body must be an object"));
     }
@@ -136,7 +157,13 @@ fn check_identity(def: &ResourceDef, ns: Option<&str>, body: &mut Value, name: O
 }
 
 /// Create an object (POST to a collection). `api_version` is the URL's.
-pub fn create(st: &mut State, def: &Arc<ResourceDef>, ns: Option<&str>, api_version: &str, mut body: Value) -> Result<Arc<Obj>, ApiError> {
+pub fn create(
+    st: &mut State,
+    def: &Arc<ResourceDef>,
+    ns: Option<&str>,
+    api_version: &str,
+    mut body: Value,
+) -> Result<Arc<Obj>, ApiError> {
     let q = def.qualified();
     check_identity(def, ns, &mut body, None)?;
     if def.namespaced {
@@ -157,14 +184,20 @@ pub fn create(st: &mut State, def: &Arc<ResourceDef>, ns: Option<&str>, api_vers
         (Some(n), _) => n.to_string(),
         (None, Some(g)) => loop {
             let n = format!("{g}{}", suffix());
-            if !table.objects.contains_key(&key(ns.filter(|_| def.namespaced), &n)) {
+            if !table
+                .objects
+                .contains_key(&key(ns.filter(|_| def.namespaced), &n))
+            {
                 break n;
             }
         },
         (None, None) => {
-            return Err(ApiError::invalid(&q, &def.kind, "", &[
-                "metadata.name: Required value: name or generateName is required".into(),
-            ]));
+            return Err(ApiError::invalid(
+                &q,
+                &def.kind,
+                "",
+                &["metadata.name: Required value: name or generateName is required".into()],
+            ));
         }
     };
     if let Some(e) = valid_name(&name, def.plural == "namespaces") {
@@ -187,7 +220,12 @@ pub fn create(st: &mut State, def: &Arc<ResourceDef>, ns: Option<&str>, api_vers
     m.insert("name".into(), json!(name));
     m.insert("uid".into(), json!(uid()));
     m.insert("creationTimestamp".into(), json!(now()));
-    for f in ["deletionTimestamp", "deletionGracePeriodSeconds", "generation", "managedFields"] {
+    for f in [
+        "deletionTimestamp",
+        "deletionGracePeriodSeconds",
+        "generation",
+        "managedFields",
+    ] {
         m.remove(f);
     }
     if def.has_generation() {
@@ -208,7 +246,10 @@ fn prepare_for_create(def: &ResourceDef, body: &mut Value, crd: Option<&Resource
     }
     match (def.group.as_str(), def.plural.as_str()) {
         ("", "pods") => {
-            o.insert("status".into(), json!({"phase": "Pending", "qosClass": "BestEffort"}));
+            o.insert(
+                "status".into(),
+                json!({"phase": "Pending", "qosClass": "BestEffort"}),
+            );
         }
         ("", "namespaces") => {
             o.insert("status".into(), json!({"phase": "Active"}));
@@ -220,18 +261,30 @@ fn prepare_for_create(def: &ResourceDef, body: &mut Value, crd: Option<&Resource
             }
         }
         ("", "services") => {
-            let spec = body.as_object_mut().expect("object").entry("spec").or_insert_with(|| json!({}));
+            let spec = body
+                .as_object_mut()
+                .expect("object")
+                .entry("spec")
+                .or_insert_with(|| json!({}));
             if spec.get("type").is_none() {
                 spec["type"] = json!("ClusterIP");
             }
             if spec.get("clusterIP").is_none() && spec["type"] != "ExternalName" {
-                let ip = format!("10.96.{}.{}", rand::random_range(0..255u8), rand::random_range(1..255u8));
+                let ip = format!(
+                    "10.96.{}.{}",
+                    rand::random_range(0..255u8),
+                    rand::random_range(1..255u8)
+                );
                 spec["clusterIP"] = json!(ip);
                 spec["clusterIPs"] = json!([ip]);
             }
         }
         ("apps", "deployments" | "replicasets" | "statefulsets") => {
-            let spec = body.as_object_mut().expect("object").entry("spec").or_insert_with(|| json!({}));
+            let spec = body
+                .as_object_mut()
+                .expect("object")
+                .entry("spec")
+                .or_insert_with(|| json!({}));
             if spec.get("replicas").is_none() {
                 spec["replicas"] = json!(1);
             }
@@ -258,7 +311,14 @@ fn crd_status(body: &Value, d: &ResourceDef) -> Value {
 }
 
 /// Replace an object (PUT), on the main resource or on `/status`.
-pub fn update(st: &mut State, def: &Arc<ResourceDef>, ns: Option<&str>, name: &str, mut body: Value, status: bool) -> Result<Arc<Obj>, ApiError> {
+pub fn update(
+    st: &mut State,
+    def: &Arc<ResourceDef>,
+    ns: Option<&str>,
+    name: &str,
+    mut body: Value,
+    status: bool,
+) -> Result<Arc<Obj>, ApiError> {
     let q = def.qualified();
     check_identity(def, ns, &mut body, Some(name))?;
     let k = key(ns.filter(|_| def.namespaced), name);
@@ -298,7 +358,13 @@ pub fn update(st: &mut State, def: &Arc<ResourceDef>, ns: Option<&str>, name: &s
     new["kind"] = json!(def.kind);
     let om = old.value["metadata"].as_object().cloned().unwrap_or_default();
     let m = meta(&mut new);
-    for f in ["uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation"] {
+    for f in [
+        "uid",
+        "creationTimestamp",
+        "deletionTimestamp",
+        "deletionGracePeriodSeconds",
+        "generation",
+    ] {
         match om.get(f) {
             Some(v) => m.insert(f.into(), v.clone()),
             None => m.remove(f),
@@ -309,7 +375,11 @@ pub fn update(st: &mut State, def: &Arc<ResourceDef>, ns: Option<&str>, name: &s
         fold_string_data(&mut new);
     }
     if def.has_generation() && spec_part(&new) != spec_part(&old.value) {
-        let g = old.value.pointer("/metadata/generation").and_then(Value::as_i64).unwrap_or(0);
+        let g = old
+            .value
+            .pointer("/metadata/generation")
+            .and_then(Value::as_i64)
+            .unwrap_or(0);
         new["metadata"]["generation"] = json!(g + 1);
     }
     let is_crd = def.plural == "customresourcedefinitions" && def.group == "apiextensions.k8s.io";
@@ -340,7 +410,13 @@ pub struct Preconditions {
 
 /// Delete an object. Returns it and whether it is gone (false: finalizers
 /// hold it, deletionTimestamp set).
-pub fn delete(st: &mut State, def: &Arc<ResourceDef>, ns: Option<&str>, name: &str, pre: &Preconditions) -> Result<(Arc<Obj>, bool), ApiError> {
+pub fn delete(
+    st: &mut State,
+    def: &Arc<ResourceDef>,
+    ns: Option<&str>,
+    name: &str,
+    pre: &Preconditions,
+) -> Result<(Arc<Obj>, bool), ApiError> {
     let q = def.qualified();
     let k = key(ns.filter(|_| def.namespaced), name);
     let table = st.table(&q).ok_or_else(ApiError::no_route)?;
@@ -352,10 +428,14 @@ pub fn delete(st: &mut State, def: &Arc<ResourceDef>, ns: Option<&str>, name: &s
     if let Some(u) = &pre.uid
         && mstr(&old.value, "uid") != Some(u.as_str())
     {
-        return Err(ApiError::new(409, "Conflict", format!(
-            "Operation cannot be fulfilled on {q} \"{name}\": Precondition failed: UID in precondition: {u}, UID in object meta: {}",
-            mstr(&old.value, "uid").unwrap_or("")
-        )));
+        return Err(ApiError::new(
+            409,
+            "Conflict",
+            format!(
+                "Operation cannot be fulfilled on {q} \"{name}\": Precondition failed: UID in precondition: {u}, UID in object meta: {}",
+                mstr(&old.value, "uid").unwrap_or("")
+            ),
+        ));
     }
     if let Some(rv) = &pre.resource_version
         && parse_rv(rv)? != old.rv
@@ -388,11 +468,19 @@ pub fn delete(st: &mut State, def: &Arc<ResourceDef>, ns: Option<&str>, name: &s
 fn remove(st: &mut State, def: &Arc<ResourceDef>, k: Arc<str>, last: Value) -> Arc<Obj> {
     if def.group.is_empty() && def.plural == "namespaces" {
         let prefix = format!("{k}/");
-        let tables: Vec<String> = st.tables.iter().filter(|(_, t)| t.def.namespaced).map(|(q, _)| q.clone()).collect();
+        let tables: Vec<String> = st
+            .tables
+            .iter()
+            .filter(|(_, t)| t.def.namespaced)
+            .map(|(q, _)| q.clone())
+            .collect();
         for q in tables {
             let doomed: Vec<(Arc<str>, Value)> = st.tables[&q]
                 .objects
-                .range::<str, _>((std::ops::Bound::Included(prefix.as_str()), std::ops::Bound::Unbounded))
+                .range::<str, _>((
+                    std::ops::Bound::Included(prefix.as_str()),
+                    std::ops::Bound::Unbounded,
+                ))
                 .take_while(|(key, _)| key.starts_with(&prefix))
                 .map(|(key, o)| (key.clone(), o.value.clone()))
                 .collect();
@@ -406,8 +494,11 @@ fn remove(st: &mut State, def: &Arc<ResourceDef>, k: Arc<str>, last: Value) -> A
     if let Some(crd) = &crd
         && st.tables.contains_key(crd)
     {
-        let doomed: Vec<(Arc<str>, Value)> =
-            st.tables[crd].objects.iter().map(|(key, o)| (key.clone(), o.value.clone())).collect();
+        let doomed: Vec<(Arc<str>, Value)> = st.tables[crd]
+            .objects
+            .iter()
+            .map(|(key, o)| (key.clone(), o.value.clone()))
+            .collect();
         for (key, v) in doomed {
             st.commit(crd, key, EvType::Deleted, v);
         }
@@ -431,26 +522,64 @@ mod tests {
     #[test]
     fn create_update_conflict_and_noop() {
         let (mut st, _, cm) = state();
-        let a = create(&mut st, &cm, Some("default"), "v1", json!({"metadata":{"name":"a"},"data":{"k":"v"}})).unwrap();
+        let a = create(
+            &mut st,
+            &cm,
+            Some("default"),
+            "v1",
+            json!({"metadata":{"name":"a"},"data":{"k":"v"}}),
+        )
+        .unwrap();
         assert_eq!(a.rv, 2);
         assert_eq!(a.value["kind"], "ConfigMap");
         assert!(a.value["metadata"]["uid"].is_string());
-        let e = create(&mut st, &cm, Some("default"), "v1", json!({"metadata":{"name":"a"}})).unwrap_err();
+        let e = create(
+            &mut st,
+            &cm,
+            Some("default"),
+            "v1",
+            json!({"metadata":{"name":"a"}}),
+        )
+        .unwrap_err();
         assert_eq!((e.code, e.reason), (409, "AlreadyExists"));
         let e = create(&mut st, &cm, Some("nope"), "v1", json!({"metadata":{"name":"a"}})).unwrap_err();
         assert_eq!(e.message, "namespaces \"nope\" not found");
-        let g = create(&mut st, &cm, Some("default"), "v1", json!({"metadata":{"generateName":"x-"}})).unwrap();
+        let g = create(
+            &mut st,
+            &cm,
+            Some("default"),
+            "v1",
+            json!({"metadata":{"generateName":"x-"}}),
+        )
+        .unwrap();
         assert!(g.name().starts_with("x-") && g.name().len() == 7);
         let stale = json!({"metadata":{"name":"a","resourceVersion":"1"},"data":{"k":"w"}});
-        assert_eq!(update(&mut st, &cm, Some("default"), "a", stale, false).unwrap_err().reason, "Conflict");
+        assert_eq!(
+            update(&mut st, &cm, Some("default"), "a", stale, false)
+                .unwrap_err()
+                .reason,
+            "Conflict"
+        );
         let same = a.value.clone();
-        assert_eq!(update(&mut st, &cm, Some("default"), "a", same, false).unwrap().rv, a.rv);
+        assert_eq!(
+            update(&mut st, &cm, Some("default"), "a", same, false)
+                .unwrap()
+                .rv,
+            a.rv
+        );
     }
 
     #[test]
     fn finalizers_hold_deletion_and_namespaces_cascade() {
         let (mut st, ns, cm) = state();
-        let a = create(&mut st, &cm, Some("default"), "v1", json!({"metadata":{"name":"a","finalizers":["x"]}})).unwrap();
+        let a = create(
+            &mut st,
+            &cm,
+            Some("default"),
+            "v1",
+            json!({"metadata":{"name":"a","finalizers":["x"]}}),
+        )
+        .unwrap();
         let (held, gone) = delete(&mut st, &cm, Some("default"), "a", &Preconditions::default()).unwrap();
         assert!(!gone && held.value["metadata"]["deletionTimestamp"].is_string());
         let mut v = held.value.clone();
@@ -458,9 +587,19 @@ mod tests {
         update(&mut st, &cm, Some("default"), "a", v, false).unwrap();
         assert!(st.table("configmaps").unwrap().objects.is_empty());
         let h = &st.table("configmaps").unwrap().history;
-        assert_eq!(h.iter().map(|e| e.ty).collect::<Vec<_>>(), vec![EvType::Added, EvType::Modified, EvType::Deleted]);
+        assert_eq!(
+            h.iter().map(|e| e.ty).collect::<Vec<_>>(),
+            vec![EvType::Added, EvType::Modified, EvType::Deleted]
+        );
         assert!(a.rv < h[2].rv);
-        create(&mut st, &cm, Some("default"), "v1", json!({"metadata":{"name":"b"}})).unwrap();
+        create(
+            &mut st,
+            &cm,
+            Some("default"),
+            "v1",
+            json!({"metadata":{"name":"b"}}),
+        )
+        .unwrap();
         delete(&mut st, &ns, None, "default", &Preconditions::default()).unwrap();
         assert!(st.table("configmaps").unwrap().objects.is_empty());
     }
