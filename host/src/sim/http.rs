@@ -41,9 +41,15 @@ fn value_response(code: u16, v: &Value) -> Resp {
 
 pub fn error_response(e: &ApiError) -> Resp {
     let mut r = value_response(e.code, &e.to_json());
-    if e.code == 429 {
-        r.headers_mut()
-            .insert(header::RETRY_AFTER, header::HeaderValue::from_static("1"));
+    // The real server turns details.retryAfterSeconds into Retry-After.
+    if let Some(secs) = e
+        .details
+        .as_ref()
+        .and_then(|d| d.get("retryAfterSeconds"))
+        .and_then(Value::as_u64)
+        && let Ok(v) = header::HeaderValue::from_str(&secs.to_string())
+    {
+        r.headers_mut().insert(header::RETRY_AFTER, v);
     }
     r
 }
