@@ -335,3 +335,90 @@ pub fn bookmark_object(api_version: &str, kind: &str, rv: u64, initial_end: bool
     }
     json!({"kind": kind, "apiVersion": api_version, "metadata": meta})
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn put(st: &mut State, name: &str, ty: EvType) {
+        let v =
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": "d"}});
+        st.commit("configmaps", key(Some("d"), name), ty, v);
+    }
+
+    fn names(p: &Page) -> Vec<&str> {
+        p.items.iter().map(|o| o.name()).collect()
+    }
+
+    #[test]
+    fn list_snapshots_undo_newer_events() {
+        let mut st = State::new(100, 0);
+        for n in ["a", "b", "c"] {
+            put(&mut st, n, EvType::Added);
+        }
+        let snap = st.rv;
+        put(&mut st, "b", EvType::Deleted);
+        put(&mut st, "bb", EvType::Added);
+        put(&mut st, "a", EvType::Modified);
+        let q = |start: Option<&'static str>| ListQuery {
+            ns: Some("d"),
+            snapshot: Some(snap),
+            limit: Some(2),
+            start_after: start,
+            ..Default::default()
+        };
+        let p1 = st.list("configmaps", &q(None)).unwrap();
+        assert_eq!(names(&p1), ["a", "b"]);
+        assert_eq!(p1.items[0].rv, 1, "a as of the snapshot");
+        assert_eq!(p1.more_after.as_deref(), Some("d/b"));
+        let p2 = st.list("configmaps", &q(Some("d/b"))).unwrap();
+        assert_eq!(names(&p2), ["c"]);
+        assert!(p2.more_after.is_none());
+        let now = st.list("configmaps", &ListQuery::default()).unwrap();
+        assert_eq!(names(&now), ["a", "bb", "c"]);
+        assert!(
+            st.list(
+                "secrets",
+                &ListQuery {
+                    ns: Some("d"),
+                    ..Default::default()
+                }
+            )
+            .unwrap()
+            .items
+            .is_empty()
+        );
+    }
+
+    #[test]
+    fn history_window_and_compaction() {
+        let mut st = State::new(2, 0);
+        for n in ["a", "b", "c"] {
+            put(&mut st, n, EvType::Added);
+        }
+        assert_eq!(st.events_after("configmaps", 0, 10, false).unwrap_err().code, 410);
+        assert_eq!(st.events_after("configmaps", 1, 10, false).unwrap().len(), 2);
+        assert_eq!(st.events_after("configmaps", 2, 1, true).unwrap()[0].rv, 3);
+        st.compact();
+        assert_eq!(st.rv, 4);
+        assert_eq!(
+            st.events_after("configmaps", 3, 10, false).unwrap_err().message,
+            "too old resource version: 3 (4)"
+        );
+        assert!(
+            st.events_after("configmaps", 3, 10, true).unwrap().is_empty(),
+            "live watchers lost nothing"
+        );
+        assert!(st.events_after("configmaps", 4, 10, false).is_ok());
+        let e = st
+            .list(
+                "configmaps",
+                &ListQuery {
+                    snapshot: Some(3),
+                    ..Default::default()
+                },
+            )
+            .unwrap_err();
+        assert_eq!((e.code, e.reason), (410, "Expired"));
+    }
+}
