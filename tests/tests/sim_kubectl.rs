@@ -39,11 +39,6 @@ impl Env {
     fn cmd(&self, args: &[&str]) -> Command {
         let mut c = Command::new(KUBECTL);
         c.args(args)
-            .args(
-                std::env::var("SIMV")
-                    .map(|v| vec![format!("-v={v}")])
-                    .unwrap_or_default(),
-            )
             .env("KUBECONFIG", &self.kubeconfig)
             .env("HOME", &self.dir)
             .env_remove("KUBERNETES_SERVICE_HOST")
@@ -144,6 +139,10 @@ async fn kubectl_create_get_label_annotate_patch_delete() {
     let d = e.json(&["get", "deployment", "web", "-o", "json"]).await;
     assert_eq!(d["spec"]["replicas"], 3);
     assert_eq!(d["metadata"]["generation"], 2);
+    let out = e.ok(&["scale", "deployment", "web", "--replicas=5"]).await;
+    assert!(out.contains("deployment.apps/web scaled"), "{out}");
+    let d = e.json(&["get", "deployment", "web", "-o", "json"]).await;
+    assert_eq!(d["spec"]["replicas"], 5);
     let sel = e
         .json(&["get", "configmaps", "-l", "tier=front", "-o", "json"])
         .await;

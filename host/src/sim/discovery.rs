@@ -87,6 +87,17 @@ pub fn resource_list(reg: &Registry, group: &str, version: &str) -> Option<Value
             r["categories"] = json!(d.categories);
         }
         resources.push(r);
+        if d.scale.is_some() {
+            resources.push(json!({
+                "name": format!("{}/scale", d.plural),
+                "singularName": "",
+                "namespaced": d.namespaced,
+                "group": "autoscaling",
+                "version": "v1",
+                "kind": "Scale",
+                "verbs": ["get", "patch", "update"],
+            }));
+        }
         if d.has_status {
             resources.push(json!({
                 "name": format!("{}/status", d.plural),

@@ -11,6 +11,7 @@ use super::discovery;
 use super::openapi;
 use super::patch::{self, PatchType};
 use super::resources::ResourceDef;
+use super::scale;
 use super::selector::{FieldSelector, LabelSelector};
 use super::status::ApiError;
 use super::store::{ListQuery, Obj};
@@ -235,6 +236,7 @@ fn serve_resource(
     match rp.sub.as_deref() {
         None => {}
         Some("status") if def.has_status => {}
+        Some("scale") if def.scale.is_some() && rp.name.is_some() => {}
         Some(_) => return Err(ApiError::no_route()),
     }
     if qparam(q, "dryRun").is_some() {
@@ -244,6 +246,9 @@ fn serve_resource(
     }
     let api_version = def.api_version(&rp.version);
     let ns = rp.ns.as_deref();
+    if let (Some("scale"), Some(name)) = (rp.sub.as_deref(), rp.name.as_deref()) {
+        return serve_scale(shared, method, &def, ns, name, ct, &body);
+    }
     let status = rp.sub.is_some();
     match (method, rp.name.as_deref()) {
         (&Method::GET, None) if watching => {
@@ -302,7 +307,7 @@ fn serve_resource(
                 Some(cur) => {
                     let mut new = patch::apply(&cur.value, &body, ty)?;
                     // A patch without resourceVersion is unconditional.
-                    if patch_sets_rv(&body, ty).is_none() {
+                    if patch::sets_resource_version(&body, ty).is_none() {
                         new["metadata"]["resourceVersion"] = json!(cur.rv.to_string());
                     }
                     write::update(&mut st, &def, ns, name, new, status)?
@@ -366,29 +371,39 @@ fn serve_resource(
     }
 }
 
+fn serve_scale(
+    shared: &Arc<Shared>,
+    method: &Method,
+    def: &Arc<ResourceDef>,
+    ns: Option<&str>,
+    name: &str,
+    ct: &str,
+    body: &[u8],
+) -> Result<Resp, ApiError> {
+    let v = match *method {
+        Method::GET => scale::get(&shared.store.lock(), def, ns, name)?,
+        Method::PUT => scale::put(&mut shared.store.lock(), def, ns, name, &parse_body(ct, body)?)?,
+        Method::PATCH => {
+            let ty = PatchType::from_content_type(ct).ok_or_else(|| {
+                ApiError::new(
+                    415,
+                    "UnsupportedMediaType",
+                    format!("unsupported patch type {ct}"),
+                )
+            })?;
+            scale::patch(&mut shared.store.lock(), def, ns, name, body, ty)?
+        }
+        _ => return Err(ApiError::method_not_allowed()),
+    };
+    Ok(value_response(200, &v))
+}
+
 fn returns_object(def: &ResourceDef) -> bool {
     def.crd.is_some()
         || matches!(
             def.plural.as_str(),
             "pods" | "services" | "namespaces" | "customresourcedefinitions"
         )
-}
-
-fn patch_sets_rv(body: &[u8], ty: PatchType) -> Option<String> {
-    if ty == PatchType::Json {
-        let ops: Value = serde_json::from_slice(body).ok()?;
-        return ops.as_array()?.iter().find_map(|op| {
-            (op.get("path")?.as_str()? == "/metadata/resourceVersion")
-                .then(|| op.get("value")?.as_str().map(String::from))
-                .flatten()
-        });
-    }
-    let v: Value = if ty == PatchType::Apply {
-        serde_yaml::from_slice(body).ok()?
-    } else {
-        serde_json::from_slice(body).ok()?
-    };
-    v.pointer("/metadata/resourceVersion")?.as_str().map(String::from)
 }
 
 fn preconditions(body: &[u8]) -> Result<Preconditions, ApiError> {

@@ -10,7 +10,7 @@
 //!
 //! Layout: `store` (objects, resourceVersion, history, MVCC lists),
 //! `write` (create/update/delete semantics), `patch`, `selector`,
-//! `resources` (built-in types + CRDs), `discovery`, `http` (routing),
+//! `resources` (built-in types + CRDs), `scale` (the /scale subresource), `discovery`, `http` (routing),
 //! `watch` (event streams), `faults`, `admin` (`/_sim` paths), `stats`,
 //! `status` (Status errors), `demo` (seed + churn), `kubeconfig`.
 
@@ -23,6 +23,7 @@ mod kubeconfig;
 mod openapi;
 mod patch;
 mod resources;
+mod scale;
 mod selector;
 mod stats;
 mod status;

@@ -140,6 +140,24 @@ pub fn strategic_merge(target: &mut Value, patch: &Value) {
     }
 }
 
+/// The `metadata.resourceVersion` a patch sets, if any (a precondition).
+pub fn sets_resource_version(body: &[u8], ty: PatchType) -> Option<String> {
+    if ty == PatchType::Json {
+        let ops: Value = serde_json::from_slice(body).ok()?;
+        return ops.as_array()?.iter().find_map(|op| {
+            (op.get("path")?.as_str()? == "/metadata/resourceVersion")
+                .then(|| op.get("value")?.as_str().map(String::from))
+                .flatten()
+        });
+    }
+    let v: Value = if ty == PatchType::Apply {
+        serde_yaml::from_slice(body).ok()?
+    } else {
+        serde_json::from_slice(body).ok()?
+    };
+    v.pointer("/metadata/resourceVersion")?.as_str().map(String::from)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -26,6 +26,24 @@ pub struct ResourceDef {
     pub has_status: bool,
     /// Added by a CustomResourceDefinition (named `<plural>.<group>`).
     pub crd: Option<String>,
+    /// Has a `/scale` subresource (autoscaling/v1 Scale) over these fields.
+    pub scale: Option<ScalePaths>,
+}
+
+/// JSON pointers of the fields a `/scale` subresource reads and writes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ScalePaths {
+    pub spec_replicas: String,
+    pub status_replicas: String,
+    /// A string selector (CRDs); None: built from `/spec/selector`.
+    pub selector: Option<String>,
+}
+
+fn pointer(json_path: &str) -> String {
+    json_path
+        .trim_start_matches('.')
+        .split('.')
+        .fold(String::new(), |acc, p| acc + "/" + p)
 }
 
 impl ResourceDef {
@@ -119,6 +137,11 @@ fn builtin(
         categories,
         has_status,
         crd: None,
+        scale: matches!(plural, "deployments" | "replicasets" | "statefulsets").then(|| ScalePaths {
+            spec_replicas: "/spec/replicas".into(),
+            status_replicas: "/status/replicas".into(),
+            selector: None,
+        }),
     }
 }
 
@@ -186,6 +209,7 @@ pub fn from_crd(crd: &Value) -> Result<ResourceDef, String> {
     };
     let mut versions = Vec::new();
     let mut has_status = false;
+    let mut scale = None;
     for v in spec
         .get("versions")
         .and_then(Value::as_array)
@@ -197,6 +221,14 @@ pub fn from_crd(crd: &Value) -> Result<ResourceDef, String> {
             continue;
         }
         has_status |= v.pointer("/subresources/status").is_some();
+        if let Some(sc) = v.pointer("/subresources/scale") {
+            let path = |k: &str| sc.get(k).and_then(Value::as_str).map(pointer);
+            scale = Some(ScalePaths {
+                spec_replicas: path("specReplicasPath").unwrap_or_else(|| "/spec/replicas".into()),
+                status_replicas: path("statusReplicasPath").unwrap_or_else(|| "/status/replicas".into()),
+                selector: path("labelSelectorPath"),
+            });
+        }
         if v.get("storage").and_then(Value::as_bool) == Some(true) {
             versions.insert(0, vname);
         } else {
@@ -226,6 +258,7 @@ pub fn from_crd(crd: &Value) -> Result<ResourceDef, String> {
         categories: list(names.get("categories")),
         has_status,
         crd: Some(name.to_string()),
+        scale,
     })
 }
 
@@ -326,6 +359,8 @@ mod tests {
         assert_eq!(d.versions, vec!["v1", "v1beta1"]);
         assert!(!d.namespaced && d.has_status);
         assert_eq!(d.singular, "widget");
+        assert!(d.scale.is_none());
+        assert_eq!(pointer(".spec.size"), "/spec/size");
         let bad = json!({"metadata":{"name":"x"},"spec":crd["spec"].clone()});
         assert!(from_crd(&bad).is_err());
     }
