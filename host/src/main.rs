@@ -39,10 +39,14 @@ enum Command {
         /// Where to write a kubeconfig for kubectl.
         #[arg(long, default_value = "target/wink-dev/kubeconfig")]
         kubeconfig_out: PathBuf,
+        /// Directory of YAML/JSON manifests to load into the simulated cluster.
+        #[arg(long)]
+        seed: Option<PathBuf>,
         #[command(flatten)]
         host: HostArgs,
     },
-
+    /// Run only the simulated Kubernetes API server (for kubectl and tests).
+    Sim(wink::sim::SimArgs),
 }
 
 #[derive(Args)]
@@ -146,6 +150,28 @@ async fn main() -> anyhow::Result<()> {
             let client = daemon::client(&ClusterOptions { kubeconfig, context }).await?;
             host.serve(client).await
         }
-        Command::Dev { .. } => anyhow::bail!("dev needs the simulator"),
+        Command::Dev {
+            churn,
+            kubeconfig_out,
+            seed,
+            host,
+        } => {
+            let sim = wink::sim::Sim::start(wink::sim::SimConfig {
+                churn_per_sec: (churn > 0.0).then_some(churn),
+                seed_dir: seed,
+                ..Default::default()
+            })
+            .await?;
+            sim.write_kubeconfig(&kubeconfig_out)?;
+            println!("wink dev: simulated cluster at {}", sim.url());
+            println!(
+                "wink dev: try `KUBECONFIG={} kubectl get pods -w`",
+                kubeconfig_out.display()
+            );
+            let result = host.serve(sim.client()).await;
+            sim.shutdown().await;
+            result
+        }
+        Command::Sim(args) => wink::sim::run(args).await,
     }
 }

@@ -51,7 +51,7 @@ async fn two_pod_loggers_share_one_watch_and_see_events_in_order() {
     ]);
     wink.wait_for_line("[pod-logger] OnAdd: pod0", WAIT);
     wink.wait_for_line("[pod-logger-second] OnAdd:second pod0", WAIT);
-    wink.wait_for_line("plugin=pod-logger-second plugin synced", WAIT);
+    wink.wait_for_line("plugin synced plugin=pod-logger-second", WAIT);
 
     pods.create(&PostParams::default(), &pod("pod1")).await.unwrap();
     let patch = serde_json::json!({"metadata": {"labels": {"stage": "two"}}});
