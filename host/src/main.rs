@@ -81,6 +81,10 @@ struct HostArgs {
     /// Plugins allowed to watch or read Secrets (`*` for all).
     #[arg(long)]
     allow_secrets: Vec<String>,
+    /// Pending notifications per plugin past which they coalesce per object
+    /// (0: never coalesce, an unbounded backlog like client-go's).
+    #[arg(long, default_value_t = wink::informer::factory::DEFAULT_COALESCE_AFTER)]
+    coalesce_after: usize,
     /// Serve a read-only HTTP view of the cache on this address (e.g. 127.0.0.1:8080).
     #[arg(long)]
     cache_view: Option<SocketAddr>,
@@ -90,6 +94,7 @@ impl HostArgs {
     fn options(&self) -> (FactoryOptions, ManagerOptions) {
         let factory = FactoryOptions {
             streaming_lists: self.streaming_lists,
+            coalesce_after: (self.coalesce_after > 0).then_some(self.coalesce_after),
             ..Default::default()
         };
         let compile_cache = (!self.no_compile_cache)

@@ -54,8 +54,11 @@ impl WatchSpec {
     }
 }
 
+/// Default backlog past which a listener's pending notifications coalesce.
+pub const DEFAULT_COALESCE_AFTER: usize = 10_000;
+
 /// Options for every informer the factory starts.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct FactoryOptions {
     /// Use the streaming-list initial strategy (`sendInitialEvents`).
     pub streaming_lists: bool,
@@ -63,6 +66,20 @@ pub struct FactoryOptions {
     pub page_size: Option<u32>,
     /// What to strip before caching.
     pub strip: StripPolicy,
+    /// Backlog past which a listener's pending notifications coalesce per
+    /// object (`None`: never, client-go's unbounded buffer).
+    pub coalesce_after: Option<usize>,
+}
+
+impl Default for FactoryOptions {
+    fn default() -> Self {
+        FactoryOptions {
+            streaming_lists: false,
+            page_size: None,
+            strip: StripPolicy::default(),
+            coalesce_after: Some(DEFAULT_COALESCE_AFTER),
+        }
+    }
 }
 
 /// Shares informers between handlers.
@@ -132,6 +149,7 @@ impl SharedInformerFactory {
             config = config.streaming_lists();
         }
         let informer = SharedInformer::new(spec.describe());
+        informer.set_coalesce_after(self.options.coalesce_after);
         let stream = watcher(api, config).default_backoff();
         informer.spawn(stream, Reflector::new(ar.clone(), self.options.strip));
         tracing::info!(informer = %spec.describe(), "informer started");

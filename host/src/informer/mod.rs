@@ -7,6 +7,8 @@
 //! - [`reflector`]: turns `kube::runtime::watcher` events into store deltas;
 //! - [`processor`]: per-handler queues and delivery threads (sharedProcessor /
 //!   processorListener);
+//! - [`queue`]: one listener's pending notifications, coalescing per object
+//!   past a backlog;
 //! - [`shared_informer`]: one list+watch with its store and listeners;
 //! - [`factory`]: shares one informer per distinct watch.
 //!
@@ -17,6 +19,7 @@ pub mod factory;
 pub mod index;
 pub mod object;
 pub mod processor;
+pub mod queue;
 pub mod reflector;
 pub mod shared_informer;
 pub mod store;

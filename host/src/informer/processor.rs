@@ -6,7 +6,7 @@
 //! It never touches the store; the informer enqueues after the store changed.
 
 use super::object::ObjRef;
-use std::collections::VecDeque;
+use super::queue::PendingQueue;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
@@ -36,7 +36,7 @@ pub trait EventHandler: Send + Sync {
 }
 
 struct Queue {
-    items: VecDeque<Notification>,
+    items: PendingQueue,
     stopped: bool,
     /// Deliver what is queued, then stop (a hand-over to a new handler).
     draining: bool,
@@ -58,14 +58,26 @@ pub struct Listener {
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
 impl Listener {
-    /// Start a listener delivering to `handler` on its own thread.
+    /// Start a listener delivering to `handler` on its own thread; its queue
+    /// never coalesces.
     pub fn start(name: &str, handler: Arc<dyn EventHandler>, resync: Option<Duration>) -> Arc<Listener> {
+        Self::start_with(name, handler, resync, None)
+    }
+
+    /// Start a listener whose pending notifications coalesce per object once
+    /// `coalesce_after` of them wait (see [`PendingQueue`]).
+    pub fn start_with(
+        name: &str,
+        handler: Arc<dyn EventHandler>,
+        resync: Option<Duration>,
+        coalesce_after: Option<usize>,
+    ) -> Arc<Listener> {
         let resync = resync.map(|r| r.max(Duration::from_secs(1)));
         let listener = Arc::new(Listener {
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             name: name.to_string(),
             queue: Mutex::new(Queue {
-                items: VecDeque::new(),
+                items: PendingQueue::new(coalesce_after),
                 stopped: false,
                 draining: false,
             }),
@@ -110,15 +122,14 @@ impl Listener {
         self.queue.lock().unwrap().items.len()
     }
 
+    /// Notifications absorbed by coalescing so far.
+    pub fn coalesced(&self) -> u64 {
+        self.queue.lock().unwrap().items.coalesced()
+    }
+
     /// Enqueue; never blocks on the handler.
     pub fn push(&self, n: Notification) {
-        let mut q = self.queue.lock().unwrap();
-        if q.stopped || q.draining {
-            return;
-        }
-        q.items.push_back(n);
-        drop(q);
-        self.ready.notify_one();
+        self.push_all(std::iter::once(n));
     }
 
     /// Enqueue many at once, in order.
@@ -127,9 +138,20 @@ impl Listener {
         if q.stopped || q.draining {
             return;
         }
-        q.items.extend(ns);
+        let mut started = false;
+        for n in ns {
+            started |= q.items.push(n);
+        }
+        let backlog = q.items.len();
         drop(q);
         self.ready.notify_one();
+        if started {
+            tracing::warn!(
+                listener = %self.name,
+                backlog,
+                "handler falling behind: pending notifications now coalesce per object"
+            );
+        }
     }
 
     /// Whether a resync is due at `now`; if so, schedules the next one.
@@ -184,7 +206,7 @@ impl Listener {
                     if q.stopped {
                         return;
                     }
-                    if let Some(n) = q.items.pop_front() {
+                    if let Some(n) = q.items.pop() {
                         break n;
                     }
                     if q.draining {

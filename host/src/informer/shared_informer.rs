@@ -15,7 +15,7 @@ use super::store::Store;
 use futures::{Stream, StreamExt};
 use kube::api::DynamicObject;
 use kube::runtime::watcher;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -30,6 +30,8 @@ pub struct SharedInformer {
     synced: AtomicBool,
     relists: AtomicU64,
     events: AtomicU64,
+    /// Backlog past which a listener's queue coalesces (0: never).
+    coalesce_after: AtomicUsize,
     task: Mutex<Option<tokio::task::JoinHandle<()>>>,
 }
 
@@ -47,8 +49,25 @@ impl SharedInformer {
             synced: AtomicBool::new(false),
             relists: AtomicU64::new(0),
             events: AtomicU64::new(0),
+            coalesce_after: AtomicUsize::new(0),
             task: Mutex::new(None),
         })
+    }
+
+    /// Make listeners added from now on coalesce their pending notifications
+    /// per object once `limit` of them wait (`None`: never, as client-go).
+    pub fn set_coalesce_after(&self, limit: Option<usize>) {
+        self.coalesce_after.store(limit.unwrap_or(0), Ordering::Relaxed);
+    }
+
+    fn start_listener(
+        &self,
+        name: &str,
+        handler: Arc<dyn EventHandler>,
+        resync: Option<Duration>,
+    ) -> Arc<Listener> {
+        let limit = self.coalesce_after.load(Ordering::Relaxed);
+        Listener::start_with(name, handler, resync, (limit > 0).then_some(limit))
     }
 
     /// A readable name, e.g. `v1/Pod ns=default`.
@@ -190,7 +209,7 @@ impl SharedInformer {
         handler: Arc<dyn EventHandler>,
         resync: Option<Duration>,
     ) -> Arc<Listener> {
-        let listener = Listener::start(name, handler, resync);
+        let listener = self.start_listener(name, handler, resync);
         let mut listeners = self.listeners.lock().unwrap();
         if self.has_synced() {
             let replay = self.store.list().into_iter().map(|obj| Notification::Add {
@@ -215,7 +234,7 @@ impl SharedInformer {
         handler: Arc<dyn EventHandler>,
         resync: Option<Duration>,
     ) -> Option<Arc<Listener>> {
-        let listener = Listener::start(name, handler, resync);
+        let listener = self.start_listener(name, handler, resync);
         let mut listeners = self.listeners.lock().unwrap();
         let pos = listeners.iter().position(|l| l.id() == old_id)?;
         let old = std::mem::replace(&mut listeners[pos], listener.clone());

@@ -205,6 +205,38 @@ impl Sim {
             .map_err(|e| anyhow::anyhow!("{} ({})", e.message, e.code))
     }
 
+    /// Replace an object directly (no HTTP, not counted, no faults):
+    /// `resource` is the plural qualified by its group (`pods`,
+    /// `deployments.apps`); the object names its namespace and name. Watches
+    /// see the change as from any other write.
+    pub fn update(&self, resource: &str, object: Value) -> anyhow::Result<Value> {
+        let mut st = self.shared.store.lock();
+        let def = st
+            .registry
+            .get(resource)
+            .cloned()
+            .with_context(|| format!("unknown resource {resource}"))?;
+        let ns = object["metadata"]["namespace"].as_str().map(str::to_string);
+        let name = object["metadata"]["name"].as_str().unwrap_or_default().to_string();
+        write::update(&mut st, &def, ns.as_deref(), &name, object, false)
+            .map(|o| o.value.clone())
+            .map_err(|e| anyhow::anyhow!("{} ({})", e.message, e.code))
+    }
+
+    /// Delete an object directly (no HTTP, not counted, no faults); see
+    /// [`Sim::update`] for `resource`.
+    pub fn delete(&self, resource: &str, namespace: Option<&str>, name: &str) -> anyhow::Result<()> {
+        let mut st = self.shared.store.lock();
+        let def = st
+            .registry
+            .get(resource)
+            .cloned()
+            .with_context(|| format!("unknown resource {resource}"))?;
+        write::delete(&mut st, &def, namespace, name, &Default::default())
+            .map(|_| ())
+            .map_err(|e| anyhow::anyhow!("{} ({})", e.message, e.code))
+    }
+
     /// One step of demo churn, now.
     pub fn churn_step(&self) {
         let _ = demo::churn_step(&mut self.shared.store.lock());

@@ -212,11 +212,13 @@ impl State {
     /// becomes too old to resume from (the global resourceVersion moves on
     /// by one so fresh lists give a resumable one).
     pub fn compact(&mut self) {
-        let lost = self.rv;
         self.rv += 1;
         for t in self.tables.values_mut() {
+            // A live watch past this table's last event loses nothing.
+            if let Some(last) = t.history.back() {
+                t.lost_rv = t.lost_rv.max(last.rv);
+            }
             t.history.clear();
-            t.lost_rv = lost;
             t.compacted_rv = self.rv;
         }
     }
@@ -408,6 +410,14 @@ mod tests {
         assert!(
             st.events_after("configmaps", 3, 10, true).unwrap().is_empty(),
             "live watchers lost nothing"
+        );
+        assert!(
+            st.events_after("configmaps", 1, 10, true).is_err(),
+            "a live watcher behind dropped events lost them"
+        );
+        assert!(
+            st.events_after("secrets", 0, 10, true).unwrap().is_empty(),
+            "a live watcher of a quiet resource lost nothing"
         );
         assert!(st.events_after("configmaps", 4, 10, false).is_ok());
         let e = st

@@ -1,0 +1,842 @@
+//! Informer fidelity (issue 4), scenario by scenario, against the simulated
+//! API server through the real `kube` client and `kube_runtime::watcher`:
+//! wink's factory, shared informers, store/indexer and listeners with a
+//! native recording handler (the wasm side is tested elsewhere).
+
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::{Api, ListParams};
+use kube::runtime::{WatchStreamExt, watcher};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+use wink::informer::factory::FactoryOptions;
+use wink::informer::index::IndexSpec;
+use wink::informer::object::StripPolicy;
+use wink::informer::processor::Listener;
+use wink::informer::reflector::Reflector;
+use wink::informer::{EventHandler, ObjRef, SharedInformer, SharedInformerFactory, Store, WatchSpec};
+use wink::sim::{Sim, SimConfig};
+
+const WAIT: Duration = Duration::from_secs(60);
+
+// ---------------------------------------------------------------- recorder
+
+/// One notification as a handler saw it, with what the store said about the
+/// object's key at that moment.
+#[derive(Debug, Clone, PartialEq)]
+enum Ev {
+    Add {
+        key: String,
+        rv: String,
+        initial: bool,
+        store_rv: Option<String>,
+    },
+    Update {
+        key: String,
+        old_rv: String,
+        new_rv: String,
+        old_uid: String,
+        new_uid: String,
+        store_rv: Option<String>,
+    },
+    Delete {
+        key: String,
+        rv: String,
+        unknown: bool,
+        store_rv: Option<String>,
+    },
+    Synced,
+}
+
+impl Ev {
+    fn key(&self) -> Option<&str> {
+        match self {
+            Ev::Add { key, .. } | Ev::Update { key, .. } | Ev::Delete { key, .. } => Some(key),
+            Ev::Synced => None,
+        }
+    }
+}
+
+/// Records every notification; `gate` held by a test makes it stuck.
+#[derive(Default)]
+struct Rec {
+    events: Mutex<Vec<Ev>>,
+    gate: Mutex<()>,
+    store: OnceLock<Arc<Store>>,
+    /// For each callback: which keys the `app` index lists under the
+    /// object's `app` label (when the store has that index).
+    index_seen: Mutex<Vec<(String, Vec<String>)>>,
+}
+
+impl Rec {
+    fn new() -> Arc<Rec> {
+        Arc::new(Rec::default())
+    }
+    fn watching(store: &Arc<Store>) -> Arc<Rec> {
+        let r = Rec::default();
+        let _ = r.store.set(store.clone());
+        Arc::new(r)
+    }
+    fn events(&self) -> Vec<Ev> {
+        self.events.lock().unwrap().clone()
+    }
+    fn count(&self) -> usize {
+        self.events.lock().unwrap().len()
+    }
+    fn store_rv(&self, key: &str) -> Option<String> {
+        let store = self.store.get()?;
+        store.get(key).map(|o| o.meta.resource_version.clone())
+    }
+    fn record(&self, obj: &ObjRef, ev: Ev) {
+        let _stuck = self.gate.lock().unwrap();
+        if let (Some(store), Some(app)) = (self.store.get(), obj.label("app"))
+            && let Ok(keys) = store.index_keys("app", app)
+        {
+            self.index_seen.lock().unwrap().push((app.to_string(), keys));
+        }
+        self.events.lock().unwrap().push(ev);
+    }
+    /// The objects this handler believes exist: key -> (rv, uid), replayed
+    /// from its notifications.
+    fn view(&self) -> BTreeMap<String, String> {
+        let mut view = BTreeMap::new();
+        for e in self.events() {
+            match e {
+                Ev::Add { key, rv, .. } => {
+                    view.insert(key, rv);
+                }
+                Ev::Update { key, new_rv, .. } => {
+                    view.insert(key, new_rv);
+                }
+                Ev::Delete { key, .. } => {
+                    view.remove(&key);
+                }
+                Ev::Synced => {}
+            }
+        }
+        view
+    }
+}
+
+impl EventHandler for Rec {
+    fn on_add(&self, obj: &ObjRef, in_initial_list: bool) {
+        let key = obj.key();
+        let ev = Ev::Add {
+            store_rv: self.store_rv(&key),
+            key,
+            rv: obj.meta.resource_version.clone(),
+            initial: in_initial_list,
+        };
+        self.record(obj, ev);
+    }
+    fn on_update(&self, old: &ObjRef, new: &ObjRef) {
+        let key = new.key();
+        let ev = Ev::Update {
+            store_rv: self.store_rv(&key),
+            key,
+            old_rv: old.meta.resource_version.clone(),
+            new_rv: new.meta.resource_version.clone(),
+            old_uid: old.meta.uid.clone(),
+            new_uid: new.meta.uid.clone(),
+        };
+        self.record(new, ev);
+    }
+    fn on_delete(&self, obj: &ObjRef, final_state_unknown: bool) {
+        let key = obj.key();
+        let ev = Ev::Delete {
+            store_rv: self.store_rv(&key),
+            key,
+            rv: obj.meta.resource_version.clone(),
+            unknown: final_state_unknown,
+        };
+        self.record(obj, ev);
+    }
+    fn on_synced(&self) {
+        let _stuck = self.gate.lock().unwrap();
+        self.events.lock().unwrap().push(Ev::Synced);
+    }
+}
+
+// ---------------------------------------------------------------- helpers
+
+async fn eventually(what: &str, mut cond: impl FnMut() -> bool) {
+    let deadline = Instant::now() + WAIT;
+    while !cond() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+fn pod_json(name: &str, labels: &[(&str, &str)]) -> serde_json::Value {
+    let labels: serde_json::Map<String, serde_json::Value> =
+        labels.iter().map(|(k, v)| (k.to_string(), (*v).into())).collect();
+    serde_json::json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": name, "namespace": "default", "labels": labels},
+        "spec": {"containers": [{"name": "c", "image": "busybox"}]}
+    })
+}
+
+/// Create a pod directly on the server; returns it.
+fn create(sim: &Sim, name: &str, labels: &[(&str, &str)]) -> serde_json::Value {
+    sim.insert(pod_json(name, labels)).unwrap()
+}
+
+/// Change a pod's `app` label directly on the server.
+fn relabel(sim: &Sim, name: &str, app: &str) -> serde_json::Value {
+    let mut p = pod_json(name, &[("app", app)]);
+    p["metadata"]["annotations"] = serde_json::json!({"changed": app});
+    sim.update("pods", p).unwrap()
+}
+
+fn rv_of(v: &serde_json::Value) -> String {
+    v["metadata"]["resourceVersion"].as_str().unwrap().to_string()
+}
+
+/// The server's pods in `default`, key -> resourceVersion, through the API.
+async fn server_pods(sim: &Sim) -> BTreeMap<String, String> {
+    let pods: Api<Pod> = Api::namespaced(sim.client(), "default");
+    pods.list(&ListParams::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .map(|p| {
+            (
+                format!("default/{}", p.metadata.name.unwrap()),
+                p.metadata.resource_version.unwrap(),
+            )
+        })
+        .collect()
+}
+
+fn store_view(store: &Store) -> BTreeMap<String, String> {
+    store
+        .list()
+        .into_iter()
+        .map(|o| (o.key(), o.meta.resource_version.clone()))
+        .collect()
+}
+
+fn pods_spec() -> WatchSpec {
+    let mut s = WatchSpec::all("v1", "Pod");
+    s.namespace = Some("default".into());
+    s
+}
+
+async fn start(options: FactoryOptions) -> (Sim, Arc<SharedInformerFactory>) {
+    let sim = Sim::start(SimConfig::default()).await.unwrap();
+    let factory = SharedInformerFactory::new(sim.client(), options);
+    (sim, factory)
+}
+
+/// Take the watch down: every request fails until `up` is called, and the
+/// open watches end. Writes made meanwhile go straight to the server.
+async fn watch_down(sim: &Sim) {
+    sim.faults().fail_next(usize::MAX / 2, 500);
+    sim.faults().close_watches();
+    eventually("the pod watch to close", || sim.open_watches("pods") == 0).await;
+}
+
+/// Bring the API back after `watch_down`; with `compact` the informer's
+/// resume point is gone and it must relist.
+fn up(sim: &Sim, compact: bool) {
+    if compact {
+        sim.faults().compact();
+    }
+    sim.faults().fail_next(0, 500);
+}
+
+fn adds(events: &[Ev]) -> usize {
+    events.iter().filter(|e| matches!(e, Ev::Add { .. })).count()
+}
+
+// ---------------------------------------------------------------- scenarios
+
+/// 1. N objects before start -> N x add(in-initial-list), synced only after
+///    the N-th returned.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn s01_initial_list_is_n_initial_adds_then_synced() {
+    let (sim, factory) = start(FactoryOptions::default()).await;
+    for i in 0..40 {
+        create(&sim, &format!("p{i:02}"), &[]);
+    }
+    let informer = factory.informer_for(&pods_spec()).await.unwrap();
+    let rec = Rec::new();
+    let stuck = rec.gate.lock().unwrap();
+    let listener = informer.add_listener("a", rec.clone(), None);
+    eventually("informer synced", || informer.has_synced()).await;
+    // The handler is stuck inside its first add: the listener is not synced.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(!listener.has_synced(), "synced before the handler returned");
+    drop(stuck);
+    eventually("listener synced", || listener.has_synced()).await;
+    let events = rec.events();
+    assert_eq!(events.len(), 41);
+    assert!(events[..40].iter().all(|e| matches!(e, Ev::Add { initial: true, .. })));
+    assert_eq!(events[40], Ev::Synced);
+}
+
+/// 2. A paged initial list: never a partial set as synced; an expired
+///    continue token mid-list still ends complete, with no duplicate adds.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn s02_paged_initial_list_with_an_expired_continue_token() {
+    let options = FactoryOptions {
+        page_size: Some(50),
+        ..Default::default()
+    };
+    let (sim, factory) = start(options).await;
+    for i in 0..600 {
+        create(&sim, &format!("p{i:03}"), &[]);
+    }
+    // Slow pages, so the history can be compacted between two of them.
+    sim.faults().delay(Some(Duration::from_millis(40)));
+    let spec = pods_spec();
+    let f = factory.clone();
+    let starting = tokio::spawn(async move { f.informer_for(&spec).await.unwrap() });
+    eventually("the third page", || sim.request_count("list", "pods") >= 3).await;
+    sim.faults().compact();
+    let informer = starting.await.unwrap();
+    let rec = Rec::watching(informer.store());
+    let listener = informer.add_listener("a", rec.clone(), None);
+    eventually("informer synced", || informer.has_synced()).await;
+    sim.faults().delay(None);
+    eventually("listener synced", || listener.has_synced()).await;
+    // The first list died on its expired token: more list requests than 12 pages.
+    assert!(
+        sim.request_count("list", "pods") > 12,
+        "lists: {}",
+        sim.request_count("list", "pods")
+    );
+    let events = rec.events();
+    assert_eq!(adds(&events), 600, "one add per object");
+    assert_eq!(events.last(), Some(&Ev::Synced));
+    let mut keys: Vec<&str> = events.iter().filter_map(Ev::key).collect();
+    keys.dedup();
+    assert_eq!(keys.len(), 600, "no duplicate adds");
+    assert_eq!(store_view(informer.store()), server_pods(&sim).await);
+}
+
+/// 3. A late plugin with M cached objects -> exactly M initial adds to it,
+///    nothing extra to the others.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn s03_late_join_replays_the_cache_to_the_newcomer_only() {
+    let (sim, factory) = start(FactoryOptions::default()).await;
+    for i in 0..25 {
+        create(&sim, &format!("p{i:02}"), &[]);
+    }
+    let informer = factory.informer_for(&pods_spec()).await.unwrap();
+    let early = Rec::new();
+    let a = informer.add_listener("early", early.clone(), None);
+    eventually("early synced", || a.has_synced()).await;
+    let late = Rec::new();
+    let b = informer.add_listener("late", late.clone(), None);
+    eventually("late synced", || b.has_synced()).await;
+    let le = late.events();
+    assert_eq!(le.len(), 26);
+    assert!(le[..25].iter().all(|e| matches!(e, Ev::Add { initial: true, .. })));
+    assert_eq!(le[25], Ev::Synced);
+    assert_eq!(early.count(), 26, "nothing extra to the early handler");
+    // Both get live events from here on.
+    create(&sim, "after", &[]);
+    eventually("both see the new pod", || early.count() == 27 && late.count() == 27).await;
+    assert!(matches!(&late.events()[26], Ev::Add { initial: false, key, .. } if key == "default/after"));
+}
+
+/// 4. Add/update/delete: store and indexes updated before the callback; the
+///    update carries the previous cached object as old.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn s04_store_and_indexes_change_before_the_callback() {
+    let (sim, factory) = start(FactoryOptions::default()).await;
+    let informer = factory.informer_for(&pods_spec()).await.unwrap();
+    informer
+        .store()
+        .add_index("app", IndexSpec::Label("app".into()).func())
+        .unwrap();
+    let rec = Rec::watching(informer.store());
+    let l = informer.add_listener("a", rec.clone(), None);
+    eventually("synced", || l.has_synced()).await;
+
+    // One write at a time, so the store at each callback is exactly the
+    // event's state (it may legitimately be newer when writes race ahead).
+    let v1 = create(&sim, "web", &[("app", "a")]);
+    eventually("the add", || rec.count() == 2).await;
+    let v2 = relabel(&sim, "web", "b");
+    eventually("the update", || rec.count() == 3).await;
+    sim.delete("pods", Some("default"), "web").unwrap();
+    eventually("the delete", || rec.count() == 4).await;
+    let events = rec.events();
+    assert_eq!(
+        events[1],
+        Ev::Add {
+            key: "default/web".into(),
+            rv: rv_of(&v1),
+            initial: false,
+            store_rv: Some(rv_of(&v1)),
+        }
+    );
+    let uid = v1["metadata"]["uid"].as_str().unwrap().to_string();
+    assert_eq!(
+        events[2],
+        Ev::Update {
+            key: "default/web".into(),
+            old_rv: rv_of(&v1),
+            new_rv: rv_of(&v2),
+            old_uid: uid.clone(),
+            new_uid: uid,
+            store_rv: Some(rv_of(&v2)),
+        }
+    );
+    // The DELETED event carries the object as of its deletion.
+    let deleted_at = |rv: &str| rv.parse::<u64>().unwrap() > rv_of(&v2).parse::<u64>().unwrap();
+    assert!(
+        matches!(&events[3], Ev::Delete { unknown: false, store_rv: None, rv, .. } if deleted_at(rv)),
+        "{:?}",
+        events[3]
+    );
+    // Inside each callback the index already listed the object under its
+    // new value (and, at the delete, no longer did).
+    let seen = rec.index_seen.lock().unwrap().clone();
+    assert_eq!(seen[0], ("a".to_string(), vec!["default/web".to_string()]));
+    assert_eq!(seen[1], ("b".to_string(), vec!["default/web".to_string()]));
+    assert_eq!(seen[2], ("b".to_string(), vec![]));
+}
+
+/// 5. Deleted while the watch was down and gone from the relist -> one
+///    tombstone with the last known state; an object whose DELETED was
+///    already queued gets no second delete.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn s05_deleted_while_down_is_one_tombstone() {
+    let (sim, factory) = start(FactoryOptions::default()).await;
+    let last = create(&sim, "gone", &[("app", "x")]);
+    create(&sim, "queued", &[]);
+    create(&sim, "stays", &[]);
+    let informer = factory.informer_for(&pods_spec()).await.unwrap();
+    let rec = Rec::new();
+    let l = informer.add_listener("a", rec.clone(), None);
+    eventually("synced", || l.has_synced()).await;
+
+    let stuck = rec.gate.lock().unwrap();
+    // The handler gets stuck in this update; the DELETED waits behind it.
+    relabel(&sim, "stays", "y");
+    sim.delete("pods", Some("default"), "queued").unwrap();
+    eventually("the DELETED queued", || l.backlog() == 1).await;
+    watch_down(&sim).await;
+    sim.delete("pods", Some("default"), "gone").unwrap();
+    up(&sim, true);
+    eventually("relist", || informer.relists() == 2).await;
+    drop(stuck);
+    eventually("update and two deletes", || rec.count() == 7).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let events = rec.events();
+    assert_eq!(events.len(), 7, "{events:#?}");
+    let deletes: Vec<&Ev> = events.iter().filter(|e| matches!(e, Ev::Delete { .. })).collect();
+    assert!(
+        matches!(deletes[0], Ev::Delete { key, unknown: false, .. } if key == "default/queued"),
+        "{deletes:?}"
+    );
+    assert!(
+        matches!(deletes[1], Ev::Delete { key, unknown: true, rv, .. } if key == "default/gone" && *rv == rv_of(&last)),
+        "{deletes:?}"
+    );
+    assert_eq!(store_view(informer.store()), server_pods(&sim).await);
+}
+
+/// 6. Changed while down -> update(old cached, new listed); deleted and
+///    re-created under the same name -> one update with different uids;
+///    created and deleted while down -> nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn s06_changes_while_down_become_updates() {
+    let (sim, factory) = start(FactoryOptions::default()).await;
+    let changed_before = create(&sim, "changed", &[("app", "a")]);
+    let recreated_before = create(&sim, "recreated", &[]);
+    let informer = factory.informer_for(&pods_spec()).await.unwrap();
+    let rec = Rec::new();
+    let l = informer.add_listener("a", rec.clone(), None);
+    eventually("synced", || l.has_synced()).await;
+
+    watch_down(&sim).await;
+    let changed_after = relabel(&sim, "changed", "b");
+    sim.delete("pods", Some("default"), "recreated").unwrap();
+    let recreated_after = create(&sim, "recreated", &[]);
+    create(&sim, "ephemeral", &[]);
+    sim.delete("pods", Some("default"), "ephemeral").unwrap();
+    up(&sim, true);
+    eventually("relist", || informer.relists() == 2).await;
+    eventually("two updates", || rec.count() == 5).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let after: Vec<Ev> = rec.events().split_off(3);
+    assert_eq!(after.len(), 2, "{after:#?}");
+    let uid = |v: &serde_json::Value| v["metadata"]["uid"].as_str().unwrap().to_string();
+    assert!(after.contains(&Ev::Update {
+        key: "default/changed".into(),
+        old_rv: rv_of(&changed_before),
+        new_rv: rv_of(&changed_after),
+        old_uid: uid(&changed_before),
+        new_uid: uid(&changed_after),
+        store_rv: None,
+    }));
+    assert!(after.contains(&Ev::Update {
+        key: "default/recreated".into(),
+        old_rv: rv_of(&recreated_before),
+        new_rv: rv_of(&recreated_after),
+        old_uid: uid(&recreated_before),
+        new_uid: uid(&recreated_after),
+        store_rv: None,
+    }));
+    assert_ne!(uid(&recreated_before), uid(&recreated_after));
+}
+
+/// An informer on pods in `default` whose watches time out after `secs`.
+fn informer_with_timeout(sim: &Sim, secs: u32) -> Arc<SharedInformer> {
+    let ar = kube::api::ApiResource::erase::<Pod>(&());
+    let api: Api<kube::api::DynamicObject> = Api::namespaced_with(sim.client(), "default", &ar);
+    let informer = SharedInformer::new("pods with short watches");
+    let stream = watcher::watcher(api, watcher::Config::default().timeout(secs)).default_backoff();
+    informer.spawn(stream, Reflector::new(ar, StripPolicy::default()));
+    informer
+}
+
+/// 7a. A normal watch timeout -> re-watch from the last resourceVersion, no
+///     relist, no notifications.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn s07_watch_timeout_rewatches_without_relist() {
+    let sim = Sim::start(SimConfig::default()).await.unwrap();
+    create(&sim, "p", &[]);
+    let informer = informer_with_timeout(&sim, 1);
+    let rec = Rec::new();
+    let l = informer.add_listener("a", rec.clone(), None);
+    eventually("synced", || l.has_synced()).await;
+    eventually("three watches", || sim.request_count("watch", "pods") >= 3).await;
+    assert_eq!(sim.request_count("list", "pods"), 1, "no relist");
+    assert_eq!(informer.relists(), 1);
+    assert_eq!(rec.count(), 2, "only the initial add and synced: {:?}", rec.events());
+    let rvs = sim.watch_request_rvs("pods");
+    assert!(
+        rvs.iter().all(|rv| !rv.is_empty() && rv != "0"),
+        "every watch resumes from a resourceVersion: {rvs:?}"
+    );
+}
+
+/// 7b. Bookmarks keep a quiet resource from ever getting 410: after a
+///     compaction, the resume point is the bookmark's, not the old list's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn s07_bookmarks_keep_a_quiet_resource_resumable() {
+    let sim = Sim::start(SimConfig {
+        bookmark_interval: Duration::from_millis(100),
+        ..Default::default()
+    })
+    .await
+    .unwrap();
+    let factory = SharedInformerFactory::new(sim.client(), FactoryOptions::default());
+    let spec = WatchSpec::all("v1", "ConfigMap");
+    let informer = factory.informer_for(&spec).await.unwrap();
+    eventually("synced", || informer.has_synced()).await;
+    // Other resources move the resourceVersion on; configmaps stay quiet.
+    for i in 0..20 {
+        create(&sim, &format!("noise{i}"), &[]);
+    }
+    sim.faults().compact();
+    let compacted = sim.current_resource_version();
+    // A bookmark carrying a resourceVersion past the compaction arrives...
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    // ...so resuming after the watch drops needs no relist.
+    sim.faults().close_watches();
+    eventually("a second watch", || sim.request_count("watch", "configmaps") >= 2).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let rvs = sim.watch_request_rvs("configmaps");
+    let resumed: u64 = rvs.last().unwrap().parse().unwrap();
+    assert!(resumed >= compacted, "resumed from {resumed}, compacted at {compacted}: {rvs:?}");
+    assert_eq!(sim.request_count("list", "configmaps"), 1, "no relist: {rvs:?}, compacted at {compacted}");
+    assert_eq!(informer.relists(), 1);
+}
+
+/// 8a. 410 on resume -> relist; the cache ends equal to the server.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn s08_gone_on_resume_relists_to_the_server_state() {
+    let (sim, factory) = start(FactoryOptions::default()).await;
+    for i in 0..10 {
+        create(&sim, &format!("p{i}"), &[]);
+    }
+    let informer = factory.informer_for(&pods_spec()).await.unwrap();
+    let rec = Rec::new();
+    let l = informer.add_listener("a", rec.clone(), None);
+    eventually("synced", || l.has_synced()).await;
+    watch_down(&sim).await;
+    for i in 0..5 {
+        sim.delete("pods", Some("default"), &format!("p{i}")).unwrap();
+        create(&sim, &format!("q{i}"), &[]);
+    }
+    up(&sim, true);
+    eventually("relist", || informer.relists() == 2).await;
+    assert_eq!(sim.request_count("list", "pods"), 2, "one relist");
+    let server = server_pods(&sim).await;
+    eventually("cache equals server", || store_view(informer.store()) == server).await;
+    eventually("handler view equals server", || rec.view() == server).await;
+}
+
+/// 8b. 500, 429 and dropped connections -> retries with backoff; no event
+///     lost, no relist needed, the cache ends equal to the server.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn s08_errors_and_dropped_connections_lose_nothing() {
+    let (sim, factory) = start(FactoryOptions::default()).await;
+    let informer = factory.informer_for(&pods_spec()).await.unwrap();
+    let rec = Rec::new();
+    let l = informer.add_listener("a", rec.clone(), None);
+    eventually("synced", || l.has_synced()).await;
+    let mut n = 0;
+    for (status, count) in [(500, 3), (429, 2)] {
+        let before = sim.request_count("watch", "pods");
+        sim.faults().fail_next(count, status);
+        sim.faults().close_watches();
+        for _ in 0..3 {
+            create(&sim, &format!("p{n}"), &[]);
+            n += 1;
+        }
+        eventually("the failures used up and a new watch", || {
+            sim.request_count("watch", "pods") >= before + count as u64 + 1 && sim.open_watches("pods") == 1
+        })
+        .await;
+    }
+    sim.restart(true).await.unwrap();
+    for _ in 0..3 {
+        create(&sim, &format!("p{n}"), &[]);
+        n += 1;
+    }
+    let server = server_pods(&sim).await;
+    assert_eq!(server.len(), n);
+    eventually("cache equals server", || store_view(informer.store()) == server).await;
+    eventually("handler view equals server", || rec.view() == server).await;
+    assert_eq!(informer.relists(), 1, "resumed every time, never relisted");
+    assert_eq!(adds(&rec.events()), n, "every create seen once");
+}
+
+/// 9. Resync: A with a 2 s period gets update(o, o) for every object; B
+///    without resync gets nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn s09_resync_only_for_the_handler_that_asked() {
+    let (sim, factory) = start(FactoryOptions::default()).await;
+    for i in 0..3 {
+        create(&sim, &format!("p{i}"), &[]);
+    }
+    let informer = factory.informer_for(&pods_spec()).await.unwrap();
+    let a = Rec::new();
+    let b = Rec::new();
+    let la = informer.add_listener("a", a.clone(), Some(Duration::from_secs(2)));
+    let lb = informer.add_listener("b", b.clone(), None);
+    eventually("synced", || la.has_synced() && lb.has_synced()).await;
+    eventually("two resyncs of three objects", || a.count() >= 4 + 6).await;
+    let resyncs: Vec<Ev> = a.events().split_off(4);
+    for e in &resyncs[..6] {
+        assert!(
+            matches!(e, Ev::Update { old_rv, new_rv, old_uid, new_uid, .. } if old_rv == new_rv && old_uid == new_uid),
+            "{e:?}"
+        );
+    }
+    assert_eq!(b.count(), 4, "B has only its initial list: {:?}", b.events());
+}
+
+/// 10. An update moving an object between index values: the old entry
+///     goes, the new one comes, an emptied value disappears.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn s10_index_follows_a_relabel() {
+    let (sim, factory) = start(FactoryOptions::default()).await;
+    create(&sim, "web", &[("app", "a")]);
+    create(&sim, "db", &[("app", "c")]);
+    let informer = factory.informer_for(&pods_spec()).await.unwrap();
+    eventually("synced", || informer.has_synced()).await;
+    // Added to a running informer: indexes the cached objects at once.
+    let store = informer.store().clone();
+    store.add_index("app", IndexSpec::Label("app".into()).func()).unwrap();
+    assert_eq!(store.list_index_values("app").unwrap(), ["a", "c"]);
+    let v2 = relabel(&sim, "web", "b");
+    eventually("the update applied", || {
+        store.get("default/web").is_some_and(|o| o.meta.resource_version == rv_of(&v2))
+    })
+    .await;
+    assert!(store.by_index("app", "a").unwrap().is_empty());
+    assert_eq!(store.index_keys("app", "b").unwrap(), ["default/web"]);
+    assert_eq!(store.list_index_values("app").unwrap(), ["b", "c"]);
+}
+
+/// 11. A stuck plugin: the others' delivery is unaffected; its backlog is
+///     delivered in order afterwards, and with coalescing it stays bounded.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn s11_a_stuck_handler_costs_only_itself() {
+    let (sim, factory) = start(FactoryOptions::default()).await;
+    for i in 0..5 {
+        create(&sim, &format!("p{i}"), &[("app", "v0")]);
+    }
+    let informer = factory.informer_for(&pods_spec()).await.unwrap();
+    let free = Rec::new();
+    let fifo = Rec::new();
+    let coalescing = Rec::new();
+    let lf = informer.add_listener("free", free.clone(), None);
+    informer.set_coalesce_after(None);
+    let l_fifo = informer.add_listener("fifo", fifo.clone(), None);
+    informer.set_coalesce_after(Some(20));
+    let l_co = informer.add_listener("coalescing", coalescing.clone(), None);
+    eventually("synced", || lf.has_synced() && l_fifo.has_synced() && l_co.has_synced()).await;
+
+    let stuck_fifo = fifo.gate.lock().unwrap();
+    let stuck_co = coalescing.gate.lock().unwrap();
+    for round in 1..=40 {
+        for i in 0..5 {
+            relabel(&sim, &format!("p{i}"), &format!("v{round}"));
+        }
+    }
+    // 200 updates reach the free handler while the other two are stuck.
+    eventually("free handler has every update", || free.count() == 6 + 200).await;
+    assert!(l_fifo.backlog() >= 199, "fifo backlog {}", l_fifo.backlog());
+    assert!(l_co.backlog() <= 20 + 5, "coalescing backlog {}", l_co.backlog());
+    assert!(l_co.coalesced() >= 170, "coalesced {}", l_co.coalesced());
+    drop(stuck_fifo);
+    drop(stuck_co);
+    let server = server_pods(&sim).await;
+    eventually("both catch up", || fifo.view() == server && coalescing.view() == server).await;
+    eventually("fifo delivered everything", || fifo.count() == 6 + 200).await;
+    // Per object, both see versions in increasing order; the fifo one sees
+    // exactly what the free one saw.
+    assert_eq!(fifo.events(), free.events());
+    let mut last: BTreeMap<String, u64> = BTreeMap::new();
+    for e in coalescing.events() {
+        if let Ev::Update { key, old_rv, new_rv, .. } = e {
+            let (old, new): (u64, u64) = (old_rv.parse().unwrap(), new_rv.parse().unwrap());
+            assert!(new > old);
+            if let Some(prev) = last.insert(key.clone(), new) {
+                assert_eq!(old, prev, "old is the state delivered last for {key}");
+            }
+        }
+    }
+}
+
+/// 12. Two handlers on pods and one on configmaps -> exactly two watches;
+///     removing the configmap handler stops its informer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn s12_one_watch_per_distinct_spec_and_idle_informers_stop() {
+    let (sim, factory) = start(FactoryOptions::default()).await;
+    let pods = factory.informer_for(&pods_spec()).await.unwrap();
+    let pods_again = factory.informer_for(&pods_spec()).await.unwrap();
+    assert!(Arc::ptr_eq(&pods, &pods_again));
+    let cm_spec = WatchSpec::all("v1", "ConfigMap");
+    let cms = factory.informer_for(&cm_spec).await.unwrap();
+    let l1: Arc<Listener> = pods.add_listener("p1", Rec::new(), None);
+    let l2 = pods_again.add_listener("p2", Rec::new(), None);
+    let l3 = cms.add_listener("c", Rec::new(), None);
+    eventually("all synced", || l1.has_synced() && l2.has_synced() && l3.has_synced()).await;
+    eventually("two watches open", || {
+        sim.open_watches("pods") == 1 && sim.open_watches("configmaps") == 1
+    })
+    .await;
+    assert_eq!(sim.request_count("watch", "pods"), 1);
+    assert_eq!(sim.request_count("watch", "configmaps"), 1);
+    assert_eq!(sim.request_count("list", "pods"), 1);
+
+    factory.release(&cm_spec, l3.id());
+    assert_eq!(factory.running(), vec![pods_spec()]);
+    eventually("the configmap watch closes", || sim.open_watches("configmaps") == 0).await;
+    factory.release(&pods_spec(), l1.id());
+    assert_eq!(factory.running(), vec![pods_spec()], "one pod handler is left");
+    assert_eq!(sim.open_watches("pods"), 1);
+}
+
+/// 13. Seeded random rounds of create/update/delete with random watch drops
+///     and compactions: every handler's view, replayed from its
+///     notifications, ends equal to the server's state.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn s13_random_rounds_converge_to_the_server_state() {
+    let seed: u64 = std::env::var("WINK_SCENARIO_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0x5eed);
+    let mut rng = StdRng::seed_from_u64(seed);
+    let (sim, factory) = start(FactoryOptions {
+        page_size: Some(7),
+        ..Default::default()
+    })
+    .await;
+    for i in 0..20 {
+        create(&sim, &format!("p{i}"), &[("app", "v0")]);
+    }
+    let informer = factory.informer_for(&pods_spec()).await.unwrap();
+    let plain = Rec::new();
+    let resyncing = Rec::new();
+    let lp = informer.add_listener("plain", plain.clone(), None);
+    let lr = informer.add_listener("resyncing", resyncing.clone(), Some(Duration::from_secs(1)));
+    eventually("synced", || lp.has_synced() && lr.has_synced()).await;
+    informer.set_coalesce_after(Some(8));
+    let stuck_for_a_while = Rec::new();
+    let mut gate = Some(stuck_for_a_while.gate.lock().unwrap());
+    let ls = informer.add_listener("stuck-for-a-while", stuck_for_a_while.clone(), None);
+    let mut late: Option<(Arc<Rec>, Arc<Listener>)> = None;
+
+    let mut alive: Vec<String> = (0..20).map(|i| format!("p{i}")).collect();
+    let mut next = 20;
+    for round in 0..30 {
+        for _ in 0..10 {
+            match rng.random_range(0..10) {
+                0..=3 => {
+                    let name = format!("p{next}");
+                    next += 1;
+                    create(&sim, &name, &[("app", "v0")]);
+                    alive.push(name);
+                }
+                4..=7 if !alive.is_empty() => {
+                    let name = &alive[rng.random_range(0..alive.len())];
+                    relabel(&sim, name, &format!("v{round}"));
+                }
+                _ if !alive.is_empty() => {
+                    let name = alive.swap_remove(rng.random_range(0..alive.len()));
+                    sim.delete("pods", Some("default"), &name).unwrap();
+                }
+                _ => {}
+            }
+        }
+        match rng.random_range(0..6) {
+            0 => sim.faults().close_watches(),
+            1 => {
+                watch_down(&sim).await;
+                create(&sim, &format!("p{next}"), &[]);
+                alive.push(format!("p{next}"));
+                next += 1;
+                up(&sim, rng.random_bool(0.5));
+            }
+            2 => sim.faults().compact(),
+            _ => {}
+        }
+        if round == 10 {
+            gate = None;
+        }
+        if round == 15 {
+            let rec = Rec::new();
+            let l = informer.add_listener("late", rec.clone(), None);
+            late = Some((rec, l));
+        }
+        tokio::time::sleep(Duration::from_millis(rng.random_range(0..30))).await;
+    }
+    drop(gate);
+    let (late, ll) = late.unwrap();
+    let server = server_pods(&sim).await;
+    assert_eq!(server.len(), alive.len());
+    for (name, rec) in [
+        ("plain", &plain),
+        ("resyncing", &resyncing),
+        ("stuck-for-a-while", &stuck_for_a_while),
+        ("late", &late),
+    ] {
+        let deadline = Instant::now() + WAIT;
+        while rec.view() != server {
+            assert!(
+                Instant::now() < deadline,
+                "seed {seed}: {name}'s view differs from the server:\nview   {:?}\nserver {:?}",
+                rec.view(),
+                server
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+    assert_eq!(store_view(informer.store()), server);
+    assert!(ls.has_synced() && ll.has_synced());
+}
