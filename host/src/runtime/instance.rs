@@ -13,7 +13,7 @@ use super::bindings::{Plugin, PluginPre};
 use super::capabilities::{CacheScope, HostState};
 use super::engine::{Limits, WinkEngine};
 use crate::informer::{EventHandler, ObjRef};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use tokio::sync::mpsc::UnboundedSender;
 use wasmtime::Store;
@@ -32,8 +32,13 @@ pub struct CrashReport {
     pub reason: String,
 }
 
+/// Instance ids: never reused, so a late report of a dropped instance can
+/// never be mistaken for one of its successor.
+static NEXT_INSTANCE: AtomicUsize = AtomicUsize::new(1);
+
 /// One plugin, instantiated and initialized.
 pub struct PluginInstance {
+    id: usize,
     name: Arc<str>,
     pre: PluginPre<HostState>,
     engine: WinkEngine,
@@ -95,6 +100,7 @@ impl PluginInstance {
         crash_tx: Option<UnboundedSender<CrashReport>>,
     ) -> Result<(Arc<Self>, Registration), InitError> {
         let instance = Arc::new(PluginInstance {
+            id: NEXT_INSTANCE.fetch_add(1, Ordering::Relaxed),
             name,
             pre,
             engine: engine.clone(),
@@ -189,9 +195,9 @@ impl PluginInstance {
         self.crashed.load(Ordering::Acquire)
     }
 
-    /// An id for this instance, stable while it lives.
+    /// An id for this instance, unique in the process.
     pub fn id(&self) -> usize {
-        self as *const Self as usize
+        self.id
     }
 
     fn call(
@@ -211,14 +217,22 @@ impl PluginInstance {
         *live = None;
         self.traps.fetch_add(1, Ordering::Relaxed);
         self.crashed.store(true, Ordering::Release);
-        let reason = format!("{err:?}");
+        let summary = trap_summary(&err);
+        let backtrace = err
+            .downcast_ref::<wasmtime::WasmBacktrace>()
+            .map(|bt| format!("\n{bt}"))
+            .unwrap_or_default();
+        // One line says what, where and on which object; the wasm backtrace
+        // (the last field) follows on the next lines.
         tracing::error!(
             plugin = %self.name,
-            call = what,
+            call = %what,
             object = %obj.key(),
             resource_version = %obj.meta.resource_version,
-            "plugin trapped: {reason}"
+            backtrace = %backtrace,
+            "plugin trapped: {summary}"
         );
+        let reason = format!("{summary}\n{err:?}");
         if let Some(tx) = &self.crash_tx {
             let _ = tx.send(CrashReport {
                 plugin: self.name.clone(),
@@ -227,6 +241,17 @@ impl PluginInstance {
             });
         }
     }
+}
+
+/// What went wrong in one line: the trap's name (`interrupt` for a deadline,
+/// `call stack exhausted`, `wasm \`unreachable\` instruction executed` for a
+/// panic or an allocation failure), else the root cause.
+fn trap_summary(err: &wasmtime::Error) -> String {
+    let what = match err.downcast_ref::<wasmtime::Trap>() {
+        Some(trap) => trap.to_string(),
+        None => err.root_cause().to_string(),
+    };
+    what.lines().next().unwrap_or("").to_string()
 }
 
 impl EventHandler for PluginInstance {

@@ -52,6 +52,11 @@ pub fn plugin_name(path: &Path) -> String {
         .unwrap_or_else(|| path.display().to_string())
 }
 
+/// The sha256 of a component's bytes, hex: its identity for reloads.
+pub fn digest(bytes: &[u8]) -> String {
+    hex::encode(Sha256::digest(bytes))
+}
+
 fn chain(e: &wasmtime::Error) -> String {
     format!("{e:#}")
 }
@@ -104,7 +109,7 @@ pub fn load_bytes(
         path: path.to_path_buf(),
         name: plugin_name(path).into(),
         pre,
-        digest: hex::encode(Sha256::digest(bytes)),
+        digest: digest(bytes),
         cache_hit,
     })
 }

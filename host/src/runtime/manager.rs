@@ -15,7 +15,7 @@ use super::capabilities::HostState;
 use super::compile_cache::CompileCache;
 use super::engine::{Limits, WinkEngine};
 use super::instance::{CrashReport, PluginInstance};
-use super::loader;
+use super::loader::{self, LoadError};
 use crate::informer::index::IndexSpec;
 use crate::informer::{EventHandler, ObjRef, SharedInformer, SharedInformerFactory, WatchSpec};
 use anyhow::Context;
@@ -233,26 +233,41 @@ impl PluginManager {
     /// is a no-op.
     pub async fn load_file(&self, path: &Path) -> anyhow::Result<()> {
         let started = Instant::now();
-        let (engine, linker, cache, owned) = (
-            self.engine.clone(),
-            self.linker.clone(),
-            self.cache.clone(),
-            path.to_path_buf(),
-        );
-        let loaded =
-            tokio::task::spawn_blocking(move || loader::load(&engine, &linker, cache.as_deref(), &owned))
-                .await
-                .context("compile task failed")??;
+        let owned = path.to_path_buf();
+        let (bytes, digest) = tokio::task::spawn_blocking(move || {
+            std::fs::read(&owned)
+                .map(|b| {
+                    let d = loader::digest(&b);
+                    (b, d)
+                })
+                .map_err(|source| LoadError::Read { path: owned, source })
+        })
+        .await
+        .context("read task failed")??;
+        let name = loader::plugin_name(path);
+        // An unchanged running plugin (same bytes, same config) is a no-op,
+        // decided before anything is compiled.
         {
             let plugins = self.plugins.lock().await;
-            if let Some(r) = plugins.get(&*loaded.name)
-                && r.digest == loaded.digest
+            if let Some(r) = plugins.get(&name)
+                && r.digest == digest
                 && r.state == PluginState::Running
                 && config_for(path).ok().as_deref() == Some(r.instance.config())
             {
                 return Ok(());
             }
         }
+        let (engine, linker, cache, owned) = (
+            self.engine.clone(),
+            self.linker.clone(),
+            self.cache.clone(),
+            path.to_path_buf(),
+        );
+        let loaded = tokio::task::spawn_blocking(move || {
+            loader::load_bytes(&engine, &linker, cache.as_deref(), &owned, &bytes)
+        })
+        .await
+        .context("compile task failed")??;
         let config =
             config_for(path).with_context(|| format!("{}: cannot read its config", path.display()))?;
         let instance = self
@@ -409,7 +424,7 @@ impl PluginManager {
         for r in running.registered {
             self.factory.release(&r.spec, r.listener_id);
         }
-        tracing::info!(plugin = name, "plugin unloaded");
+        tracing::info!(plugin = %name, "plugin unloaded");
         true
     }
 
@@ -437,67 +452,86 @@ impl PluginManager {
 
     async fn restart_after_crash(&self, report: CrashReport) {
         let name = report.plugin.to_string();
-        let (pre, config, delay) = {
+        let mut reason = report.reason;
+        loop {
+            let Some((pre, config, delay)) = self.count_crash(&name, report.instance, &reason).await else {
+                return;
+            };
+            tracing::warn!(plugin = %name, delay_ms = delay.as_millis() as u64, "restarting plugin after a crash");
+            tokio::time::sleep(delay).await;
+            // A failed start (init traps or refuses, registration fails)
+            // counts as one more crash of the series.
+            let started = match self.start_instance(report.plugin.clone(), pre, config).await {
+                Ok((instance, registration)) => match self.resolve(&name, &registration).await {
+                    Ok(wanted) => Ok((instance, wanted)),
+                    Err(e) => Err(format!("plugin could not be re-registered: {e:#}")),
+                },
+                Err(e) => Err(format!("plugin could not be restarted: {e:#}")),
+            };
             let mut plugins = self.plugins.lock().await;
             let Some(r) = plugins.get_mut(&name) else { return };
             if r.instance.id() != report.instance {
-                return; // stale: already replaced
+                return; // reloaded or unloaded meanwhile
             }
-            r.consecutive_crashes = if r.started.elapsed() < self.options.healthy_after {
-                r.consecutive_crashes + 1
-            } else {
-                1
-            };
-            if r.consecutive_crashes > self.options.max_restarts {
-                let why = format!(
-                    "{} consecutive crashes; last: {}",
-                    r.consecutive_crashes,
-                    report.reason.lines().next().unwrap_or("")
-                );
-                tracing::error!(plugin = %name, "plugin quarantined ({why}); it gets no events until its file changes");
-                r.state = PluginState::Quarantined(why);
-                for reg in std::mem::take(&mut r.registered) {
-                    self.factory.release(&reg.spec, reg.listener_id);
+            match started {
+                Ok((instance, wanted)) => {
+                    r.registered = self.attach(&instance, wanted, Some(&r.registered));
+                    r.instance = instance;
+                    r.state = PluginState::Running;
+                    r.restarts += 1;
+                    r.started = Instant::now();
+                    tracing::info!(plugin = %name, restarts = r.restarts, "plugin restarted; the cache is replayed to it");
+                    return;
                 }
-                return;
+                Err(e) => {
+                    tracing::error!(plugin = %name, "{e}");
+                    reason = e;
+                }
             }
-            r.state = PluginState::Restarting;
-            let factor = 2u32.saturating_pow(r.consecutive_crashes - 1);
-            let delay = self
-                .options
-                .restart_backoff
-                .saturating_mul(factor)
-                .min(Duration::from_secs(30));
-            (r.instance.pre().clone(), r.instance.config().to_string(), delay)
-        };
-        tracing::warn!(plugin = %name, delay_ms = delay.as_millis() as u64, "restarting plugin after a crash");
-        tokio::time::sleep(delay).await;
-        let started = match self.start_instance(report.plugin.clone(), pre, config).await {
-            Ok(s) => s,
-            Err(e) => {
-                tracing::error!(plugin = %name, "plugin could not be restarted: {e:#}");
-                return;
-            }
-        };
-        let (instance, registration) = started;
-        let wanted = match self.resolve(&name, &registration).await {
-            Ok(w) => w,
-            Err(e) => {
-                tracing::error!(plugin = %name, "plugin could not be re-registered: {e:#}");
-                return;
-            }
-        };
-        let mut plugins = self.plugins.lock().await;
-        let Some(r) = plugins.get_mut(&name) else { return };
-        if r.instance.id() != report.instance {
-            return; // reloaded meanwhile
         }
-        r.registered = self.attach(&instance, wanted, Some(&r.registered));
-        r.instance = instance;
-        r.state = PluginState::Running;
-        r.restarts += 1;
-        r.started = Instant::now();
-        tracing::info!(plugin = %name, restarts = r.restarts, "plugin restarted; the cache is replayed to it");
+    }
+
+    /// Count one crash of the instance `instance` of `name`: quarantine it
+    /// after too many in a row, else return what to restart it from and the
+    /// backoff. None when there is nothing to restart (stale report,
+    /// unloaded, quarantined).
+    async fn count_crash(
+        &self,
+        name: &str,
+        instance: usize,
+        reason: &str,
+    ) -> Option<(super::bindings::PluginPre<HostState>, String, Duration)> {
+        let mut plugins = self.plugins.lock().await;
+        let r = plugins.get_mut(name)?;
+        if r.instance.id() != instance {
+            return None; // stale: already replaced
+        }
+        r.consecutive_crashes = if r.started.elapsed() < self.options.healthy_after {
+            r.consecutive_crashes + 1
+        } else {
+            1
+        };
+        if r.consecutive_crashes > self.options.max_restarts {
+            let why = format!(
+                "{} consecutive crashes; last: {}",
+                r.consecutive_crashes,
+                reason.lines().next().unwrap_or("")
+            );
+            tracing::error!(plugin = %name, "plugin quarantined ({why}); it gets no events until its file changes");
+            r.state = PluginState::Quarantined(why);
+            for reg in std::mem::take(&mut r.registered) {
+                self.factory.release(&reg.spec, reg.listener_id);
+            }
+            return None;
+        }
+        r.state = PluginState::Restarting;
+        let factor = 2u32.saturating_pow(r.consecutive_crashes - 1);
+        let delay = self
+            .options
+            .restart_backoff
+            .saturating_mul(factor)
+            .min(Duration::from_secs(30));
+        Some((r.instance.pre().clone(), r.instance.config().to_string(), delay))
     }
 
     /// Every plugin's status, by name.

@@ -54,10 +54,11 @@ pub fn watch(dir: &Path, manager: Arc<PluginManager>) -> anyhow::Result<ReloadWa
             while let Ok(Some(p)) = tokio::time::timeout(DEBOUNCE, rx.recv()).await {
                 pending.push(p);
             }
-            pending.sort();
-            pending.dedup();
-            for p in pending {
-                let wasm = p.with_extension("wasm");
+            // A component and its config changed together load once.
+            let mut components: Vec<PathBuf> = pending.iter().map(|p| p.with_extension("wasm")).collect();
+            components.sort();
+            components.dedup();
+            for wasm in components {
                 if wasm.is_file() {
                     match manager.load_file(&wasm).await {
                         Ok(()) => {
@@ -71,7 +72,7 @@ pub fn watch(dir: &Path, manager: Arc<PluginManager>) -> anyhow::Result<ReloadWa
                             }
                         }
                     }
-                } else if p.extension().is_some_and(|x| x == "wasm") {
+                } else {
                     last_error.remove(&wasm);
                     manager.unload_path(&wasm).await;
                 }
