@@ -7,7 +7,8 @@
 //! the wall time of an empty delivery (N = 0), divided by N; each figure is
 //! the median of several runs. Pods carry only metadata and a small spec, and
 //! the plugin reads only metadata (no JSON parsing), as in the goals.
-//! For reference the native `Store` call (no sandbox crossing) is timed too.
+//! For reference the native `Store` call (no sandbox crossing) is timed too,
+//! and `index-keys` (keys only, one string per answer) beside `by-index`.
 //! Run: `cargo bench -p wink-e2e --bench cache_query`.
 
 #[path = "../tests/common/mod.rs"]
@@ -125,7 +126,7 @@ struct Case {
     iters: u64,
 }
 
-const CASES: [Case; 4] = [
+const CASES: [Case; 6] = [
     Case {
         name: "get",
         answer: 1,
@@ -146,6 +147,16 @@ const CASES: [Case; 4] = [
         answer: 100,
         iters: 2_000,
     },
+    Case {
+        name: "index-keys",
+        answer: 10,
+        iters: 50_000,
+    },
+    Case {
+        name: "index-keys",
+        answer: 100,
+        iters: 10_000,
+    },
 ];
 
 fn labels(case: &Case, pods: usize) -> Vec<(&'static str, String)> {
@@ -163,7 +174,7 @@ fn labels(case: &Case, pods: usize) -> Vec<(&'static str, String)> {
                 _ => "hundred",
             };
             vec![
-                ("bench-op", "by-index".into()),
+                ("bench-op", case.name.into()),
                 ("bench-index", index.into()),
                 ("bench-value", format!("v-{}", i / n)),
                 ("bench-expect", n.to_string()),
@@ -178,9 +189,12 @@ fn native(case: &Case, pods: usize, store: &Store) -> f64 {
     if case.name == "get" {
         let key = get("bench-key").replacen('.', "/", 1);
         native_ns(case.iters, || store.get(&key).map_or(0, |o| o.meta.name.len()))
-    } else {
+    } else if case.name == "by-index" {
         let (index, value) = (get("bench-index"), get("bench-value"));
         native_ns(case.iters, || store.by_index(&index, &value).unwrap().len())
+    } else {
+        let (index, value) = (get("bench-index"), get("bench-value"));
+        native_ns(case.iters, || store.index_keys(&index, &value).unwrap().len())
     }
 }
 

@@ -11,7 +11,6 @@ use super::bindings::wink::plugin::{cache, log, types};
 use super::stdio::{Channel, GuestOutput};
 use crate::informer::store::StoreError;
 use crate::informer::{ObjRef, Store};
-use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
 use wasmtime::StoreLimits;
 use wasmtime::component::ResourceTable;
@@ -19,29 +18,33 @@ use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
 /// The stores a plugin may query, by (apiVersion, kind). Filled when the
 /// plugin's registrations are known; shared by every Store of the plugin.
+/// A plugin grants a handful of resources, so a short list searched with
+/// `&str` comparisons answers a query without allocating or hashing.
 #[derive(Clone, Default)]
 pub struct CacheScope {
-    stores: Arc<RwLock<HashMap<ResourceKey, Arc<Store>>>>,
+    stores: Arc<RwLock<Vec<Granted>>>,
 }
 
-/// (apiVersion, kind).
-type ResourceKey = (String, String);
+/// One granted resource: (apiVersion, kind, store).
+type Granted = (String, String, Arc<Store>);
 
 impl CacheScope {
     /// Allow queries of one resource, answered from `store`.
     pub fn grant(&self, api_version: &str, kind: &str, store: Arc<Store>) {
-        self.stores
-            .write()
-            .unwrap()
-            .insert((api_version.to_string(), kind.to_string()), store);
+        let mut stores = self.stores.write().unwrap();
+        match stores.iter_mut().find(|(v, k, _)| v == api_version && k == kind) {
+            Some(granted) => granted.2 = store,
+            None => stores.push((api_version.to_string(), kind.to_string(), store)),
+        }
     }
 
     fn store(&self, resource: &Resource) -> Result<Arc<Store>, CacheError> {
         self.stores
             .read()
             .unwrap()
-            .get(&(resource.api_version.clone(), resource.kind.clone()))
-            .cloned()
+            .iter()
+            .find(|(v, k, _)| *v == resource.api_version && *k == resource.kind)
+            .map(|(_, _, store)| store.clone())
             .ok_or_else(|| {
                 CacheError::NotPermitted(format!(
                     "{} {} is not watched by this plugin",

@@ -7,7 +7,8 @@
 //! - `bench-op: get`, `bench-key: NAMESPACE.NAME` (a label value cannot hold
 //!   `/`; the dot is replaced) — `cache::get_object`;
 //! - `bench-op: by-index`, `bench-index: ten`, `bench-value: v-3` —
-//!   `cache::by_index_objects`.
+//!   `cache::by_index_objects`;
+//! - `bench-op: index-keys`, same labels — `cache::index_keys` (keys only).
 //!
 //! Each answer's metadata is read (name length), its JSON is not parsed.
 //! The loop is timed with `std::time::Instant` (WASI clocks) and printed as
@@ -46,6 +47,15 @@ impl BenchQuery {
                     let found = cache::by_index_objects(&self.pods, index, value).expect("by-index answers");
                     assert_eq!(found.len(), expect, "by-index {index}={value}");
                     std::hint::black_box(found.iter().map(|o| o.name().len()).sum::<usize>());
+                }
+            }
+            "index-keys" => {
+                let index = obj.label("bench-index").unwrap_or_default();
+                let value = obj.label("bench-value").unwrap_or_default();
+                for _ in 0..iters {
+                    let keys = cache::index_keys(&self.pods, index, value).expect("index-keys answers");
+                    assert_eq!(keys.len(), expect, "index-keys {index}={value}");
+                    std::hint::black_box(keys.iter().map(String::len).sum::<usize>());
                 }
             }
             _ => {}
