@@ -7,7 +7,10 @@
 //!     and Cranelift compiles it): from the file's write to the first event
 //!     the new version handles (the first add of its cache replay);
 //! (b) the same for a component whose compiled code is in the compile cache
-//!     (a restart of an unchanged plugin: a new file with known bytes);
+//!     (a new file with known bytes, through the watcher), and (b') a wink
+//!     restart with an unchanged plugin: a new engine and manager on the same
+//!     cache directory, from start to the first event (no watcher, no
+//!     debounce; the informer is already running);
 //! (c) the same for a config-only change of a running plugin;
 //! (d) trap-to-recovered with 10,000 cached objects to replay: from the trap
 //!     to the fresh instance's first replayed event and to the end of its
@@ -86,7 +89,10 @@ impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for Capture {
             }
         }
         drop(probes);
-        if *event.metadata().level() <= tracing::Level::WARN && event.metadata().target() != "wink::plugin" {
+        let verbose = std::env::var_os("RELOAD_BENCH_VERBOSE").is_some();
+        if (verbose || *event.metadata().level() <= tracing::Level::WARN)
+            && event.metadata().target() != "wink::plugin"
+        {
             eprintln!("{}: {text}", event.metadata().level());
         }
     }
@@ -194,12 +200,18 @@ fn pod(ns: &str, name: &str) -> serde_json::Value {
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
+    let filter = match std::env::var_os("RELOAD_BENCH_VERBOSE") {
+        Some(_) => "info,wink::runtime::reload=debug",
+        None => "info",
+    };
     tracing_subscriber::registry()
-        .with(tracing_subscriber::filter::LevelFilter::INFO)
+        .with(tracing_subscriber::EnvFilter::new(filter))
         .with(Capture)
         .init();
     let pod_logger = std::fs::read(common::plugin("pod_logger")).unwrap();
     let misbehave = std::fs::read(common::plugin("misbehave")).unwrap();
+    // The largest Rust example component (k8s-openapi inside).
+    let bench_counter = std::fs::read(common::plugin("bench_counter")).unwrap();
     let dir = common::root().join("target/bench-reload");
     let _ = std::fs::remove_dir_all(&dir);
     let b = Bench {
@@ -232,37 +244,49 @@ async fn main() {
         ..Default::default()
     };
     let backoff = options.restart_backoff;
-    let manager = PluginManager::new(engine.clone(), factory, options).unwrap();
+    let manager = PluginManager::new(engine.clone(), factory.clone(), options).unwrap();
     let _watcher = reload::watch(&b.plugins, manager.clone()).unwrap();
     println!(
-        "pod-logger component: {:.2} MB; cache: {SMALL_CACHE} pods for (a)-(c), {BIG_CACHE} for (d); debounce {} ms",
-        pod_logger.len() as f64 / 1e6,
+        "cache: {SMALL_CACHE} pods for (a)-(c), {BIG_CACHE} for (d); debounce {} ms",
         reload::DEBOUNCE.as_millis()
     );
 
-    // The running plugin, to be reloaded.
-    b.put("pl.json", br#"{"tag": "start"}"#);
-    let first = probe(&["[pl] OnAdd:start "]);
-    b.put("pl.wasm", &pod_logger);
-    hit(first).await;
+    // `default/bench-end` sorts first: every new version's first event is
+    // its replay of it (pod-logger prints `OnAdd: bench-end`, bench-counter
+    // `bench-done 1 1`), and nothing touches it afterwards.
+    sim.insert(pod("default", "bench-end")).unwrap();
 
-    // (a) A changed component: compiled on reload.
+    // (a) A changed component, compiled on reload: the file is rewritten
+    // with a unique custom section each time.
     let mut changed = Vec::new();
-    let mut changed_load = Vec::new();
-    for i in 0..RUNS {
-        let bytes = with_custom_section(&pod_logger, &format!("{nonce}-{i}"));
-        let first = probe(&[&format!("[pl] OnAdd:a{i} ")]);
-        let reloaded = probe(&["plugin reloaded from", "plugin=pl"]);
-        let t0 = Instant::now();
-        std::fs::write(b.plugins.join("pl.json"), format!(r#"{{"tag": "a{i}"}}"#)).unwrap();
-        b.put("pl.wasm", &bytes);
-        let (at, _) = hit(first).await;
-        let (_, text) = hit(reloaded).await;
-        assert!(text.contains("cache_hit=false"), "{text}");
-        changed.push(at - t0);
-        changed_load.push(load_ms(&text));
-        tokio::time::sleep(Duration::from_millis(100)).await;
+    for (plugin, bytes, config, first_event) in [
+        ("pl", &pod_logger, "", "[pl] OnAdd: bench-end"),
+        ("bc", &bench_counter, r#"{"decode": true}"#, "[bc] bench-done 1 "),
+    ] {
+        b.put(&format!("{plugin}.json"), config.as_bytes());
+        let first = probe(&[first_event]);
+        b.put(&format!("{plugin}.wasm"), bytes);
+        hit(first).await;
+        let mut latency = Vec::new();
+        let mut load = Vec::new();
+        for i in 0..RUNS {
+            let changed_bytes = with_custom_section(bytes, &format!("{nonce}-{i}"));
+            let first = probe(&[first_event]);
+            let reloaded = probe(&["plugin reloaded from", &format!("plugin={plugin} ")]);
+            let t0 = Instant::now();
+            b.put(&format!("{plugin}.wasm"), &changed_bytes);
+            let (at, _) = hit(first).await;
+            let (_, text) = hit(reloaded).await;
+            assert!(text.contains("cache_hit=false"), "{text}");
+            latency.push(at - t0);
+            load.push(Duration::from_secs_f64(load_ms(&text) / 1e3));
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        changed.push((plugin, bytes.len(), latency, load));
     }
+    let removed = probe(&["plugin unloaded", "plugin=bc "]);
+    std::fs::remove_file(b.plugins.join("bc.wasm")).unwrap();
+    hit(removed).await;
 
     // (b) A component whose compiled code is cached (a restart of an
     // unchanged plugin): a new plugin file with the pod-logger's bytes.
@@ -270,23 +294,47 @@ async fn main() {
     let mut cached_load = Vec::new();
     for i in 0..RUNS {
         let name = format!("cached-{i}");
-        let first = probe(&[&format!("[{name}] OnAdd:b{i} ")]);
+        let first = probe(&[&format!("[{name}] OnAdd: bench-end")]);
         let loaded = probe(&["plugin loaded from", &format!("plugin={name} ")]);
         let t0 = Instant::now();
-        std::fs::write(
-            b.plugins.join(format!("{name}.json")),
-            format!(r#"{{"tag": "b{i}"}}"#),
-        )
-        .unwrap();
         b.put(&format!("{name}.wasm"), &pod_logger);
         let (at, _) = hit(first).await;
         let (_, text) = hit(loaded).await;
         assert!(text.contains("cache_hit=true"), "{text}");
         cached.push(at - t0);
-        cached_load.push(load_ms(&text));
+        cached_load.push(Duration::from_secs_f64(load_ms(&text) / 1e3));
         tokio::time::sleep(Duration::from_millis(100)).await;
+        let removed = probe(&["plugin unloaded", &format!("plugin={name} ")]);
         std::fs::remove_file(b.plugins.join(format!("{name}.wasm"))).unwrap();
-        std::fs::remove_file(b.plugins.join(format!("{name}.json"))).unwrap();
+        hit(removed).await;
+    }
+
+    // (b') A wink restart with an unchanged plugin, without the watcher: a
+    // new engine and manager on the same compile cache load a directory
+    // (the informer is already running, as the API server's list is not
+    // part of the plugin runtime's cost).
+    let mut restart = Vec::new();
+    for i in 0..RUNS {
+        let name = format!("restart-{i}");
+        let restart_dir = b.dir.join(&name);
+        std::fs::create_dir_all(&restart_dir).unwrap();
+        std::fs::write(restart_dir.join(format!("{name}.wasm")), &pod_logger).unwrap();
+        let first = probe(&[&format!("[{name}] OnAdd: bench-end")]);
+        let loaded = probe(&["plugin loaded from", &format!("plugin={name} ")]);
+        let t0 = Instant::now();
+        let options = ManagerOptions {
+            compile_cache: Some(b.dir.join("cache")),
+            ..Default::default()
+        };
+        let engine = WinkEngine::new().unwrap();
+        let fresh = PluginManager::new(engine, factory.clone(), options).unwrap();
+        let errors = fresh.load_dir(&restart_dir).await.unwrap();
+        assert!(errors.is_empty(), "{errors:?}");
+        let (at, _) = hit(first).await;
+        let (_, text) = hit(loaded).await;
+        assert!(text.contains("cache_hit=true"), "{text}");
+        restart.push(at - t0);
+        fresh.unload(&name).await;
     }
 
     // (c) A config-only change of the running plugin.
@@ -304,7 +352,7 @@ async fn main() {
     hit(removed).await;
 
     // (d) Trap to recovered with 10,000 cached objects.
-    for i in SMALL_CACHE..BIG_CACHE - 1 {
+    for i in SMALL_CACHE..BIG_CACHE - 2 {
         sim.insert(pod("default", &format!("pod-{i:05}"))).unwrap();
     }
     sim.insert(pod("default", "bomb")).unwrap();
@@ -361,29 +409,33 @@ async fn main() {
     println!();
     println!("| case | p50 ms | p95 ms | min ms | max ms |");
     println!("|---|---|---|---|---|");
-    println!(
-        "| (a) changed 1.7 MB plugin, write → first event (compiles) {}",
-        summary(&changed)
-    );
-    let compile_of_reload: Vec<Duration> = changed_load
-        .iter()
-        .map(|m| Duration::from_secs_f64(m / 1e3))
-        .collect();
-    println!(
-        "|     of which load (compile + init + attach) {}",
-        summary(&compile_of_reload)
-    );
+    for (plugin, size, latency, load) in &changed {
+        let what = if *plugin == "pl" {
+            "pod-logger"
+        } else {
+            "bench-counter"
+        };
+        println!(
+            "| (a) changed {what} ({:.2} MB), write → first event (compiles) {}",
+            *size as f64 / 1e6,
+            summary(latency)
+        );
+        println!(
+            "|     of which load (read + compile + init + attach) {}",
+            summary(load)
+        );
+    }
     println!(
         "| (b) cached plugin (unchanged restart), write → first event {}",
         summary(&cached)
     );
-    let cached_of_load: Vec<Duration> = cached_load
-        .iter()
-        .map(|m| Duration::from_secs_f64(m / 1e3))
-        .collect();
+    println!(
+        "| (b') wink restart, unchanged plugin: new engine + manager → first event {}",
+        summary(&restart)
+    );
     println!(
         "|     of which load (deserialize + init + attach) {}",
-        summary(&cached_of_load)
+        summary(&cached_load)
     );
     println!(
         "| (c) config-only change, write → first event {}",
@@ -407,5 +459,7 @@ async fn main() {
         "| (e) cache hit: deserialize_file + type-check, alone (5 runs) {}",
         summary(&deserialize)
     );
+    drop(_watcher);
+    factory.shutdown();
     sim.shutdown().await;
 }

@@ -170,7 +170,17 @@ async fn misbehaving_plugins_are_restarted_then_quarantined_while_a_good_one_see
     for name in ["a0", "a1", "a2"] {
         env.create(name).await;
     }
-    let wink = env.wink(&["--max-restarts", "2", "--call-deadline-ms", "100"]);
+    // A short deadline keeps the loop's three crashes quick; a small memory
+    // cap lets the allocation fail long before that deadline, even on a
+    // loaded machine (the deadline is wall-clock).
+    let wink = env.wink(&[
+        "--max-restarts",
+        "2",
+        "--call-deadline-ms",
+        "500",
+        "--memory-mib",
+        "16",
+    ]);
     wait_for_log(&wink, &["plugin synced", "plugin=good"], 1);
     for (mode, _) in MODES {
         wait_for_log(&wink, &["plugin synced", &format!("plugin=misbehave-{mode}")], 1);

@@ -16,7 +16,8 @@ use wasmtime::component::{Component, HasSelf, Linker};
 /// Why a file could not become a plugin.
 #[derive(Debug, thiserror::Error)]
 pub enum LoadError {
-    #[error("{path}: cannot read: {source}")]
+    /// (`{:#}` adds the I/O error.)
+    #[error("{path}: cannot read")]
     Read { path: PathBuf, source: std::io::Error },
     #[error("{path}: not a valid WebAssembly component: {reason}")]
     NotAComponent { path: PathBuf, reason: String },

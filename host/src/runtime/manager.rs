@@ -229,8 +229,8 @@ impl PluginManager {
     }
 
     /// Load the plugin in `path`, or reload it if it runs: a failure leaves
-    /// the running version untouched. An unchanged file of a running plugin
-    /// is a no-op.
+    /// the running version untouched. An unchanged component with an
+    /// unchanged config is a no-op, whatever the plugin's state.
     pub async fn load_file(&self, path: &Path) -> anyhow::Result<()> {
         let started = Instant::now();
         let owned = path.to_path_buf();
@@ -245,13 +245,14 @@ impl PluginManager {
         .await
         .context("read task failed")??;
         let name = loader::plugin_name(path);
-        // An unchanged running plugin (same bytes, same config) is a no-op,
-        // decided before anything is compiled.
+        // An unchanged plugin (same bytes, same config) is a no-op, decided
+        // before anything is compiled: a running one keeps running, one
+        // being restarted keeps its backoff and crash count, a quarantined
+        // one stays quarantined until its component or config changes.
         {
             let plugins = self.plugins.lock().await;
             if let Some(r) = plugins.get(&name)
                 && r.digest == digest
-                && r.state == PluginState::Running
                 && config_for(path).ok().as_deref() == Some(r.instance.config())
             {
                 return Ok(());

@@ -5,7 +5,8 @@
 //! Owns only the watching and debouncing.
 
 use super::manager::PluginManager;
-use notify::{RecursiveMode, Watcher};
+use notify::event::{AccessKind, AccessMode};
+use notify::{EventKind, RecursiveMode, Watcher};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -31,13 +32,25 @@ fn is_plugin_file(p: &Path) -> bool {
     p.extension().is_some_and(|x| x == "wasm" || x == "json")
 }
 
+/// Whether an event may mean a changed file. Opening or reading one (as the
+/// loader itself does) is no change: reacting to it would reload in a loop.
+fn is_change(kind: &EventKind) -> bool {
+    match kind {
+        EventKind::Access(AccessKind::Close(AccessMode::Write)) => true,
+        EventKind::Access(_) => false,
+        _ => true,
+    }
+}
+
 /// Watch `dir` and keep `manager` in step with it.
 pub fn watch(dir: &Path, manager: Arc<PluginManager>) -> anyhow::Result<ReloadWatcher> {
     let (tx, mut rx) = mpsc::unbounded_channel::<PathBuf>();
     let mut watcher = notify::recommended_watcher(move |res: notify::Result<notify::Event>| match res {
+        Ok(event) if !is_change(&event.kind) => {}
         Ok(event) => {
             for p in event.paths {
                 if is_plugin_file(&p) {
+                    tracing::debug!(path = %p.display(), kind = ?event.kind, "plugin directory event");
                     let _ = tx.send(p);
                 }
             }
@@ -64,6 +77,10 @@ pub fn watch(dir: &Path, manager: Arc<PluginManager>) -> anyhow::Result<ReloadWa
                         Ok(()) => {
                             last_error.remove(&wasm);
                         }
+                        Err(_) if !wasm.is_file() => {
+                            // Removed while being loaded: its removal event follows.
+                            last_error.remove(&wasm);
+                        }
                         Err(e) => {
                             let msg = format!("{e:#}");
                             if last_error.get(&wasm) != Some(&msg) {
@@ -83,4 +100,23 @@ pub fn watch(dir: &Path, manager: Arc<PluginManager>) -> anyhow::Result<ReloadWa
         _watcher: watcher,
         task,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use notify::event::{CreateKind, DataChange, ModifyKind, RemoveKind, RenameMode};
+
+    #[test]
+    fn reading_a_file_is_not_a_change_writing_renaming_removing_are() {
+        let access = |k| EventKind::Access(k);
+        assert!(!is_change(&access(AccessKind::Open(AccessMode::Any))));
+        assert!(!is_change(&access(AccessKind::Read)));
+        assert!(!is_change(&access(AccessKind::Close(AccessMode::Read))));
+        assert!(is_change(&access(AccessKind::Close(AccessMode::Write))));
+        assert!(is_change(&EventKind::Create(CreateKind::File)));
+        assert!(is_change(&EventKind::Modify(ModifyKind::Data(DataChange::Any))));
+        assert!(is_change(&EventKind::Modify(ModifyKind::Name(RenameMode::To))));
+        assert!(is_change(&EventKind::Remove(RemoveKind::File)));
+    }
 }
