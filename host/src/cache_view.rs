@@ -29,7 +29,12 @@ fn status(code: StatusCode, reason: &str, message: String) -> Response {
         "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
         "message": message, "reason": reason, "code": code.as_u16(),
     });
-    (code, [(header::CONTENT_TYPE, "application/json")], body.to_string()).into_response()
+    (
+        code,
+        [(header::CONTENT_TYPE, "application/json")],
+        body.to_string(),
+    )
+        .into_response()
 }
 
 async fn read(
@@ -38,7 +43,8 @@ async fn read(
     Query(q): Query<CacheQuery>,
 ) -> Response {
     let group = if group == "core" { String::new() } else { group };
-    let Some((informer, ar)) = factory.find_complete(&group, &version, &resource, q.namespace.as_deref()) else {
+    let Some((informer, ar)) = factory.find_complete(&group, &version, &resource, q.namespace.as_deref())
+    else {
         return status(
             StatusCode::NOT_FOUND,
             "NotFound",
@@ -52,7 +58,13 @@ async fn read(
     let store = informer.store();
     let objects = match (&q.index, &q.value, &q.namespace) {
         (Some(index), Some(value), _) => store.by_index(index, value),
-        (Some(_), None, _) => return status(StatusCode::BAD_REQUEST, "BadRequest", "index needs a value".into()),
+        (Some(_), None, _) => {
+            return status(
+                StatusCode::BAD_REQUEST,
+                "BadRequest",
+                "index needs a value".into(),
+            );
+        }
         (None, _, Some(ns)) => store.by_index(NAMESPACE_INDEX, ns),
         (None, _, None) => Ok(store.list()),
     };
@@ -67,7 +79,9 @@ async fn read(
     );
     let mut first = true;
     for o in objects.iter().filter(|o| {
-        q.namespace.as_deref().is_none_or(|ns| o.meta.namespace.as_deref() == Some(ns))
+        q.namespace
+            .as_deref()
+            .is_none_or(|ns| o.meta.namespace.as_deref() == Some(ns))
             && selector.as_ref().is_none_or(|s| s.matches(&o.meta.labels))
     }) {
         if !first {

@@ -11,7 +11,11 @@ use wink::runtime::manager::ManagerOptions;
 use wink::runtime::{Limits, reload};
 
 #[derive(Parser)]
-#[command(name = "wink", version, about = "Kubernetes shared informers feeding WebAssembly plugins")]
+#[command(
+    name = "wink",
+    version,
+    about = "Kubernetes shared informers feeding WebAssembly plugins"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -97,8 +101,11 @@ impl HostArgs {
             coalesce_after: (self.coalesce_after > 0).then_some(self.coalesce_after),
             ..Default::default()
         };
-        let compile_cache = (!self.no_compile_cache)
-            .then(|| self.compile_cache.clone().unwrap_or_else(CompileCache::default_dir));
+        let compile_cache = (!self.no_compile_cache).then(|| {
+            self.compile_cache
+                .clone()
+                .unwrap_or_else(CompileCache::default_dir)
+        });
         let manager = ManagerOptions {
             limits: Limits {
                 call_deadline: Duration::from_millis(self.call_deadline_ms),
@@ -140,7 +147,10 @@ impl HostArgs {
 fn init_tracing() {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    tracing_subscriber::fmt().with_env_filter(filter).with_ansi(false).init();
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_ansi(false)
+        .init();
 }
 
 #[tokio::main]

@@ -11,17 +11,17 @@
 
 #[path = "../tests/common/mod.rs"]
 mod common;
+mod support;
+
+use support::Native;
 
 use kube::api::{ApiResource, DynamicObject};
 use kube::core::GroupVersionKind;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 use wink::informer::object::{CachedObject, StripPolicy};
 use wink::informer::reflector::Delta;
 use wink::informer::{EventHandler, ObjRef, SharedInformer};
-use wink::runtime::instance::PluginInstance;
-use wink::runtime::{Limits, WinkEngine, loader};
 
 const PODS: usize = 5_000;
 const VERSIONS: usize = 10;
@@ -66,20 +66,6 @@ fn events() -> (Vec<ObjRef>, usize) {
     (out, json_bytes / PODS)
 }
 
-struct Native(AtomicU64);
-
-impl EventHandler for Native {
-    fn on_add(&self, obj: &ObjRef, _: bool) {
-        self.0.fetch_add(obj.meta.name.len() as u64 & 1 | 1, Ordering::Relaxed);
-    }
-    fn on_update(&self, _: &ObjRef, new: &ObjRef) {
-        self.0.fetch_add(new.meta.name.len() as u64 & 1 | 1, Ordering::Relaxed);
-    }
-    fn on_delete(&self, _: &ObjRef, _: bool) {
-        self.0.fetch_add(1, Ordering::Relaxed);
-    }
-}
-
 /// Runs the stream through one informer to `handlers`; returns events/s.
 fn run(objects: &[ObjRef], handlers: Vec<Arc<dyn EventHandler>>) -> (f64, usize) {
     let informer = SharedInformer::new("bench");
@@ -103,28 +89,25 @@ fn run(objects: &[ObjRef], handlers: Vec<Arc<dyn EventHandler>>) -> (f64, usize)
     (objects.len() as f64 / secs, bytes)
 }
 
-fn plugins(n: usize, decode: bool) -> Vec<Arc<dyn EventHandler>> {
-    let engine = WinkEngine::new().unwrap();
-    let linker = loader::linker(&engine).unwrap();
-    let loaded = loader::load(&engine, &linker, None, &common::plugin("bench_counter")).unwrap();
-    (0..n)
-        .map(|i| {
-            let config = format!(r#"{{"decode": {decode}}}"#);
-            let (inst, _) =
-                PluginInstance::start(format!("bench-{i}").into(), loaded.pre.clone(), &engine, config, Limits::default(), None)
-                    .unwrap();
-            inst as Arc<dyn EventHandler>
-        })
-        .collect()
-}
-
 fn main() {
     let (objects, json_size) = events();
-    println!("stream: {} events over {PODS} pods, JSON without managedFields: {json_size} B/object", objects.len());
-    let (native, cache_bytes) = run(&objects, vec![Arc::new(Native(AtomicU64::new(0)))]);
-    let (one, _) = run(&objects, plugins(1, false));
-    let (ten, _) = run(&objects, plugins(10, false));
-    let (decode, _) = run(&objects, plugins(1, true));
+    println!(
+        "stream: {} events over {PODS} pods, JSON without managedFields: {json_size} B/object",
+        objects.len()
+    );
+    let (native, cache_bytes) = run(&objects, vec![Native::handler()]);
+    let (one, _) = run(
+        &objects,
+        support::plugins(&common::plugin("bench_counter"), 1, false),
+    );
+    let (ten, _) = run(
+        &objects,
+        support::plugins(&common::plugin("bench_counter"), 10, false),
+    );
+    let (decode, _) = run(
+        &objects,
+        support::plugins(&common::plugin("bench_counter"), 1, true),
+    );
     println!("| case | events/s | ratio to (a) | per event x plugin |");
     println!("|---|---|---|---|");
     let row = |name: &str, rate: f64, plugins: f64| {

@@ -2,6 +2,10 @@
 //! API server through the real `kube` client and `kube_runtime::watcher`:
 //! wink's factory, shared informers, store/indexer and listeners with a
 //! native recording handler (the wasm side is tested elsewhere).
+//!
+//! Tests hold a recorder's `gate` (a std mutex its handler thread takes)
+//! across awaits on purpose: that is how a handler is made to hang.
+#![allow(clippy::await_holding_lock)]
 
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, ListParams};
@@ -275,7 +279,11 @@ async fn s01_initial_list_is_n_initial_adds_then_synced() {
     eventually("listener synced", || listener.has_synced()).await;
     let events = rec.events();
     assert_eq!(events.len(), 41);
-    assert!(events[..40].iter().all(|e| matches!(e, Ev::Add { initial: true, .. })));
+    assert!(
+        events[..40]
+            .iter()
+            .all(|e| matches!(e, Ev::Add { initial: true, .. }))
+    );
     assert_eq!(events[40], Ev::Synced);
 }
 
@@ -336,12 +344,19 @@ async fn s03_late_join_replays_the_cache_to_the_newcomer_only() {
     eventually("late synced", || b.has_synced()).await;
     let le = late.events();
     assert_eq!(le.len(), 26);
-    assert!(le[..25].iter().all(|e| matches!(e, Ev::Add { initial: true, .. })));
+    assert!(
+        le[..25]
+            .iter()
+            .all(|e| matches!(e, Ev::Add { initial: true, .. }))
+    );
     assert_eq!(le[25], Ev::Synced);
     assert_eq!(early.count(), 26, "nothing extra to the early handler");
     // Both get live events from here on.
     create(&sim, "after", &[]);
-    eventually("both see the new pod", || early.count() == 27 && late.count() == 27).await;
+    eventually("both see the new pod", || {
+        early.count() == 27 && late.count() == 27
+    })
+    .await;
     assert!(matches!(&late.events()[26], Ev::Add { initial: false, key, .. } if key == "default/after"));
 }
 
@@ -512,7 +527,12 @@ async fn s07_watch_timeout_rewatches_without_relist() {
     eventually("three watches", || sim.request_count("watch", "pods") >= 3).await;
     assert_eq!(sim.request_count("list", "pods"), 1, "no relist");
     assert_eq!(informer.relists(), 1);
-    assert_eq!(rec.count(), 2, "only the initial add and synced: {:?}", rec.events());
+    assert_eq!(
+        rec.count(),
+        2,
+        "only the initial add and synced: {:?}",
+        rec.events()
+    );
     let rvs = sim.watch_request_rvs("pods");
     assert!(
         rvs.iter().all(|rv| !rv.is_empty() && rv != "0"),
@@ -548,8 +568,15 @@ async fn s07_bookmarks_keep_a_quiet_resource_resumable() {
     tokio::time::sleep(Duration::from_millis(300)).await;
     let rvs = sim.watch_request_rvs("configmaps");
     let resumed: u64 = rvs.last().unwrap().parse().unwrap();
-    assert!(resumed >= compacted, "resumed from {resumed}, compacted at {compacted}: {rvs:?}");
-    assert_eq!(sim.request_count("list", "configmaps"), 1, "no relist: {rvs:?}, compacted at {compacted}");
+    assert!(
+        resumed >= compacted,
+        "resumed from {resumed}, compacted at {compacted}: {rvs:?}"
+    );
+    assert_eq!(
+        sim.request_count("list", "configmaps"),
+        1,
+        "no relist: {rvs:?}, compacted at {compacted}"
+    );
     assert_eq!(informer.relists(), 1);
 }
 
@@ -596,7 +623,7 @@ async fn s08_errors_and_dropped_connections_lose_nothing() {
             n += 1;
         }
         eventually("the failures used up and a new watch", || {
-            sim.request_count("watch", "pods") >= before + count as u64 + 1 && sim.open_watches("pods") == 1
+            sim.request_count("watch", "pods") > before + count as u64 && sim.open_watches("pods") == 1
         })
         .await;
     }
@@ -649,11 +676,15 @@ async fn s10_index_follows_a_relabel() {
     eventually("synced", || informer.has_synced()).await;
     // Added to a running informer: indexes the cached objects at once.
     let store = informer.store().clone();
-    store.add_index("app", IndexSpec::Label("app".into()).func()).unwrap();
+    store
+        .add_index("app", IndexSpec::Label("app".into()).func())
+        .unwrap();
     assert_eq!(store.list_index_values("app").unwrap(), ["a", "c"]);
     let v2 = relabel(&sim, "web", "b");
     eventually("the update applied", || {
-        store.get("default/web").is_some_and(|o| o.meta.resource_version == rv_of(&v2))
+        store
+            .get("default/web")
+            .is_some_and(|o| o.meta.resource_version == rv_of(&v2))
     })
     .await;
     assert!(store.by_index("app", "a").unwrap().is_empty());
@@ -678,7 +709,10 @@ async fn s11_a_stuck_handler_costs_only_itself() {
     let l_fifo = informer.add_listener("fifo", fifo.clone(), None);
     informer.set_coalesce_after(Some(20));
     let l_co = informer.add_listener("coalescing", coalescing.clone(), None);
-    eventually("synced", || lf.has_synced() && l_fifo.has_synced() && l_co.has_synced()).await;
+    eventually("synced", || {
+        lf.has_synced() && l_fifo.has_synced() && l_co.has_synced()
+    })
+    .await;
 
     let stuck_fifo = fifo.gate.lock().unwrap();
     let stuck_co = coalescing.gate.lock().unwrap();
@@ -695,14 +729,20 @@ async fn s11_a_stuck_handler_costs_only_itself() {
     drop(stuck_fifo);
     drop(stuck_co);
     let server = server_pods(&sim).await;
-    eventually("both catch up", || fifo.view() == server && coalescing.view() == server).await;
+    eventually("both catch up", || {
+        fifo.view() == server && coalescing.view() == server
+    })
+    .await;
     eventually("fifo delivered everything", || fifo.count() == 6 + 200).await;
     // Per object, both see versions in increasing order; the fifo one sees
     // exactly what the free one saw.
     assert_eq!(fifo.events(), free.events());
     let mut last: BTreeMap<String, u64> = BTreeMap::new();
     for e in coalescing.events() {
-        if let Ev::Update { key, old_rv, new_rv, .. } = e {
+        if let Ev::Update {
+            key, old_rv, new_rv, ..
+        } = e
+        {
             let (old, new): (u64, u64) = (old_rv.parse().unwrap(), new_rv.parse().unwrap());
             assert!(new > old);
             if let Some(prev) = last.insert(key.clone(), new) {
@@ -725,7 +765,10 @@ async fn s12_one_watch_per_distinct_spec_and_idle_informers_stop() {
     let l1: Arc<Listener> = pods.add_listener("p1", Rec::new(), None);
     let l2 = pods_again.add_listener("p2", Rec::new(), None);
     let l3 = cms.add_listener("c", Rec::new(), None);
-    eventually("all synced", || l1.has_synced() && l2.has_synced() && l3.has_synced()).await;
+    eventually("all synced", || {
+        l1.has_synced() && l2.has_synced() && l3.has_synced()
+    })
+    .await;
     eventually("two watches open", || {
         sim.open_watches("pods") == 1 && sim.open_watches("configmaps") == 1
     })
@@ -736,7 +779,10 @@ async fn s12_one_watch_per_distinct_spec_and_idle_informers_stop() {
 
     factory.release(&cm_spec, l3.id());
     assert_eq!(factory.running(), vec![pods_spec()]);
-    eventually("the configmap watch closes", || sim.open_watches("configmaps") == 0).await;
+    eventually("the configmap watch closes", || {
+        sim.open_watches("configmaps") == 0
+    })
+    .await;
     factory.release(&pods_spec(), l1.id());
     assert_eq!(factory.running(), vec![pods_spec()], "one pod handler is left");
     assert_eq!(sim.open_watches("pods"), 1);

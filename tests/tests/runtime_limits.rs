@@ -26,7 +26,12 @@ fn pod(name: &str) -> ObjRef {
     CachedObject::from_dynamic(obj, &ar, StripPolicy::default())
 }
 
-fn start(mode: &str) -> (Arc<PluginInstance>, tokio::sync::mpsc::UnboundedReceiver<wink::runtime::instance::CrashReport>) {
+fn start(
+    mode: &str,
+) -> (
+    Arc<PluginInstance>,
+    tokio::sync::mpsc::UnboundedReceiver<wink::runtime::instance::CrashReport>,
+) {
     let engine = WinkEngine::new().unwrap();
     let linker = loader::linker(&engine).unwrap();
     let loaded = loader::load(&engine, &linker, None, &plugin("misbehave")).unwrap();
@@ -36,8 +41,15 @@ fn start(mode: &str) -> (Arc<PluginInstance>, tokio::sync::mpsc::UnboundedReceiv
     };
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
     let config = format!(r#"{{"mode": "{mode}", "trigger": "bomb", "on": "add"}}"#);
-    let (instance, registration) =
-        PluginInstance::start(format!("misbehave-{mode}").into(), loaded.pre, &engine, config, limits, Some(tx)).unwrap();
+    let (instance, registration) = PluginInstance::start(
+        format!("misbehave-{mode}").into(),
+        loaded.pre,
+        &engine,
+        config,
+        limits,
+        Some(tx),
+    )
+    .unwrap();
     assert_eq!(registration.watches.len(), 1);
     (instance, rx)
 }

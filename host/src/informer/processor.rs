@@ -146,10 +146,12 @@ impl Listener {
         drop(q);
         self.ready.notify_one();
         if started {
-            tracing::warn!(
+            // A large replay starts this too; it is only a problem when the
+            // coalesced count keeps growing.
+            tracing::info!(
                 listener = %self.name,
                 backlog,
-                "handler falling behind: pending notifications now coalesce per object"
+                "backlog past the coalescing limit: pending notifications now coalesce per object"
             );
         }
     }

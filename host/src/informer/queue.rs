@@ -48,7 +48,10 @@ fn merge(pending: &Notification, incoming: Notification) -> Merge {
             in_initial_list: *in_initial_list,
         }),
         (Add { .. }, Delete { .. }) => Merge::Cancel,
-        (Update { old, .. }, Update { new, .. }) => Merge::Into(Update { old: old.clone(), new }),
+        (Update { old, .. }, Update { new, .. }) => Merge::Into(Update {
+            old: old.clone(),
+            new,
+        }),
         (Update { .. }, d @ Delete { .. }) => Merge::Into(d),
         (_, other) => Merge::Keep(other),
     }
@@ -225,7 +228,9 @@ mod tests {
                 "update {} {}->{}",
                 new.meta.name, old.meta.resource_version, new.meta.resource_version
             ),
-            Notification::Delete { obj, .. } => format!("delete {} {}", obj.meta.name, obj.meta.resource_version),
+            Notification::Delete { obj, .. } => {
+                format!("delete {} {}", obj.meta.name, obj.meta.resource_version)
+            }
             Notification::Synced => "synced".into(),
         }
     }

@@ -52,7 +52,10 @@ impl FaultState {
         loop {
             let until = *self.paused_until.lock().unwrap_or_else(|e| e.into_inner());
             match until {
-                Some(t) if t > Instant::now() => tokio::time::sleep_until(t).await,
+                // Re-check often: a pause can be cut short (`pause(0)`).
+                Some(t) if t > Instant::now() => {
+                    tokio::time::sleep_until(t.min(Instant::now() + Duration::from_millis(20))).await
+                }
                 _ => return,
             }
         }
@@ -105,7 +108,8 @@ impl Faults {
     }
 
     /// Stop answering for `d`: requests are accepted but held, open watch
-    /// streams deliver nothing, until the pause ends.
+    /// streams deliver nothing, until the pause ends; `pause(Duration::ZERO)`
+    /// ends a pause now.
     pub fn pause(&self, d: Duration) {
         self.shared.faults.set_pause(d);
     }
@@ -141,5 +145,21 @@ mod tests {
         f.close_all_watches();
         assert!(rx.has_changed().unwrap());
         rx.borrow_and_update();
+    }
+
+    #[tokio::test]
+    async fn a_pause_can_be_cut_short() {
+        let f = Arc::new(FaultState::default());
+        f.set_pause(Duration::from_secs(3600));
+        let waiter = tokio::spawn({
+            let f = f.clone();
+            async move { f.wait_unpaused().await }
+        });
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        f.set_pause(Duration::ZERO);
+        tokio::time::timeout(Duration::from_secs(5), waiter)
+            .await
+            .expect("released when the pause is cut short")
+            .unwrap();
     }
 }

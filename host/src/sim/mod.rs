@@ -110,6 +110,14 @@ fn initial_state(config: &SimConfig, start_rv: u64) -> anyhow::Result<store::Sta
     Ok(st)
 }
 
+/// The definition of a served resource (`pods`, `deployments.apps`).
+fn resource_def(st: &store::State, resource: &str) -> anyhow::Result<Arc<resources::ResourceDef>> {
+    st.registry
+        .get(resource)
+        .cloned()
+        .with_context(|| format!("unknown resource {resource}"))
+}
+
 /// A running simulated API server on 127.0.0.1.
 pub struct Sim {
     shared: Arc<Shared>,
@@ -211,13 +219,12 @@ impl Sim {
     /// see the change as from any other write.
     pub fn update(&self, resource: &str, object: Value) -> anyhow::Result<Value> {
         let mut st = self.shared.store.lock();
-        let def = st
-            .registry
-            .get(resource)
-            .cloned()
-            .with_context(|| format!("unknown resource {resource}"))?;
+        let def = resource_def(&st, resource)?;
         let ns = object["metadata"]["namespace"].as_str().map(str::to_string);
-        let name = object["metadata"]["name"].as_str().unwrap_or_default().to_string();
+        let name = object["metadata"]["name"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
         write::update(&mut st, &def, ns.as_deref(), &name, object, false)
             .map(|o| o.value.clone())
             .map_err(|e| anyhow::anyhow!("{} ({})", e.message, e.code))
@@ -227,11 +234,7 @@ impl Sim {
     /// [`Sim::update`] for `resource`.
     pub fn delete(&self, resource: &str, namespace: Option<&str>, name: &str) -> anyhow::Result<()> {
         let mut st = self.shared.store.lock();
-        let def = st
-            .registry
-            .get(resource)
-            .cloned()
-            .with_context(|| format!("unknown resource {resource}"))?;
+        let def = resource_def(&st, resource)?;
         write::delete(&mut st, &def, namespace, name, &Default::default())
             .map(|_| ())
             .map_err(|e| anyhow::anyhow!("{} ({})", e.message, e.code))
