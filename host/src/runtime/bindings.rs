@@ -8,4 +8,4 @@ wasmtime::component::bindgen!({
     ownership: Borrowing { duplicate_if_necessary: true },
 });
 
-pub use wink::plugin::types;
+pub use self::wink::plugin::types;
