@@ -2,7 +2,8 @@
 //! `GET /cache/{group}/{version}/{resource}?namespace=&index=&value=&labelSelector=`
 //! answers a Kubernetes-style List from the local stores, never from the API
 //! server. The core group is spelled `core` (e.g. `/cache/core/v1/pods`).
-//! Off unless the operator enables it; loopback by default. Owns only HTTP.
+//! Off unless the operator enables it; loopback by default; never serves
+//! Secrets, whatever plugins were granted. Owns only HTTP.
 
 use crate::informer::SharedInformerFactory;
 use crate::informer::store::NAMESPACE_INDEX;
@@ -43,6 +44,14 @@ async fn read(
     Query(q): Query<CacheQuery>,
 ) -> Response {
     let group = if group == "core" { String::new() } else { group };
+    if group.is_empty() && resource == "secrets" {
+        // A plugin's Secrets grant is not a grant to whoever reaches this port.
+        return status(
+            StatusCode::FORBIDDEN,
+            "Forbidden",
+            "the cache view never serves secrets".to_string(),
+        );
+    }
     let Some((informer, ar)) = factory.find_complete(&group, &version, &resource, q.namespace.as_deref())
     else {
         return status(

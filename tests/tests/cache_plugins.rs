@@ -525,7 +525,8 @@ async fn secrets_are_denied_by_default_and_granted_per_plugin() {
         .await
         .unwrap();
 
-    let wink = s.run(&["--allow-secrets", "granted"]);
+    let view = format!("127.0.0.1:{}", free_port());
+    let wink = s.run(&["--allow-secrets", "granted", "--cache-view", &view]);
     wink.wait_for_line("plugins loaded", WAIT);
     wait_synced(&wink, "granted");
     wait_synced(&wink, "bystander");
@@ -558,6 +559,14 @@ async fn secrets_are_denied_by_default_and_granted_per_plugin() {
         "{not_loaded:#?}"
     );
     assert!(wink.plugin_lines("denied").is_empty());
+    // The grant is the plugin's, not the cache view's: it serves no Secrets,
+    // though an informer caches them.
+    wink.wait_for_line("cache view listening", WAIT);
+    let (status, body) = get_json(&view, "/cache/core/v1/secrets").await;
+    assert_eq!(status, 403, "{body}");
+    assert_eq!(body["reason"], "Forbidden");
+    let (status, _) = get_json(&view, "/cache/core/v1/configmaps").await;
+    assert_eq!(status, 200);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
