@@ -210,10 +210,10 @@ impl Store {
     /// Every object, sorted by key.
     pub fn list(&self) -> Vec<ObjRef> {
         let inner = self.read();
-        let mut all: Vec<ObjRef> = inner.items.values().cloned().collect();
-        drop(inner);
-        all.sort_by_key(|o| o.key());
-        all
+        // Sort the stored keys (no key strings built per comparison).
+        let mut all: Vec<(&String, &ObjRef)> = inner.items.iter().collect();
+        all.sort_unstable_by(|a, b| a.0.cmp(b.0));
+        all.into_iter().map(|(_, o)| o.clone()).collect()
     }
 
     /// Every key, sorted.
