@@ -107,7 +107,12 @@ fn run(i: usize, q: &Value) {
 
 impl Handler for Probe {
     fn init(config: &str) -> Result<(Self, Registration), String> {
-        let config: Value = serde_json::from_str(config).map_err(|e| format!("bad config: {e}"))?;
+        // No config (e.g. under `wink dev`): defaults.
+        let config: Value = if config.trim().is_empty() {
+            Value::Object(Default::default())
+        } else {
+            serde_json::from_str(config).map_err(|e| format!("bad config: {e}"))?
+        };
         let mut registration = Registration::new();
         for w in list_of(&config, "watches") {
             registration = registration.watch(watch(&w)?);

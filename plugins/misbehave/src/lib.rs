@@ -52,7 +52,12 @@ impl Misbehave {
 
 impl Handler for Misbehave {
     fn init(config: &str) -> Result<(Self, Registration), String> {
-        let v: serde_json::Value = serde_json::from_str(config).map_err(|e| format!("bad config: {e}"))?;
+        // No config (e.g. under `wink dev`): defaults.
+        let v: serde_json::Value = if config.trim().is_empty() {
+            serde_json::Value::Object(Default::default())
+        } else {
+            serde_json::from_str(config).map_err(|e| format!("bad config: {e}"))?
+        };
         let get = |k: &str, d: &str| v.get(k).and_then(|x| x.as_str()).unwrap_or(d).to_string();
         let me = Misbehave {
             mode: get("mode", "panic"),
