@@ -134,7 +134,7 @@ pub fn by_index<K: Kind + DeserializeOwned>(index: &str, value: &str) -> Result<
 
 /// The cached object under `key` (`namespace/name` or `name`).
 pub fn get_object(resource: &Resource, key: &str) -> Result<Option<Object>, CacheError> {
-    Ok(wit::get(&resource.to_wit(), key)?.map(Object::from_wit))
+    Ok(wit::get(&resource.to_wit(), key)?.map(Object::from_owned))
 }
 
 /// Every cached object of `resource`, optionally in one namespace and
@@ -146,7 +146,7 @@ pub fn list_objects(
 ) -> Result<Vec<Object>, CacheError> {
     Ok(wit::list(&resource.to_wit(), namespace, label_selector)?
         .into_iter()
-        .map(Object::from_wit)
+        .map(Object::from_owned)
         .collect())
 }
 
@@ -154,7 +154,7 @@ pub fn list_objects(
 pub fn by_index_objects(resource: &Resource, index: &str, value: &str) -> Result<Vec<Object>, CacheError> {
     Ok(wit::by_index(&resource.to_wit(), index, value)?
         .into_iter()
-        .map(Object::from_wit)
+        .map(Object::from_owned)
         .collect())
 }
 

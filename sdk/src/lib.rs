@@ -3,8 +3,9 @@
 //! A wink plugin is a WebAssembly component that reacts to Kubernetes events
 //! delivered by the wink host's shared informers, with client-go's
 //! `ResourceEventHandler` meaning. This crate hides the WIT bindings
-//! (`wink:plugin@0.1.0`, see `wit/plugin.wit`) behind a [`Handler`] trait,
-//! an [`Object`] with metadata accessors that never parse JSON, typed decoding
+//! (`wink:plugin@0.2.0`, see `wit/plugin.wit`) behind a [`Handler`] trait,
+//! an [`Object`] handle whose accessors copy only what they return and never
+//! parse JSON, typed decoding
 //! through serde, [`cache`] queries and log macros.
 //!
 //! ```no_run
@@ -147,21 +148,30 @@ macro_rules! export_plugin {
                     __WINK_STATE.with(|state| *state.borrow_mut() = Some(handler));
                     Ok(registration.into_wit())
                 }
-                fn on_add(obj: __wink_types::Object, in_initial_list: bool) {
-                    let obj = $crate::Object::from_wit(obj);
+                fn on_add(obj: &__wink_types::Object, in_initial_list: bool) {
+                    // SAFETY: the borrow is valid for this call and `obj` is
+                    // dropped before it returns.
+                    let obj = unsafe { $crate::Object::lent(obj.handle()) };
                     __wink_with(|h| $crate::Handler::on_add(h, &obj, in_initial_list));
                 }
-                fn on_update(old: __wink_types::Object, new: __wink_types::Object) {
-                    let (old, new) = ($crate::Object::from_wit(old), $crate::Object::from_wit(new));
+                fn on_update(old: &__wink_types::Object, new: &__wink_types::Object) {
+                    // SAFETY: as in `on_add`.
+                    let (old, new) = unsafe {
+                        (
+                            $crate::Object::lent(old.handle()),
+                            $crate::Object::lent(new.handle()),
+                        )
+                    };
                     __wink_with(|h| $crate::Handler::on_update(h, &old, &new));
                 }
-                fn on_delete(obj: __wink_types::Object, final_state_unknown: bool) {
-                    let obj = $crate::Object::from_wit(obj);
+                fn on_delete(obj: &__wink_types::Object, final_state_unknown: bool) {
+                    // SAFETY: as in `on_add`.
+            let obj = unsafe { $crate::Object::lent(obj.handle()) };
                     __wink_with(|h| $crate::Handler::on_delete(h, &obj, final_state_unknown));
                 }
             }
 
-    $crate::bindings::__export_bindings!(__WinkGuest with_types_in $crate::bindings);
+            $crate::bindings::__export_bindings!(__WinkGuest with_types_in $crate::bindings);
         };
     };
 }

@@ -13,130 +13,15 @@
 //! - removing a file unregisters the plugin and stops an unused informer.
 
 mod common;
+mod runtime_support;
 
-use common::{Wink, plugin, scratch};
-use k8s_openapi::api::core::v1::Pod;
-use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
+use common::{Wink, plugin};
+use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
+use runtime_support::*;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, SystemTime};
-use wink::sim::{Sim, SimConfig};
-
-const WAIT: Duration = Duration::from_secs(120);
-
-/// A valid, empty component: it exports no `handler`.
-const EMPTY_COMPONENT: &[u8] = b"\0asm\x0d\0\x01\0";
-
-fn pod(name: &str) -> Pod {
-    serde_json::from_value(serde_json::json!({
-        "apiVersion": "v1", "kind": "Pod",
-        "metadata": {"name": name, "namespace": "default"},
-        "spec": {"containers": [{"name": "c", "image": "busybox"}]}
-    }))
-    .unwrap()
-}
-
-/// One test's simulated cluster, plugin directory and compile cache.
-struct Env {
-    dir: PathBuf,
-    plugins: PathBuf,
-    kubeconfig: PathBuf,
-    sim: Sim,
-    pods: Api<Pod>,
-}
-
-impl Env {
-    async fn new(test: &str) -> Env {
-        let dir = scratch(test);
-        let plugins = dir.join("plugins");
-        std::fs::create_dir_all(&plugins).unwrap();
-        std::fs::create_dir_all(dir.join("staging")).unwrap();
-        let sim = Sim::start(SimConfig::default()).await.unwrap();
-        let kubeconfig = dir.join("kubeconfig");
-        sim.write_kubeconfig(&kubeconfig).unwrap();
-        let pods = Api::namespaced(sim.client(), "default");
-        Env {
-            dir,
-            plugins,
-            kubeconfig,
-            sim,
-            pods,
-        }
-    }
-
-    /// `wink run` on this directory, with its own compile cache.
-    fn wink(&self, extra: &[&str]) -> Wink {
-        let cache = self.dir.join("cache");
-        let mut args = vec![
-            "run",
-            "--plugins",
-            self.plugins.to_str().unwrap(),
-            "--kubeconfig",
-            self.kubeconfig.to_str().unwrap(),
-            "--compile-cache",
-            cache.to_str().unwrap(),
-        ];
-        args.extend_from_slice(extra);
-        Wink::spawn(&args)
-    }
-
-    /// Replace `plugins/<file>` in one step (written beside, then renamed),
-    /// so the watcher never sees a partial write unless the test wants one.
-    fn put(&self, file: &str, bytes: &[u8]) {
-        let staged = self.dir.join("staging").join(file);
-        std::fs::write(&staged, bytes).unwrap();
-        std::fs::rename(&staged, self.plugins.join(file)).unwrap();
-    }
-
-    async fn create(&self, name: &str) {
-        self.pods
-            .create(&PostParams::default(), &pod(name))
-            .await
-            .unwrap();
-    }
-}
-
-fn read(path: &Path) -> Vec<u8> {
-    std::fs::read(path).unwrap()
-}
-
-/// The `On...` lines a plugin printed, in order, without the plugin prefix.
-fn on_lines(w: &Wink, plugin: &str) -> Vec<String> {
-    w.plugin_lines(plugin)
-        .into_iter()
-        .filter(|l| l.starts_with("On"))
-        .collect()
-}
-
-/// The host's log lines (not a plugin's output) containing every needle; a
-/// needle `plugin=NAME` must be a whole field.
-fn log_lines(w: &Wink, needles: &[&str]) -> Vec<String> {
-    let matches = |l: &str, n: &str| {
-        if n.starts_with("plugin=") {
-            l.split_whitespace().any(|t| t == n)
-        } else {
-            l.contains(n)
-        }
-    };
-    w.lines()
-        .into_iter()
-        .filter(|l| !l.contains("wink::plugin:") && needles.iter().all(|n| matches(l, n)))
-        .collect()
-}
-
-fn wait_for_log(w: &Wink, needles: &[&str], count: usize) {
-    w.wait_until(&format!("{count} log line(s) with {needles:?}"), WAIT, |w| {
-        log_lines(w, needles).len() >= count
-    });
-}
-
-fn names(lines: &[String], prefix: &str) -> Vec<String> {
-    lines
-        .iter()
-        .filter_map(|l| l.strip_prefix(prefix).map(str::to_string))
-        .collect()
-}
 
 const MODES: [(&str, &str); 4] = [
     ("loop", "wasm trap: interrupt"),
@@ -447,7 +332,7 @@ async fn broken_replacements_never_replace_a_working_plugin() {
         errors[0]
     );
     assert!(
-        errors[1].contains(&format!("{pl}: not a wink:plugin@0.1.0 component")),
+        errors[1].contains(&format!("{pl}: not a wink:plugin@0.2.0 component")),
         "{}",
         errors[1]
     );

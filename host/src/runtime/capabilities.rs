@@ -6,13 +6,14 @@
 //! import scoped to the resources the plugin registered. Reads go to the
 //! informers' stores only; nothing here reaches the API server.
 
-use super::bindings::types::{CacheError, Level, ObjectMetaResult, ObjectResult, ResourceType as Resource};
+use super::bindings::types::{CacheError, Level, ObjectMeta, ResourceType as Resource_};
 use super::bindings::wink::plugin::{cache, log, types};
 use super::stdio::{Channel, GuestOutput};
 use crate::informer::store::StoreError;
 use crate::informer::{ObjRef, Store};
 use std::sync::{Arc, RwLock};
 use wasmtime::StoreLimits;
+use wasmtime::component::Resource;
 use wasmtime::component::ResourceTable;
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
@@ -38,7 +39,7 @@ impl CacheScope {
         }
     }
 
-    fn store(&self, resource: &Resource) -> Result<Arc<Store>, CacheError> {
+    fn store(&self, resource: &Resource_) -> Result<Arc<Store>, CacheError> {
         self.stores
             .read()
             .unwrap()
@@ -54,20 +55,24 @@ impl CacheScope {
     }
 }
 
-/// Convert a cached object into the WIT record a query returns.
-pub fn object_result(obj: &ObjRef) -> ObjectResult {
+/// The host side of a WIT `object` handle: one cached object version, shared
+/// with the cache (an `Arc`, never a copy).
+pub struct ObjectHandle(pub ObjRef);
+
+/// How many object handles one plugin Store may hold at once (the WIT
+/// `cache` interface documents it). Beyond it the call traps.
+pub const MAX_HANDLES: usize = 1 << 20;
+
+fn object_meta(obj: &ObjRef) -> ObjectMeta {
     let m = &obj.meta;
-    ObjectResult {
-        meta: ObjectMetaResult {
-            api_version: m.api_version.clone(),
-            kind: m.kind.clone(),
-            namespace: m.namespace.clone(),
-            name: m.name.clone(),
-            uid: m.uid.clone(),
-            resource_version: m.resource_version.clone(),
-            labels: m.labels.clone(),
-        },
-        json: obj.json.to_string(),
+    ObjectMeta {
+        api_version: m.api_version.to_string(),
+        kind: m.kind.to_string(),
+        namespace: m.namespace.as_deref().map(str::to_string),
+        name: m.name.to_string(),
+        uid: m.uid.to_string(),
+        resource_version: m.resource_version.to_string(),
+        labels: m.labels.clone(),
     }
 }
 
@@ -78,6 +83,8 @@ pub struct HostState {
     table: ResourceTable,
     pub(crate) limits: StoreLimits,
     cache: CacheScope,
+    /// Object handles live in `table`: events lend them, queries give them.
+    handles: usize,
 }
 
 impl HostState {
@@ -96,7 +103,37 @@ impl HostState {
             table: ResourceTable::new(),
             limits,
             cache,
+            handles: 0,
         }
+    }
+
+    /// Put an object in the handle table for the guest.
+    pub(crate) fn push_object(&mut self, obj: &ObjRef) -> wasmtime::Result<Resource<ObjectHandle>> {
+        if self.handles >= MAX_HANDLES {
+            wasmtime::bail!(
+                "plugin {} holds {MAX_HANDLES} object handles: drop some (the cap keeps a leak from growing the host)",
+                self.plugin
+            );
+        }
+        let handle = self.table.push(ObjectHandle(obj.clone()))?;
+        self.handles += 1;
+        Ok(handle)
+    }
+
+    /// Take an object out of the handle table (the guest dropped it, or a
+    /// lent handle's call returned).
+    pub(crate) fn remove_object(&mut self, handle: Resource<ObjectHandle>) -> wasmtime::Result<()> {
+        self.table.delete(handle)?;
+        self.handles -= 1;
+        Ok(())
+    }
+
+    fn object(&self, handle: &Resource<ObjectHandle>) -> wasmtime::Result<&ObjRef> {
+        Ok(&self.table.get(handle)?.0)
+    }
+
+    fn push_all(&mut self, objects: &[ObjRef]) -> wasmtime::Result<Vec<Resource<ObjectHandle>>> {
+        objects.iter().map(|o| self.push_object(o)).collect()
     }
 }
 
@@ -111,8 +148,51 @@ impl WasiView for HostState {
 
 impl types::Host for HostState {}
 
+impl types::HostObject for HostState {
+    fn name(&mut self, obj: Resource<ObjectHandle>) -> wasmtime::Result<String> {
+        Ok(self.object(&obj)?.meta.name.to_string())
+    }
+
+    fn namespace(&mut self, obj: Resource<ObjectHandle>) -> wasmtime::Result<Option<String>> {
+        Ok(self.object(&obj)?.meta.namespace.as_deref().map(str::to_string))
+    }
+
+    fn key(&mut self, obj: Resource<ObjectHandle>) -> wasmtime::Result<String> {
+        Ok(self.object(&obj)?.key())
+    }
+
+    fn uid(&mut self, obj: Resource<ObjectHandle>) -> wasmtime::Result<String> {
+        Ok(self.object(&obj)?.meta.uid.to_string())
+    }
+
+    fn resource_version(&mut self, obj: Resource<ObjectHandle>) -> wasmtime::Result<String> {
+        Ok(self.object(&obj)?.meta.resource_version.to_string())
+    }
+
+    fn label(&mut self, obj: Resource<ObjectHandle>, key: String) -> wasmtime::Result<Option<String>> {
+        Ok(self.object(&obj)?.label(&key).map(str::to_string))
+    }
+
+    fn meta(&mut self, obj: Resource<ObjectHandle>) -> wasmtime::Result<ObjectMeta> {
+        Ok(object_meta(self.object(&obj)?))
+    }
+
+    fn json(&mut self, obj: Resource<ObjectHandle>) -> wasmtime::Result<String> {
+        Ok(self.object(&obj)?.json.to_string())
+    }
+
+    fn duplicate(&mut self, obj: Resource<ObjectHandle>) -> wasmtime::Result<Resource<ObjectHandle>> {
+        let obj = self.object(&obj)?.clone();
+        self.push_object(&obj)
+    }
+
+    fn drop(&mut self, obj: Resource<ObjectHandle>) -> wasmtime::Result<()> {
+        self.remove_object(obj)
+    }
+}
+
 impl log::Host for HostState {
-    fn log(&mut self, level: Level, message: String) {
+    fn log(&mut self, level: Level, message: String) -> wasmtime::Result<()> {
         let p = &self.plugin;
         match level {
             Level::Trace => tracing::trace!(target: "wink::plugin", "[{p}] {message}"),
@@ -121,22 +201,76 @@ impl log::Host for HostState {
             Level::Warn => tracing::warn!(target: "wink::plugin", "[{p}] {message}"),
             Level::Error => tracing::error!(target: "wink::plugin", "[{p}] {message}"),
         }
+        Ok(())
     }
 }
 
+/// A query's answer: a trap (`Err`) or the guest-visible result.
+type Answer<T> = wasmtime::Result<Result<T, CacheError>>;
+
 impl cache::Host for HostState {
-    fn get(&mut self, resource: Resource, key: String) -> Result<Option<ObjectResult>, CacheError> {
-        let store = self.refuse_logged(self.cache.store(&resource))?;
-        Ok(store.get(&key).as_ref().map(object_result))
+    fn get(&mut self, resource: Resource_, key: String) -> Answer<Option<Resource<ObjectHandle>>> {
+        let store = match self.refuse_logged(self.cache.store(&resource)) {
+            Ok(store) => store,
+            Err(e) => return Ok(Err(e)),
+        };
+        let found = store.get(&key);
+        Ok(Ok(match found {
+            Some(obj) => Some(self.push_object(&obj)?),
+            None => None,
+        }))
     }
 
     fn list(
         &mut self,
-        resource: Resource,
+        resource: Resource_,
         namespace: Option<String>,
         label_selector: Option<String>,
-    ) -> Result<Vec<ObjectResult>, CacheError> {
-        let store = self.refuse_logged(self.cache.store(&resource))?;
+    ) -> Answer<Vec<Resource<ObjectHandle>>> {
+        let objects = match self.list_objects(&resource, namespace, label_selector) {
+            Ok(objects) => objects,
+            Err(e) => return Ok(Err(e)),
+        };
+        Ok(Ok(self.push_all(&objects)?))
+    }
+
+    fn by_index(
+        &mut self,
+        resource: Resource_,
+        index: String,
+        value: String,
+    ) -> Answer<Vec<Resource<ObjectHandle>>> {
+        let objects = match self
+            .refuse_logged(self.cache.store(&resource))
+            .and_then(|store| store.by_index(&index, &value).map_err(store_error))
+        {
+            Ok(objects) => objects,
+            Err(e) => return Ok(Err(e)),
+        };
+        Ok(Ok(self.push_all(&objects)?))
+    }
+
+    fn index_keys(&mut self, resource: Resource_, index: String, value: String) -> Answer<Vec<String>> {
+        Ok(self
+            .refuse_logged(self.cache.store(&resource))
+            .and_then(|store| store.index_keys(&index, &value).map_err(store_error)))
+    }
+
+    fn list_index_values(&mut self, resource: Resource_, index: String) -> Answer<Vec<String>> {
+        Ok(self
+            .refuse_logged(self.cache.store(&resource))
+            .and_then(|store| store.list_index_values(&index).map_err(store_error)))
+    }
+}
+
+impl HostState {
+    fn list_objects(
+        &self,
+        resource: &Resource_,
+        namespace: Option<String>,
+        label_selector: Option<String>,
+    ) -> Result<Vec<ObjRef>, CacheError> {
+        let store = self.refuse_logged(self.cache.store(resource))?;
         let selector = match label_selector.as_deref().map(str::trim) {
             None | Some("") => None,
             Some(s) => Some(crate::selector::LabelSelector::parse(s).map_err(CacheError::InvalidArgument)?),
@@ -147,37 +281,13 @@ impl cache::Host for HostState {
                 .map_err(|e| CacheError::InvalidArgument(e.to_string()))?,
             None => store.list(),
         };
-        Ok(objects
-            .iter()
-            .filter(|o| selector.as_ref().is_none_or(|s| s.matches(&o.meta.labels)))
-            .map(object_result)
-            .collect())
-    }
-
-    fn by_index(
-        &mut self,
-        resource: Resource,
-        index: String,
-        value: String,
-    ) -> Result<Vec<ObjectResult>, CacheError> {
-        let store = self.refuse_logged(self.cache.store(&resource))?;
-        let objects = store.by_index(&index, &value).map_err(store_error)?;
-        Ok(objects.iter().map(object_result).collect())
-    }
-
-    fn index_keys(
-        &mut self,
-        resource: Resource,
-        index: String,
-        value: String,
-    ) -> Result<Vec<String>, CacheError> {
-        let store = self.refuse_logged(self.cache.store(&resource))?;
-        store.index_keys(&index, &value).map_err(store_error)
-    }
-
-    fn list_index_values(&mut self, resource: Resource, index: String) -> Result<Vec<String>, CacheError> {
-        let store = self.refuse_logged(self.cache.store(&resource))?;
-        store.list_index_values(&index).map_err(store_error)
+        Ok(match selector {
+            Some(s) => objects
+                .into_iter()
+                .filter(|o| s.matches(&o.meta.labels))
+                .collect(),
+            None => objects,
+        })
     }
 }
 

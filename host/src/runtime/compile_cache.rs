@@ -98,6 +98,11 @@ impl CompileCache {
         true
     }
 
+    /// Whether compiled code for `bytes` is cached (and trusted).
+    pub fn contains(&self, bytes: &[u8]) -> bool {
+        Self::trusted(&self.entry(bytes))
+    }
+
     /// The component for `bytes`: from the cache when present (and trusted),
     /// else compiled and stored. Returns whether it was a hit.
     pub fn component(&self, engine: &Engine, bytes: &[u8]) -> wasmtime::Result<(Component, bool)> {

@@ -8,7 +8,7 @@
 //! gets the cache replayed). It does not decide what it watches and never
 //! reaches the API server.
 
-use super::bindings::types::{ObjectMetaParam, ObjectParam, Registration};
+use super::bindings::types::Registration;
 use super::bindings::{Plugin, PluginPre};
 use super::capabilities::{CacheScope, HostState};
 use super::engine::{Limits, WinkEngine};
@@ -17,6 +17,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use tokio::sync::mpsc::UnboundedSender;
 use wasmtime::Store;
+use wasmtime::component::Resource;
 
 struct Live {
     store: Store<HostState>,
@@ -62,30 +63,6 @@ pub enum InitError {
     Trap { plugin: String, reason: String },
     #[error("plugin {plugin}: init refused: {reason}")]
     Refused { plugin: String, reason: String },
-}
-
-fn labels_param(obj: &ObjRef) -> Vec<(&str, &str)> {
-    obj.meta
-        .labels
-        .iter()
-        .map(|(k, v)| (k.as_str(), v.as_str()))
-        .collect()
-}
-
-fn param<'a>(obj: &'a ObjRef, labels: &'a [(&'a str, &'a str)]) -> ObjectParam<'a> {
-    let m = &obj.meta;
-    ObjectParam {
-        meta: ObjectMetaParam {
-            api_version: &m.api_version,
-            kind: &m.kind,
-            namespace: m.namespace.as_deref(),
-            name: &m.name,
-            uid: &m.uid,
-            resource_version: &m.resource_version,
-            labels,
-        },
-        json: &obj.json,
-    }
 }
 
 impl PluginInstance {
@@ -159,6 +136,11 @@ impl PluginInstance {
     /// The component this instance was built from.
     pub fn pre(&self) -> &PluginPre<HostState> {
         &self.pre
+    }
+
+    /// The engine its component was compiled for.
+    pub fn engine(&self) -> &WinkEngine {
+        &self.engine
     }
 
     /// The config text `init` got.
@@ -254,28 +236,52 @@ fn trap_summary(err: &wasmtime::Error) -> String {
     what.lines().next().unwrap_or("").to_string()
 }
 
+/// Lend `objects` to the guest for one call: each goes into the Store's
+/// handle table, the guest gets borrows, and the entries leave the table when
+/// the call returns. No object bytes are copied here.
+fn lend<const N: usize, R>(
+    store: &mut Store<HostState>,
+    objects: [&ObjRef; N],
+    call: impl FnOnce(
+        &mut Store<HostState>,
+        [Resource<super::capabilities::ObjectHandle>; N],
+    ) -> wasmtime::Result<R>,
+) -> wasmtime::Result<R> {
+    let mut owned = Vec::with_capacity(N);
+    for obj in objects {
+        owned.push(store.data_mut().push_object(obj)?);
+    }
+    let borrows = std::array::from_fn(|i| Resource::new_borrow(owned[i].rep()));
+    let result = call(store, borrows)?;
+    for handle in owned {
+        store.data_mut().remove_object(handle)?;
+    }
+    Ok(result)
+}
+
 impl EventHandler for PluginInstance {
     fn on_add(&self, obj: &ObjRef, in_initial_list: bool) {
-        let labels = labels_param(obj);
         self.call("on-add", obj, |store, p| {
-            p.wink_plugin_handler()
-                .call_on_add(store, param(obj, &labels), in_initial_list)
+            lend(store, [obj], |store, [o]| {
+                p.wink_plugin_handler().call_on_add(store, o, in_initial_list)
+            })
         });
     }
 
     fn on_update(&self, old: &ObjRef, new: &ObjRef) {
-        let (old_labels, new_labels) = (labels_param(old), labels_param(new));
         self.call("on-update", new, |store, p| {
-            p.wink_plugin_handler()
-                .call_on_update(store, param(old, &old_labels), param(new, &new_labels))
+            lend(store, [old, new], |store, [o, n]| {
+                p.wink_plugin_handler().call_on_update(store, o, n)
+            })
         });
     }
 
     fn on_delete(&self, obj: &ObjRef, final_state_unknown: bool) {
-        let labels = labels_param(obj);
         self.call("on-delete", obj, |store, p| {
-            p.wink_plugin_handler()
-                .call_on_delete(store, param(obj, &labels), final_state_unknown)
+            lend(store, [obj], |store, [o]| {
+                p.wink_plugin_handler()
+                    .call_on_delete(store, o, final_state_unknown)
+            })
         });
     }
 }

@@ -21,7 +21,7 @@ pub enum LoadError {
     Read { path: PathBuf, source: std::io::Error },
     #[error("{path}: not a valid WebAssembly component: {reason}")]
     NotAComponent { path: PathBuf, reason: String },
-    #[error("{path}: not a wink:plugin@0.1.0 component: {reason}")]
+    #[error("{path}: not a wink:plugin@0.2.0 component: {reason}")]
     WrongWorld { path: PathBuf, reason: String },
 }
 

@@ -13,7 +13,7 @@
 use super::bindings::types::{IndexBy, Registration};
 use super::capabilities::HostState;
 use super::compile_cache::CompileCache;
-use super::engine::{Limits, WinkEngine};
+use super::engine::{Compiler, Limits, WinkEngine};
 use super::instance::{CrashReport, PluginInstance};
 use super::loader::{self, LoadError};
 use crate::informer::index::IndexSpec;
@@ -21,8 +21,8 @@ use crate::informer::{EventHandler, ObjRef, SharedInformer, SharedInformerFactor
 use anyhow::Context;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 use wasmtime::component::Linker;
@@ -116,6 +116,11 @@ pub struct ManagerOptions {
     pub restart_backoff: Duration,
     /// A crash this long after the last (re)start starts a new series.
     pub healthy_after: Duration,
+    /// Bring a plugin whose compiled code is not cached up on Winch first
+    /// (~5x faster to compile), then swap in its Cranelift build once the
+    /// background compile is done (a second hand-over, with the cache
+    /// replayed again). For `wink dev`'s edit loop.
+    pub tier_up: bool,
 }
 
 impl Default for ManagerOptions {
@@ -128,6 +133,7 @@ impl Default for ManagerOptions {
             max_restarts: 5,
             restart_backoff: Duration::from_millis(100),
             healthy_after: Duration::from_secs(30),
+            tier_up: false,
         }
     }
 }
@@ -161,8 +167,11 @@ pub fn config_for(path: &Path) -> std::io::Result<String> {
 
 /// The loaded plugins and their registrations.
 pub struct PluginManager {
+    me: Weak<PluginManager>,
     engine: WinkEngine,
     linker: Linker<HostState>,
+    /// The Winch engine and its linker, with `tier_up`.
+    baseline: Option<(WinkEngine, Linker<HostState>)>,
     factory: Arc<SharedInformerFactory>,
     options: ManagerOptions,
     cache: Option<Arc<CompileCache>>,
@@ -185,10 +194,20 @@ impl PluginManager {
             )),
             None => None,
         };
+        let baseline = match options.tier_up {
+            true => {
+                let winch = WinkEngine::with_compiler(Compiler::Winch)?;
+                let linker = loader::linker(&winch)?;
+                Some((winch, linker))
+            }
+            false => None,
+        };
         let (crash_tx, crash_rx) = unbounded_channel();
-        let manager = Arc::new(PluginManager {
+        let manager = Arc::new_cyclic(|me| PluginManager {
+            me: me.clone(),
             engine,
             linker,
+            baseline,
             factory,
             options,
             cache,
@@ -258,48 +277,117 @@ impl PluginManager {
                 return Ok(());
             }
         }
-        let (engine, linker, cache, owned) = (
-            self.engine.clone(),
-            self.linker.clone(),
-            self.cache.clone(),
-            path.to_path_buf(),
-        );
-        let loaded = tokio::task::spawn_blocking(move || {
+        let config =
+            config_for(path).with_context(|| format!("{}: cannot read its config", path.display()))?;
+        let cached = self.cache.as_ref().is_some_and(|c| c.contains(&bytes));
+        let baseline = self.baseline.clone().filter(|_| !cached);
+        let Some((winch, winch_linker)) = baseline else {
+            let loaded = self.compile(&self.engine, &self.linker, path, bytes).await?;
+            return self.install(loaded, &self.engine, config, started, None).await;
+        };
+        // Tier up: Winch now, Cranelift in the background, swapped in if the
+        // plugin still runs this very component and config by then.
+        let loaded = self.compile(&winch, &winch_linker, path, bytes.clone()).await?;
+        let digest = loaded.digest.clone();
+        self.install(loaded, &winch, config.clone(), started, None)
+            .await?;
+        let me = self.me.clone();
+        let path = path.to_path_buf();
+        tokio::spawn(async move {
+            let Some(m) = me.upgrade() else { return };
+            let optimized = Instant::now();
+            let result = match m.compile(&m.engine, &m.linker, &path, bytes).await {
+                Ok(loaded) => {
+                    m.install(loaded, &m.engine, config, optimized, Some(&digest))
+                        .await
+                }
+                Err(e) => Err(e),
+            };
+            if let Err(e) = result {
+                tracing::warn!(path = %path.display(), "plugin stays on Winch: its Cranelift build failed: {e:#}");
+            }
+        });
+        Ok(())
+    }
+
+    /// Compile and check a component off the async threads.
+    async fn compile(
+        &self,
+        engine: &WinkEngine,
+        linker: &Linker<HostState>,
+        path: &Path,
+        bytes: Vec<u8>,
+    ) -> anyhow::Result<loader::LoadedComponent> {
+        // Only Cranelift builds are worth keeping in the compile cache.
+        let cache = self
+            .cache
+            .clone()
+            .filter(|_| engine.compiler() == Compiler::Cranelift);
+        let (engine, linker, owned) = (engine.clone(), linker.clone(), path.to_path_buf());
+        Ok(tokio::task::spawn_blocking(move || {
             loader::load_bytes(&engine, &linker, cache.as_deref(), &owned, &bytes)
         })
         .await
-        .context("compile task failed")??;
-        let config =
-            config_for(path).with_context(|| format!("{}: cannot read its config", path.display()))?;
-        let instance = self
-            .start_instance(loaded.name.clone(), loaded.pre.clone(), config)
+        .context("compile task failed")??)
+    }
+
+    /// Start a compiled component and hand its registrations over from the
+    /// running version, if any. With `tier_up_of`, only if the running
+    /// version is the Winch build of that digest (else the new one is
+    /// dropped unused).
+    async fn install(
+        &self,
+        loaded: loader::LoadedComponent,
+        engine: &WinkEngine,
+        config: String,
+        started: Instant,
+        tier_up_of: Option<&str>,
+    ) -> anyhow::Result<()> {
+        let path = loaded.path.clone();
+        let (instance, registration) = self
+            .start_instance(loaded.name.clone(), loaded.pre.clone(), engine, config)
             .await?;
-        let (instance, registration) = instance;
         let wanted = self
             .resolve(instance.name(), &registration)
             .await
             .with_context(|| format!("{}: registration failed", path.display()))?;
         let mut plugins = self.plugins.lock().await;
+        if let Some(digest) = tier_up_of {
+            let current = plugins.get(instance.name());
+            let still = current.is_some_and(|r| {
+                r.digest == digest
+                    && r.state == PluginState::Running
+                    && r.instance.engine().compiler() == Compiler::Winch
+                    && r.instance.config() == instance.config()
+            });
+            if !still {
+                return Ok(());
+            }
+        }
         let previous = plugins.remove(instance.name());
         let registered = self.attach(
             &instance,
             wanted,
             previous.as_ref().map(|p| p.registered.as_slice()),
         );
-        let reloaded = previous.is_some();
+        let what = match (previous.is_some(), tier_up_of.is_some()) {
+            (_, true) => "tiered up to Cranelift",
+            (true, false) => "reloaded",
+            (false, false) => "loaded",
+        };
         tracing::info!(
             plugin = %instance.name(),
             watches = registered.len(),
             cache_hit = loaded.cache_hit,
+            compiler = ?engine.compiler(),
             load_ms = started.elapsed().as_millis() as u64,
-            "plugin {} from {}",
-            if reloaded { "reloaded" } else { "loaded" },
+            "plugin {what} from {}",
             path.display()
         );
         plugins.insert(
             instance.name().to_string(),
             Running {
-                path: path.to_path_buf(),
+                path,
                 digest: loaded.digest,
                 instance,
                 registered,
@@ -316,9 +404,10 @@ impl PluginManager {
         &self,
         name: Arc<str>,
         pre: super::bindings::PluginPre<HostState>,
+        engine: &WinkEngine,
         config: String,
     ) -> anyhow::Result<(Arc<PluginInstance>, Registration)> {
-        let (engine, limits, tx) = (self.engine.clone(), self.options.limits, self.crash_tx.clone());
+        let (engine, limits, tx) = (engine.clone(), self.options.limits, self.crash_tx.clone());
         Ok(tokio::task::spawn_blocking(move || {
             PluginInstance::start(name, pre, &engine, config, limits, Some(tx))
         })
@@ -455,14 +544,18 @@ impl PluginManager {
         let name = report.plugin.to_string();
         let mut reason = report.reason;
         loop {
-            let Some((pre, config, delay)) = self.count_crash(&name, report.instance, &reason).await else {
+            let Some((pre, engine, config, delay)) = self.count_crash(&name, report.instance, &reason).await
+            else {
                 return;
             };
             tracing::warn!(plugin = %name, delay_ms = delay.as_millis() as u64, "restarting plugin after a crash");
             tokio::time::sleep(delay).await;
             // A failed start (init traps or refuses, registration fails)
             // counts as one more crash of the series.
-            let started = match self.start_instance(report.plugin.clone(), pre, config).await {
+            let started = match self
+                .start_instance(report.plugin.clone(), pre, &engine, config)
+                .await
+            {
                 Ok((instance, registration)) => match self.resolve(&name, &registration).await {
                     Ok(wanted) => Ok((instance, wanted)),
                     Err(e) => Err(format!("plugin could not be re-registered: {e:#}")),
@@ -501,7 +594,12 @@ impl PluginManager {
         name: &str,
         instance: usize,
         reason: &str,
-    ) -> Option<(super::bindings::PluginPre<HostState>, String, Duration)> {
+    ) -> Option<(
+        super::bindings::PluginPre<HostState>,
+        WinkEngine,
+        String,
+        Duration,
+    )> {
         let mut plugins = self.plugins.lock().await;
         let r = plugins.get_mut(name)?;
         if r.instance.id() != instance {
@@ -532,7 +630,12 @@ impl PluginManager {
             .restart_backoff
             .saturating_mul(factor)
             .min(Duration::from_secs(30));
-        Some((r.instance.pre().clone(), r.instance.config().to_string(), delay))
+        Some((
+            r.instance.pre().clone(),
+            r.instance.engine().clone(),
+            r.instance.config().to_string(),
+            delay,
+        ))
     }
 
     /// Every plugin's status, by name.

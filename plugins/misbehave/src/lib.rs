@@ -2,7 +2,10 @@
 //! It logs every pod event like `pod-logger`, and when the event's pod is
 //! named `trigger` (and the event kind matches `on`) it misbehaves:
 //!
-//! config: `{"mode": "loop" | "alloc" | "panic" | "stack", "trigger": "bomb", "on": "add" | "update" | "any"}`
+//! config: `{"mode": "loop" | "alloc" | "panic" | "stack" | "leak", "trigger": "bomb", "on": "add" | "update" | "any"}`
+//!
+//! `leak` keeps every object handle the cache gives it (clones of the pods it
+//! lists, forever), until the host's handle cap stops it.
 
 use wink_sdk::{Handler, Object, Registration, Watch};
 
@@ -44,6 +47,20 @@ impl Misbehave {
             "stack" => {
                 let mut buf = [0u8; 1024];
                 std::hint::black_box(recurse(0, &mut buf));
+            }
+            "leak" => {
+                // Raw handles (4 bytes each in guest memory), so the handle
+                // cap, not the memory cap, is what stops it.
+                use wink_sdk::bindings::wink::plugin::{cache, types};
+                let pods = types::ResourceType {
+                    api_version: "v1".into(),
+                    kind: "Pod".into(),
+                };
+                loop {
+                    for handle in cache::list(&pods, None, None).expect("list answers") {
+                        std::mem::forget(handle);
+                    }
+                }
             }
             _ => {}
         }

@@ -2,7 +2,9 @@
 //!
 //! Config (`pod-logger.json` beside the component, optional):
 //! `{"tag": "second"}` prints `OnAdd:second <name>` like the seeds' second
-//! handler on the same informer; `{"namespace": "default"}` narrows the watch.
+//! handler on the same informer; `{"namespace": "default"}` narrows the watch;
+//! `{"tag": "t", "instance_id": true}` prints `OnAdd:t#<random id> <name>`,
+//! so tests can tell two instances of the same component and config apart.
 
 use wink_sdk::{Handler, Object, Registration, Watch};
 
@@ -24,6 +26,9 @@ impl Handler for PodLogger {
         }
         // "OnAdd: pod0" for the first handler, "OnAdd:second pod0" for a tagged one.
         let prefix = match tag {
+            Some(tag) if config.get("instance_id").and_then(|b| b.as_bool()) == Some(true) => {
+                format!("{tag}#{} ", random_id())
+            }
             Some(tag) => format!("{tag} "),
             None => " ".to_string(),
         };
@@ -41,6 +46,14 @@ impl Handler for PodLogger {
     fn on_delete(&mut self, obj: &Object, _final_state_unknown: bool) {
         println!("OnDelete:{}{}", self.prefix, obj.name());
     }
+}
+
+/// A random id from WASI's random source (through std's hash seeds).
+fn random_id() -> u32 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u8(0);
+    h.finish() as u32
 }
 
 wink_sdk::export_plugin!(PodLogger);
