@@ -26,17 +26,18 @@ fn pod(name: &str) -> ObjRef {
     CachedObject::from_dynamic(obj, &ar, StripPolicy::default())
 }
 
-fn start(
-    mode: &str,
-) -> (
-    Arc<PluginInstance>,
-    tokio::sync::mpsc::UnboundedReceiver<wink::runtime::instance::CrashReport>,
-) {
+type Crashes = tokio::sync::mpsc::UnboundedReceiver<wink::runtime::instance::CrashReport>;
+
+fn start(mode: &str) -> (Arc<PluginInstance>, Crashes) {
+    start_with(mode, Duration::from_millis(200))
+}
+
+fn start_with(mode: &str, call_deadline: Duration) -> (Arc<PluginInstance>, Crashes) {
     let engine = WinkEngine::new().unwrap();
     let linker = loader::linker(&engine).unwrap();
     let loaded = loader::load(&engine, &linker, None, &plugin("misbehave")).unwrap();
     let limits = Limits {
-        call_deadline: Duration::from_millis(200),
+        call_deadline,
         memory_bytes: 64 << 20,
     };
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
@@ -90,6 +91,26 @@ fn a_panic_traps() {
 #[test]
 fn a_stack_overflow_traps() {
     assert_stopped_and_reported("stack", "stack");
+}
+
+#[test]
+fn a_plugin_that_keeps_every_object_handle_hits_the_handle_cap() {
+    let (instance, mut crashes) = start_with("leak", Duration::from_secs(60));
+    let store = Arc::new(wink::informer::Store::new());
+    for i in 0..64 {
+        store.upsert(pod(&format!("p{i}")));
+    }
+    instance.cache_scope().grant("v1", "Pod", store);
+    instance.on_add(&pod("fine"), false);
+    assert_eq!(instance.traps(), 0);
+    instance.on_add(&pod("bomb"), false);
+    assert_eq!(instance.traps(), 1, "the leak was stopped");
+    let report = crashes.try_recv().expect("a crash report");
+    assert!(
+        report.reason.contains(&format!("holds {} object handles", wink::runtime::capabilities::MAX_HANDLES)),
+        "the handle cap stopped it, not another limit: {}",
+        report.reason
+    );
 }
 
 #[test]

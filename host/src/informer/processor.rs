@@ -40,6 +40,9 @@ struct Queue {
     stopped: bool,
     /// Deliver what is queued, then stop (a hand-over to a new handler).
     draining: bool,
+    /// The delivery thread sleeps on `ready`: only then does a push wake it
+    /// (a futex wake is a syscall; a busy thread needs none).
+    sleeping: bool,
 }
 
 /// One handler's queue and delivery thread.
@@ -80,6 +83,7 @@ impl Listener {
                 items: PendingQueue::new(coalesce_after),
                 stopped: false,
                 draining: false,
+                sleeping: false,
             }),
             ready: Condvar::new(),
             synced: AtomicBool::new(false),
@@ -143,8 +147,11 @@ impl Listener {
             started |= q.items.push(n);
         }
         let backlog = q.items.len();
+        let sleeping = q.sleeping;
         drop(q);
-        self.ready.notify_one();
+        if sleeping {
+            self.ready.notify_one();
+        }
         if started {
             // A large replay starts this too; it is only a problem when the
             // coalesced count keeps growing.
@@ -214,7 +221,9 @@ impl Listener {
                     if q.draining {
                         return;
                     }
+                    q.sleeping = true;
                     q = self.ready.wait(q).unwrap();
+                    q.sleeping = false;
                 }
             };
             match &next {

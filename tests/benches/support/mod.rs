@@ -33,17 +33,21 @@ impl EventHandler for Native {
 /// `n` instances of the bench-counter plugin (metadata only, or decoding
 /// every Pod with k8s-openapi).
 pub fn plugins(component: &std::path::Path, n: usize, decode: bool) -> Vec<Arc<dyn EventHandler>> {
+    plugins_with_config(component, n, &format!(r#"{{"decode": {decode}}}"#))
+}
+
+/// `n` instances of a plugin, each started with `config`.
+pub fn plugins_with_config(component: &std::path::Path, n: usize, config: &str) -> Vec<Arc<dyn EventHandler>> {
     let engine = WinkEngine::new().unwrap();
     let linker = loader::linker(&engine).unwrap();
     let loaded = loader::load(&engine, &linker, None, component).unwrap();
     (0..n)
         .map(|i| {
-            let config = format!(r#"{{"decode": {decode}}}"#);
             let (inst, _) = PluginInstance::start(
                 format!("bench-{i}").into(),
                 loaded.pre.clone(),
                 &engine,
-                config,
+                config.to_string(),
                 Limits::default(),
                 None,
             )
