@@ -55,9 +55,46 @@ impl CacheScope {
     }
 }
 
-/// The host side of a WIT `object` handle: one cached object version, shared
-/// with the cache (an `Arc`, never a copy).
-pub struct ObjectHandle(pub ObjRef);
+/// The host type of a WIT `object` handle. Its `rep` indexes the Store's
+/// [`Handles`], which hold the cached object version (an `Arc`, never a copy).
+pub struct ObjectHandle;
+
+/// The objects a Store's guest holds handles to, by the handle's `rep`. A
+/// slot vector with a free list: no allocation per handle once warm, and a
+/// lookup is an index (wasmtime's generic `ResourceTable` boxes each entry).
+#[derive(Default)]
+pub(crate) struct Handles {
+    slots: Vec<Option<ObjRef>>,
+    free: Vec<u32>,
+    live: usize,
+}
+
+impl Handles {
+    pub(crate) fn insert(&mut self, obj: &ObjRef) -> u32 {
+        self.live += 1;
+        match self.free.pop() {
+            Some(rep) => {
+                self.slots[rep as usize] = Some(obj.clone());
+                rep
+            }
+            None => {
+                self.slots.push(Some(obj.clone()));
+                (self.slots.len() - 1) as u32
+            }
+        }
+    }
+
+    pub(crate) fn remove(&mut self, rep: u32) -> Option<ObjRef> {
+        let obj = self.slots.get_mut(rep as usize)?.take()?;
+        self.free.push(rep);
+        self.live -= 1;
+        Some(obj)
+    }
+
+    fn get(&self, rep: u32) -> Option<&ObjRef> {
+        self.slots.get(rep as usize)?.as_ref()
+    }
+}
 
 /// How many object handles one plugin Store may hold at once (the WIT
 /// `cache` interface documents it). Beyond it the call traps.
@@ -83,8 +120,8 @@ pub struct HostState {
     table: ResourceTable,
     pub(crate) limits: StoreLimits,
     cache: CacheScope,
-    /// Object handles live in `table`: events lend them, queries give them.
-    handles: usize,
+    /// Object handles: events lend them, queries give them.
+    pub(crate) handles: Handles,
 }
 
 impl HostState {
@@ -103,33 +140,26 @@ impl HostState {
             table: ResourceTable::new(),
             limits,
             cache,
-            handles: 0,
+            handles: Handles::default(),
         }
     }
 
-    /// Put an object in the handle table for the guest.
+    /// Give the guest an owned handle to `obj`.
     pub(crate) fn push_object(&mut self, obj: &ObjRef) -> wasmtime::Result<Resource<ObjectHandle>> {
-        if self.handles >= MAX_HANDLES {
+        if self.handles.live >= MAX_HANDLES {
             wasmtime::bail!(
                 "plugin {} holds {MAX_HANDLES} object handles: drop some (the cap keeps a leak from growing the host)",
                 self.plugin
             );
         }
-        let handle = self.table.push(ObjectHandle(obj.clone()))?;
-        self.handles += 1;
-        Ok(handle)
-    }
-
-    /// Take an object out of the handle table (the guest dropped it, or a
-    /// lent handle's call returned).
-    pub(crate) fn remove_object(&mut self, handle: Resource<ObjectHandle>) -> wasmtime::Result<()> {
-        self.table.delete(handle)?;
-        self.handles -= 1;
-        Ok(())
+        Ok(Resource::new_own(self.handles.insert(obj)))
     }
 
     fn object(&self, handle: &Resource<ObjectHandle>) -> wasmtime::Result<&ObjRef> {
-        Ok(&self.table.get(handle)?.0)
+        match self.handles.get(handle.rep()) {
+            Some(obj) => Ok(obj),
+            None => wasmtime::bail!("unknown object handle {}", handle.rep()),
+        }
     }
 
     fn push_all(&mut self, objects: &[ObjRef]) -> wasmtime::Result<Vec<Resource<ObjectHandle>>> {
@@ -187,7 +217,10 @@ impl types::HostObject for HostState {
     }
 
     fn drop(&mut self, obj: Resource<ObjectHandle>) -> wasmtime::Result<()> {
-        self.remove_object(obj)
+        match self.handles.remove(obj.rep()) {
+            Some(_) => Ok(()),
+            None => wasmtime::bail!("unknown object handle {}", obj.rep()),
+        }
     }
 }
 

@@ -236,25 +236,19 @@ fn trap_summary(err: &wasmtime::Error) -> String {
     what.lines().next().unwrap_or("").to_string()
 }
 
-/// Lend `objects` to the guest for one call: each goes into the Store's
-/// handle table, the guest gets borrows, and the entries leave the table when
-/// the call returns. No object bytes are copied here.
+/// Lend `objects` to the guest for one call: each gets a slot in the Store's
+/// handles, the guest gets borrows, and the slots are freed when the call
+/// returns. No object bytes are copied here.
 fn lend<const N: usize, R>(
     store: &mut Store<HostState>,
     objects: [&ObjRef; N],
-    call: impl FnOnce(
-        &mut Store<HostState>,
-        [Resource<super::capabilities::ObjectHandle>; N],
-    ) -> wasmtime::Result<R>,
+    call: impl FnOnce(&mut Store<HostState>, [Resource<super::capabilities::ObjectHandle>; N]) -> wasmtime::Result<R>,
 ) -> wasmtime::Result<R> {
-    let mut owned = Vec::with_capacity(N);
-    for obj in objects {
-        owned.push(store.data_mut().push_object(obj)?);
-    }
-    let borrows = std::array::from_fn(|i| Resource::new_borrow(owned[i].rep()));
-    let result = call(store, borrows)?;
-    for handle in owned {
-        store.data_mut().remove_object(handle)?;
+    let handles = &mut store.data_mut().handles;
+    let reps: [u32; N] = std::array::from_fn(|i| handles.insert(objects[i]));
+    let result = call(store, reps.map(Resource::new_borrow))?;
+    for rep in reps {
+        store.data_mut().handles.remove(rep);
     }
     Ok(result)
 }
