@@ -134,7 +134,7 @@ pub fn by_index<K: Kind + DeserializeOwned>(index: &str, value: &str) -> Result<
 
 /// The cached object under `key` (`namespace/name` or `name`).
 pub fn get_object(resource: &Resource, key: &str) -> Result<Option<Object>, CacheError> {
-    Ok(wit::get(&resource.to_wit(), key)?.map(Object::from_owned))
+    Ok(wit::get(&resource.to_wit(), key)?.map(|o| Object::from_owned(o, Some(key.to_string()))))
 }
 
 /// Every cached object of `resource`, optionally in one namespace and
@@ -144,18 +144,20 @@ pub fn list_objects(
     namespace: Option<&str>,
     label_selector: Option<&str>,
 ) -> Result<Vec<Object>, CacheError> {
-    Ok(wit::list(&resource.to_wit(), namespace, label_selector)?
-        .into_iter()
-        .map(Object::from_owned)
-        .collect())
+    Ok(Object::from_answer(wit::list(
+        &resource.to_wit(),
+        namespace,
+        label_selector,
+    )?))
 }
 
 /// Objects whose index `index` holds `value`, sorted by key.
 pub fn by_index_objects(resource: &Resource, index: &str, value: &str) -> Result<Vec<Object>, CacheError> {
-    Ok(wit::by_index(&resource.to_wit(), index, value)?
-        .into_iter()
-        .map(Object::from_owned)
-        .collect())
+    Ok(Object::from_answer(wit::by_index(
+        &resource.to_wit(),
+        index,
+        value,
+    )?))
 }
 
 /// Keys whose index `index` holds `value`, sorted.

@@ -148,25 +148,33 @@ macro_rules! export_plugin {
                     __WINK_STATE.with(|state| *state.borrow_mut() = Some(handler));
                     Ok(registration.into_wit())
                 }
-                fn on_add(obj: &__wink_types::Object, in_initial_list: bool) {
+                fn on_add(key: ::std::string::String, obj: &__wink_types::Object, in_initial_list: bool) {
                     // SAFETY: the borrow is valid for this call and `obj` is
                     // dropped before it returns.
-                    let obj = unsafe { $crate::Object::lent(obj.handle()) };
+                    let obj = unsafe { $crate::Object::lent(obj.handle(), key) };
                     __wink_with(|h| $crate::Handler::on_add(h, &obj, in_initial_list));
                 }
-                fn on_update(old: &__wink_types::Object, new: &__wink_types::Object) {
+                fn on_update(
+                    key: ::std::string::String,
+                    old: &__wink_types::Object,
+                    new: &__wink_types::Object,
+                ) {
                     // SAFETY: as in `on_add`.
                     let (old, new) = unsafe {
                         (
-                            $crate::Object::lent(old.handle()),
-                            $crate::Object::lent(new.handle()),
+                            $crate::Object::lent(old.handle(), key.clone()),
+                            $crate::Object::lent(new.handle(), key),
                         )
                     };
                     __wink_with(|h| $crate::Handler::on_update(h, &old, &new));
                 }
-                fn on_delete(obj: &__wink_types::Object, final_state_unknown: bool) {
+                fn on_delete(
+                    key: ::std::string::String,
+                    obj: &__wink_types::Object,
+            final_state_unknown: bool,
+                ) {
                     // SAFETY: as in `on_add`.
-            let obj = unsafe { $crate::Object::lent(obj.handle()) };
+                    let obj = unsafe { $crate::Object::lent(obj.handle(), key) };
                     __wink_with(|h| $crate::Handler::on_delete(h, &obj, final_state_unknown));
                 }
             }

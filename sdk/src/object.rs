@@ -1,25 +1,53 @@
 //! [`Object`]: one Kubernetes object as a handler receives it or the cache
 //! returns it. It wraps a host handle (WIT `resource object`): nothing is
 //! copied into the plugin until an accessor asks, and each answer is kept, so
-//! asking twice crosses the boundary once. The JSON body is fetched and
-//! decoded only on request.
+//! asking twice crosses the boundary once. The key (hence name and namespace)
+//! comes with every event and every cache answer, so reading it costs no call.
 
 use crate::bindings::wink::plugin::types;
 use serde::de::DeserializeOwned;
 use std::cell::OnceCell;
 use std::mem::ManuallyDrop;
+use std::rc::Rc;
+
+/// Where an [`Object`]'s host handle comes from.
+enum Handle {
+    /// Lent by the host for one handler call: never dropped by us.
+    Lent(ManuallyDrop<types::Object>),
+    /// Ours (a `get` answer, or a clone).
+    Owned(types::Object),
+    /// One object of a list answer; its own handle is made on first use.
+    InList {
+        list: Rc<types::ObjectList>,
+        index: u32,
+        handle: OnceCell<types::Object>,
+    },
+}
+
+/// An object's key: its own string, or a slice of a list answer's keys
+/// (shared, so an answer of N objects allocates its keys once).
+#[derive(Clone)]
+enum Key {
+    Own(String),
+    Shared(Rc<str>, u32, u32),
+}
+
+impl Key {
+    fn as_str(&self) -> &str {
+        match self {
+            Key::Own(k) => k,
+            Key::Shared(all, start, end) => &all[*start as usize..*end as usize],
+        }
+    }
+}
 
 /// A Kubernetes object delivered to a handler or returned by the cache.
 ///
 /// In a handler it is lent for the duration of the call; `clone()` it to keep
 /// it longer (the clone is an owned handle to the same object version).
 pub struct Object {
-    handle: ManuallyDrop<types::Object>,
-    /// Whether this value owns `handle` (and drops it), or borrows it from a
-    /// handler call.
-    owned: bool,
-    name: OnceCell<String>,
-    namespace: OnceCell<Option<String>>,
+    handle: Handle,
+    key: OnceCell<Key>,
     uid: OnceCell<String>,
     resource_version: OnceCell<String>,
     meta: OnceCell<types::ObjectMeta>,
@@ -27,12 +55,10 @@ pub struct Object {
 }
 
 impl Object {
-    fn new(handle: types::Object, owned: bool) -> Self {
+    fn new(handle: Handle, key: Option<Key>) -> Self {
         Object {
-            handle: ManuallyDrop::new(handle),
-            owned,
-            name: OnceCell::new(),
-            namespace: OnceCell::new(),
+            handle,
+            key: key.map(OnceCell::from).unwrap_or_default(),
             uid: OnceCell::new(),
             resource_version: OnceCell::new(),
             meta: OnceCell::new(),
@@ -40,10 +66,30 @@ impl Object {
         }
     }
 
-    /// An object the plugin owns (a cache answer).
+    /// An object the plugin owns, with its key when the caller knows it.
     #[doc(hidden)]
-    pub fn from_owned(handle: types::Object) -> Self {
-        Object::new(handle, true)
+    pub fn from_owned(handle: types::Object, key: Option<String>) -> Self {
+        Object::new(Handle::Owned(handle), key.map(Key::Own))
+    }
+
+    /// The objects of a list answer, each with its key.
+    #[doc(hidden)]
+    pub fn from_answer(answer: types::Answer) -> Vec<Object> {
+        let list = Rc::new(answer.objects);
+        let keys: Rc<str> = Rc::from(answer.keys);
+        let mut objects = Vec::new();
+        let mut start = 0;
+        for (index, end) in keys.match_indices('\n').map(|(i, _)| i).enumerate() {
+            let handle = Handle::InList {
+                list: list.clone(),
+                index: index as u32,
+                handle: OnceCell::new(),
+            };
+            let key = Key::Shared(keys.clone(), start as u32, end as u32);
+            objects.push(Object::new(handle, Some(key)));
+            start = end + 1;
+        }
+        objects
     }
 
     /// An object lent by the host for one handler call.
@@ -52,10 +98,26 @@ impl Object {
     /// `handle` must be a borrowed handle valid until this value is dropped,
     /// which must happen before the handler call returns.
     #[doc(hidden)]
-    pub unsafe fn lent(handle: u32) -> Self {
-        // SAFETY: the caller guarantees the borrow outlives this value, and
-        // `owned: false` keeps it from being dropped as if it were ours.
-        Object::new(unsafe { types::Object::from_handle(handle) }, false)
+    pub unsafe fn lent(handle: u32, key: String) -> Self {
+        // SAFETY: the caller guarantees the borrow outlives this value; the
+        // ManuallyDrop keeps it from being dropped as if it were ours.
+        let handle = ManuallyDrop::new(unsafe { types::Object::from_handle(handle) });
+        Object::new(Handle::Lent(handle), Some(Key::Own(key)))
+    }
+
+    fn handle(&self) -> &types::Object {
+        match &self.handle {
+            Handle::Lent(h) => h,
+            Handle::Owned(h) => h,
+            Handle::InList { list, index, handle } => {
+                handle.get_or_init(|| list.get(*index).expect("an answer keeps every object it listed"))
+            }
+        }
+    }
+
+    /// The cache key: `namespace/name`, or `name` when cluster-scoped.
+    pub fn key(&self) -> &str {
+        self.key.get_or_init(|| Key::Own(self.handle().key())).as_str()
     }
 
     /// `apiVersion`, e.g. `apps/v1`.
@@ -70,25 +132,20 @@ impl Object {
 
     /// `metadata.namespace`, none when cluster-scoped.
     pub fn namespace(&self) -> Option<&str> {
-        match self.meta.get() {
-            Some(m) => m.namespace.as_deref(),
-            None => self.namespace.get_or_init(|| self.handle.namespace()).as_deref(),
-        }
+        self.key().split_once('/').map(|(ns, _)| ns)
     }
 
     /// `metadata.name`.
     pub fn name(&self) -> &str {
-        match self.meta.get() {
-            Some(m) => &m.name,
-            None => self.name.get_or_init(|| self.handle.name()),
-        }
+        let key = self.key();
+        key.split_once('/').map_or(key, |(_, name)| name)
     }
 
     /// `metadata.uid`.
     pub fn uid(&self) -> &str {
         match self.meta.get() {
             Some(m) => &m.uid,
-            None => self.uid.get_or_init(|| self.handle.uid()),
+            None => self.uid.get_or_init(|| self.handle().uid()),
         }
     }
 
@@ -98,15 +155,7 @@ impl Object {
             Some(m) => &m.resource_version,
             None => self
                 .resource_version
-                .get_or_init(|| self.handle.resource_version()),
-        }
-    }
-
-    /// The cache key: `namespace/name`, or `name` when cluster-scoped.
-    pub fn key(&self) -> String {
-        match self.namespace() {
-            Some(ns) => format!("{ns}/{}", self.name()),
-            None => self.name().to_string(),
+                .get_or_init(|| self.handle().resource_version()),
         }
     }
 
@@ -126,7 +175,7 @@ impl Object {
 
     /// The whole object as JSON text.
     pub fn json(&self) -> &str {
-        self.json.get_or_init(|| self.handle.json())
+        self.json.get_or_init(|| self.handle().json())
     }
 
     /// Decode the whole object into a typed value, e.g.
@@ -137,32 +186,29 @@ impl Object {
 
     /// All metadata in one crossing, fetched on first use.
     fn meta(&self) -> &types::ObjectMeta {
-        self.meta.get_or_init(|| self.handle.meta())
+        self.meta.get_or_init(|| self.handle().meta())
     }
 }
 
 impl Clone for Object {
-    /// An owned handle to the same object version; what was already fetched
-    /// is copied along.
+    /// An owned handle to the same object version (a list answer's member
+    /// shares the answer instead); what was already fetched is copied along.
     fn clone(&self) -> Self {
+        let handle = match &self.handle {
+            Handle::InList { list, index, .. } => Handle::InList {
+                list: list.clone(),
+                index: *index,
+                handle: OnceCell::new(),
+            },
+            _ => Handle::Owned(self.handle().duplicate()),
+        };
         Object {
-            handle: ManuallyDrop::new(self.handle.duplicate()),
-            owned: true,
-            name: self.name.clone(),
-            namespace: self.namespace.clone(),
+            handle,
+            key: self.key.clone(),
             uid: self.uid.clone(),
             resource_version: self.resource_version.clone(),
             meta: self.meta.clone(),
             json: self.json.clone(),
-        }
-    }
-}
-
-impl Drop for Object {
-    fn drop(&mut self) {
-        if self.owned {
-            // SAFETY: dropped once, here; an owned handle is ours to release.
-            unsafe { ManuallyDrop::drop(&mut self.handle) }
         }
     }
 }

@@ -155,5 +155,9 @@ fn main() {
     println!("  native handler reading the name: {native:.0}");
     println!("  wasm plugin reading nothing (the bare delivery): {bare:.0}");
     println!("  wasm plugin reading the name (one guest->host call): {wasm:.0}");
-    println!("  host overhead per (event x plugin): {:.0} ns bare, {:.0} ns with the name", bare - native, wasm - native);
+    println!(
+        "  host overhead per (event x plugin): {:.0} ns bare, {:.0} ns with the name",
+        bare - native,
+        wasm - native
+    );
 }

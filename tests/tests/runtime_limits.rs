@@ -107,7 +107,10 @@ fn a_plugin_that_keeps_every_object_handle_hits_the_handle_cap() {
     assert_eq!(instance.traps(), 1, "the leak was stopped");
     let report = crashes.try_recv().expect("a crash report");
     assert!(
-        report.reason.contains(&format!("holds {} object handles", wink::runtime::capabilities::MAX_HANDLES)),
+        report.reason.contains(&format!(
+            "holds {} object handles",
+            wink::runtime::capabilities::MAX_HANDLES
+        )),
         "the handle cap stopped it, not another limit: {}",
         report.reason
     );

@@ -117,7 +117,14 @@ impl CachedObject {
 /// client-go's `MetaNamespaceKeyFunc`.
 pub fn key_of(namespace: Option<&str>, name: &str) -> String {
     match namespace {
-        Some(ns) if !ns.is_empty() => format!("{ns}/{name}"),
+        Some(ns) if !ns.is_empty() => {
+            // Not `format!`: this runs per delivery, and fmt is slow.
+            let mut key = String::with_capacity(ns.len() + 1 + name.len());
+            key.push_str(ns);
+            key.push('/');
+            key.push_str(name);
+            key
+        }
         _ => name.to_string(),
     }
 }

@@ -6,7 +6,7 @@
 //! import scoped to the resources the plugin registered. Reads go to the
 //! informers' stores only; nothing here reaches the API server.
 
-use super::bindings::types::{CacheError, Level, ObjectMeta, ResourceType as Resource_};
+use super::bindings::types::{Answer, CacheError, Level, ObjectMeta, ResourceType as Resource_};
 use super::bindings::wink::plugin::{cache, log, types};
 use super::stdio::{Channel, GuestOutput};
 use crate::informer::store::StoreError;
@@ -59,42 +59,58 @@ impl CacheScope {
 /// [`Handles`], which hold the cached object version (an `Arc`, never a copy).
 pub struct ObjectHandle;
 
-/// The objects a Store's guest holds handles to, by the handle's `rep`. A
-/// slot vector with a free list: no allocation per handle once warm, and a
+/// What a Store's guest holds handles to, by the handle's `rep`: a slot
+/// vector with a free list, so no allocation per handle once warm and a
 /// lookup is an index (wasmtime's generic `ResourceTable` boxes each entry).
-#[derive(Default)]
-pub(crate) struct Handles {
-    slots: Vec<Option<ObjRef>>,
+pub(crate) struct Handles<T> {
+    slots: Vec<Option<T>>,
     free: Vec<u32>,
     live: usize,
 }
 
-impl Handles {
-    pub(crate) fn insert(&mut self, obj: &ObjRef) -> u32 {
+impl<T> Default for Handles<T> {
+    fn default() -> Self {
+        Handles {
+            slots: Vec::new(),
+            free: Vec::new(),
+            live: 0,
+        }
+    }
+}
+
+impl<T> Handles<T> {
+    pub(crate) fn insert(&mut self, value: T) -> u32 {
         self.live += 1;
         match self.free.pop() {
             Some(rep) => {
-                self.slots[rep as usize] = Some(obj.clone());
+                self.slots[rep as usize] = Some(value);
                 rep
             }
             None => {
-                self.slots.push(Some(obj.clone()));
+                self.slots.push(Some(value));
                 (self.slots.len() - 1) as u32
             }
         }
     }
 
-    pub(crate) fn remove(&mut self, rep: u32) -> Option<ObjRef> {
-        let obj = self.slots.get_mut(rep as usize)?.take()?;
+    pub(crate) fn remove(&mut self, rep: u32) -> Option<T> {
+        let value = self.slots.get_mut(rep as usize)?.take()?;
         self.free.push(rep);
         self.live -= 1;
-        Some(obj)
+        Some(value)
     }
 
-    fn get(&self, rep: u32) -> Option<&ObjRef> {
-        self.slots.get(rep as usize)?.as_ref()
+    fn get(&self, rep: u32) -> wasmtime::Result<&T> {
+        match self.slots.get(rep as usize).and_then(Option::as_ref) {
+            Some(value) => Ok(value),
+            None => wasmtime::bail!("unknown handle {rep}"),
+        }
     }
 }
+
+/// The host type of a WIT `object-list` handle: its `rep` indexes the
+/// Store's lists of cached objects (one cache answer each).
+pub struct ObjectListHandle;
 
 /// How many object handles one plugin Store may hold at once (the WIT
 /// `cache` interface documents it). Beyond it the call traps.
@@ -121,7 +137,9 @@ pub struct HostState {
     pub(crate) limits: StoreLimits,
     cache: CacheScope,
     /// Object handles: events lend them, queries give them.
-    pub(crate) handles: Handles,
+    pub(crate) objects: Handles<ObjRef>,
+    /// Answer handles (`object-list`).
+    lists: Handles<Vec<ObjRef>>,
 }
 
 impl HostState {
@@ -140,30 +158,51 @@ impl HostState {
             table: ResourceTable::new(),
             limits,
             cache,
-            handles: Handles::default(),
+            objects: Handles::default(),
+            lists: Handles::default(),
         }
     }
 
-    /// Give the guest an owned handle to `obj`.
-    pub(crate) fn push_object(&mut self, obj: &ObjRef) -> wasmtime::Result<Resource<ObjectHandle>> {
-        if self.handles.live >= MAX_HANDLES {
+    /// Refuse a new handle past the cap (a trap).
+    fn check_cap(&self) -> wasmtime::Result<()> {
+        if self.objects.live + self.lists.live >= MAX_HANDLES {
             wasmtime::bail!(
                 "plugin {} holds {MAX_HANDLES} object handles: drop some (the cap keeps a leak from growing the host)",
                 self.plugin
             );
         }
-        Ok(Resource::new_own(self.handles.insert(obj)))
+        Ok(())
+    }
+
+    /// Give the guest an owned handle to `obj`.
+    pub(crate) fn push_object(&mut self, obj: &ObjRef) -> wasmtime::Result<Resource<ObjectHandle>> {
+        self.check_cap()?;
+        Ok(Resource::new_own(self.objects.insert(obj.clone())))
     }
 
     fn object(&self, handle: &Resource<ObjectHandle>) -> wasmtime::Result<&ObjRef> {
-        match self.handles.get(handle.rep()) {
-            Some(obj) => Ok(obj),
-            None => wasmtime::bail!("unknown object handle {}", handle.rep()),
-        }
+        self.objects.get(handle.rep())
     }
 
-    fn push_all(&mut self, objects: &[ObjRef]) -> wasmtime::Result<Vec<Resource<ObjectHandle>>> {
-        objects.iter().map(|o| self.push_object(o)).collect()
+    /// Answer with `objects`: their keys in one string and one list handle.
+    fn answer(&mut self, objects: Vec<ObjRef>) -> wasmtime::Result<Answer> {
+        self.check_cap()?;
+        let mut keys = String::with_capacity(objects.len() * 32);
+        for o in &objects {
+            match o.meta.namespace.as_deref() {
+                Some(ns) if !ns.is_empty() => {
+                    keys.push_str(ns);
+                    keys.push('/');
+                }
+                _ => {}
+            }
+            keys.push_str(&o.meta.name);
+            keys.push('\n');
+        }
+        Ok(Answer {
+            keys,
+            objects: Resource::new_own(self.lists.insert(objects)),
+        })
     }
 }
 
@@ -217,9 +256,31 @@ impl types::HostObject for HostState {
     }
 
     fn drop(&mut self, obj: Resource<ObjectHandle>) -> wasmtime::Result<()> {
-        match self.handles.remove(obj.rep()) {
+        match self.objects.remove(obj.rep()) {
             Some(_) => Ok(()),
             None => wasmtime::bail!("unknown object handle {}", obj.rep()),
+        }
+    }
+}
+
+impl types::HostObjectList for HostState {
+    fn len(&mut self, list: Resource<ObjectListHandle>) -> wasmtime::Result<u32> {
+        Ok(self.lists.get(list.rep())?.len() as u32)
+    }
+
+    fn get(
+        &mut self,
+        list: Resource<ObjectListHandle>,
+        index: u32,
+    ) -> wasmtime::Result<Option<Resource<ObjectHandle>>> {
+        let obj = self.lists.get(list.rep())?.get(index as usize).cloned();
+        obj.map(|o| self.push_object(&o)).transpose()
+    }
+
+    fn drop(&mut self, list: Resource<ObjectListHandle>) -> wasmtime::Result<()> {
+        match self.lists.remove(list.rep()) {
+            Some(_) => Ok(()),
+            None => wasmtime::bail!("unknown object-list handle {}", list.rep()),
         }
     }
 }
@@ -238,11 +299,11 @@ impl log::Host for HostState {
     }
 }
 
-/// A query's answer: a trap (`Err`) or the guest-visible result.
-type Answer<T> = wasmtime::Result<Result<T, CacheError>>;
+/// A query's reply: a trap (`Err`) or the guest-visible result.
+type Reply<T> = wasmtime::Result<Result<T, CacheError>>;
 
 impl cache::Host for HostState {
-    fn get(&mut self, resource: Resource_, key: String) -> Answer<Option<Resource<ObjectHandle>>> {
+    fn get(&mut self, resource: Resource_, key: String) -> Reply<Option<Resource<ObjectHandle>>> {
         let store = match self.refuse_logged(self.cache.store(&resource)) {
             Ok(store) => store,
             Err(e) => return Ok(Err(e)),
@@ -259,20 +320,15 @@ impl cache::Host for HostState {
         resource: Resource_,
         namespace: Option<String>,
         label_selector: Option<String>,
-    ) -> Answer<Vec<Resource<ObjectHandle>>> {
+    ) -> Reply<Answer> {
         let objects = match self.list_objects(&resource, namespace, label_selector) {
             Ok(objects) => objects,
             Err(e) => return Ok(Err(e)),
         };
-        Ok(Ok(self.push_all(&objects)?))
+        Ok(Ok(self.answer(objects)?))
     }
 
-    fn by_index(
-        &mut self,
-        resource: Resource_,
-        index: String,
-        value: String,
-    ) -> Answer<Vec<Resource<ObjectHandle>>> {
+    fn by_index(&mut self, resource: Resource_, index: String, value: String) -> Reply<Answer> {
         let objects = match self
             .refuse_logged(self.cache.store(&resource))
             .and_then(|store| store.by_index(&index, &value).map_err(store_error))
@@ -280,16 +336,16 @@ impl cache::Host for HostState {
             Ok(objects) => objects,
             Err(e) => return Ok(Err(e)),
         };
-        Ok(Ok(self.push_all(&objects)?))
+        Ok(Ok(self.answer(objects)?))
     }
 
-    fn index_keys(&mut self, resource: Resource_, index: String, value: String) -> Answer<Vec<String>> {
+    fn index_keys(&mut self, resource: Resource_, index: String, value: String) -> Reply<Vec<String>> {
         Ok(self
             .refuse_logged(self.cache.store(&resource))
             .and_then(|store| store.index_keys(&index, &value).map_err(store_error)))
     }
 
-    fn list_index_values(&mut self, resource: Resource_, index: String) -> Answer<Vec<String>> {
+    fn list_index_values(&mut self, resource: Resource_, index: String) -> Reply<Vec<String>> {
         Ok(self
             .refuse_logged(self.cache.store(&resource))
             .and_then(|store| store.list_index_values(&index).map_err(store_error)))

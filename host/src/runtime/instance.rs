@@ -242,13 +242,16 @@ fn trap_summary(err: &wasmtime::Error) -> String {
 fn lend<const N: usize, R>(
     store: &mut Store<HostState>,
     objects: [&ObjRef; N],
-    call: impl FnOnce(&mut Store<HostState>, [Resource<super::capabilities::ObjectHandle>; N]) -> wasmtime::Result<R>,
+    call: impl FnOnce(
+        &mut Store<HostState>,
+        [Resource<super::capabilities::ObjectHandle>; N],
+    ) -> wasmtime::Result<R>,
 ) -> wasmtime::Result<R> {
-    let handles = &mut store.data_mut().handles;
-    let reps: [u32; N] = std::array::from_fn(|i| handles.insert(objects[i]));
+    let handles = &mut store.data_mut().objects;
+    let reps: [u32; N] = std::array::from_fn(|i| handles.insert(objects[i].clone()));
     let result = call(store, reps.map(Resource::new_borrow))?;
     for rep in reps {
-        store.data_mut().handles.remove(rep);
+        store.data_mut().objects.remove(rep);
     }
     Ok(result)
 }
@@ -257,7 +260,8 @@ impl EventHandler for PluginInstance {
     fn on_add(&self, obj: &ObjRef, in_initial_list: bool) {
         self.call("on-add", obj, |store, p| {
             lend(store, [obj], |store, [o]| {
-                p.wink_plugin_handler().call_on_add(store, o, in_initial_list)
+                p.wink_plugin_handler()
+                    .call_on_add(store, &obj.key(), o, in_initial_list)
             })
         });
     }
@@ -265,7 +269,7 @@ impl EventHandler for PluginInstance {
     fn on_update(&self, old: &ObjRef, new: &ObjRef) {
         self.call("on-update", new, |store, p| {
             lend(store, [old, new], |store, [o, n]| {
-                p.wink_plugin_handler().call_on_update(store, o, n)
+                p.wink_plugin_handler().call_on_update(store, &new.key(), o, n)
             })
         });
     }
@@ -274,7 +278,7 @@ impl EventHandler for PluginInstance {
         self.call("on-delete", obj, |store, p| {
             lend(store, [obj], |store, [o]| {
                 p.wink_plugin_handler()
-                    .call_on_delete(store, o, final_state_unknown)
+                    .call_on_delete(store, &obj.key(), o, final_state_unknown)
             })
         });
     }

@@ -92,7 +92,7 @@ fn run(i: usize, q: &Value) {
     let value = text(q, "value").unwrap_or_default();
     let result: Result<String, CacheError> = match op {
         "get" => cache::get_object(&resource, text(q, "key").unwrap_or_default())
-            .map(|o| o.map(|o| o.key()).unwrap_or_else(|| "none".into())),
+            .map(|o| o.map(|o| o.key().to_string()).unwrap_or_else(|| "none".into())),
         "list" => cache::list_objects(&resource, text(q, "namespace"), text(q, "selector")).map(|o| keys(&o)),
         "by-index" => cache::by_index_objects(&resource, index, value).map(|o| keys(&o)),
         "index-keys" => cache::index_keys(&resource, index, value).map(|k| k.join(" ")),

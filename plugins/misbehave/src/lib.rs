@@ -57,9 +57,11 @@ impl Misbehave {
                     kind: "Pod".into(),
                 };
                 loop {
-                    for handle in cache::list(&pods, None, None).expect("list answers") {
-                        std::mem::forget(handle);
+                    let answer = cache::list(&pods, None, None).expect("list answers");
+                    for i in 0..answer.objects.len() {
+                        std::mem::forget(answer.objects.get(i));
                     }
+                    std::mem::forget(answer.objects);
                 }
             }
             _ => {}

@@ -37,7 +37,11 @@ pub fn plugins(component: &std::path::Path, n: usize, decode: bool) -> Vec<Arc<d
 }
 
 /// `n` instances of a plugin, each started with `config`.
-pub fn plugins_with_config(component: &std::path::Path, n: usize, config: &str) -> Vec<Arc<dyn EventHandler>> {
+pub fn plugins_with_config(
+    component: &std::path::Path,
+    n: usize,
+    config: &str,
+) -> Vec<Arc<dyn EventHandler>> {
     let engine = WinkEngine::new().unwrap();
     let linker = loader::linker(&engine).unwrap();
     let loaded = loader::load(&engine, &linker, None, component).unwrap();
