@@ -171,7 +171,7 @@ macro_rules! export_plugin {
                 fn on_delete(
                     key: ::std::string::String,
                     obj: &__wink_types::Object,
-            final_state_unknown: bool,
+                    final_state_unknown: bool,
                 ) {
                     // SAFETY: as in `on_add`.
                     let obj = unsafe { $crate::Object::lent(obj.handle(), key) };
@@ -179,7 +179,7 @@ macro_rules! export_plugin {
                 }
             }
 
-            $crate::bindings::__export_bindings!(__WinkGuest with_types_in $crate::bindings);
+    $crate::bindings::__export_bindings!(__WinkGuest with_types_in $crate::bindings);
         };
     };
 }

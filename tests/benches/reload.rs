@@ -15,6 +15,9 @@
 //! (d) trap-to-recovered with 10,000 cached objects to replay: from the trap
 //!     to the fresh instance's first replayed event and to the end of its
 //!     replay (the default 100 ms restart backoff included);
+//! (a') the same with tier-up (`--tier-up`, the default of `wink dev`): to
+//!     the first event of the Winch build, and to the Cranelift build's
+//!     swap (waited for before the next run, so compiles never overlap);
 //! (e) for reference: Cranelift compile and cache deserialization alone.
 //!
 //! p50/p95 over 20 runs each. Run: `cargo bench -p wink-e2e --bench reload`.
@@ -284,6 +287,63 @@ async fn main() {
         }
         changed.push((plugin, bytes.len(), latency, load));
     }
+    // (a') The same with tier-up, on a second manager and directory.
+    let tier = Bench {
+        plugins: b.dir.join("plugins-tier"),
+        staging: b.staging.clone(),
+        dir: b.dir.clone(),
+    };
+    std::fs::create_dir_all(&tier.plugins).unwrap();
+    let tier_options = ManagerOptions {
+        compile_cache: Some(b.dir.join("cache")),
+        tier_up: true,
+        ..Default::default()
+    };
+    let tier_manager = PluginManager::new(WinkEngine::new().unwrap(), factory.clone(), tier_options).unwrap();
+    let tier_watcher = reload::watch(&tier.plugins, tier_manager.clone()).unwrap();
+    let mut tiered = Vec::new();
+    for (plugin, bytes, config, first_event) in [
+        ("tpl", &pod_logger, "", "[tpl] OnAdd: bench-end"),
+        (
+            "tbc",
+            &bench_counter,
+            r#"{"decode": true}"#,
+            "[tbc] bench-done 1 ",
+        ),
+    ] {
+        tier.put(&format!("{plugin}.json"), config.as_bytes());
+        let upgraded = probe(&["plugin tiered up to Cranelift", &format!("plugin={plugin} ")]);
+        tier.put(
+            &format!("{plugin}.wasm"),
+            &with_custom_section(bytes, &format!("{nonce}-t")),
+        );
+        hit(upgraded).await;
+        let (mut winch, mut cranelift) = (Vec::new(), Vec::new());
+        for i in 0..RUNS {
+            let changed_bytes = with_custom_section(bytes, &format!("{nonce}-t{i}"));
+            let first = probe(&[first_event]);
+            let reloaded = probe(&[
+                "plugin reloaded from",
+                &format!("plugin={plugin} "),
+                "compiler=Winch",
+            ]);
+            let upgraded = probe(&["plugin tiered up to Cranelift", &format!("plugin={plugin} ")]);
+            let t0 = Instant::now();
+            tier.put(&format!("{plugin}.wasm"), &changed_bytes);
+            let (at, _) = hit(first).await;
+            hit(reloaded).await;
+            let (up_at, _) = hit(upgraded).await;
+            winch.push(at - t0);
+            cranelift.push(up_at - t0);
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        tiered.push((plugin, bytes.len(), winch, cranelift));
+    }
+    drop(tier_watcher);
+    for plugin in ["tpl", "tbc"] {
+        tier_manager.unload(plugin).await;
+    }
+
     let removed = probe(&["plugin unloaded", "plugin=bc "]);
     std::fs::remove_file(b.plugins.join("bc.wasm")).unwrap();
     hit(removed).await;
@@ -423,6 +483,22 @@ async fn main() {
         println!(
             "|     of which load (read + compile + init + attach) {}",
             summary(load)
+        );
+    }
+    for (plugin, size, winch, cranelift) in &tiered {
+        let what = if *plugin == "tpl" {
+            "pod-logger"
+        } else {
+            "bench-counter"
+        };
+        println!(
+            "| (a') changed {what} ({:.2} MB) with tier-up, write → first event (Winch) {}",
+            *size as f64 / 1e6,
+            summary(winch)
+        );
+        println!(
+            "|     write → Cranelift build swapped in (background) {}",
+            summary(cranelift)
         );
     }
     println!(

@@ -31,11 +31,15 @@ pub enum StoreError {
     },
 }
 
-type Index = HashMap<String, BTreeSet<String>>;
+/// Maps keyed by object keys or index values: foldhash (randomly seeded per
+/// map) instead of SipHash, as every query and event hashes a key.
+pub type KeyMap<V> = HashMap<String, V, foldhash::fast::RandomState>;
+
+type Index = KeyMap<BTreeSet<String>>;
 
 #[derive(Default)]
 struct Inner {
-    items: HashMap<String, ObjRef>,
+    items: KeyMap<ObjRef>,
     indexers: HashMap<String, IndexFunc>,
     indices: HashMap<String, Index>,
     definitions: HashMap<String, String>,
@@ -119,7 +123,7 @@ impl Store {
         inner.indexers.insert(name.to_string(), func);
         let objects: Vec<(String, ObjRef)> =
             inner.items.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
-        inner.indices.insert(name.to_string(), Index::new());
+        inner.indices.insert(name.to_string(), Index::default());
         for (key, obj) in objects {
             let values = inner.index_values(name, &obj);
             let index = inner.indices.get_mut(name).expect("just inserted");
@@ -184,14 +188,14 @@ impl Store {
 
     /// Replace the whole content atomically (a relist); returns the previous
     /// content. Readers see either the old or the new complete state.
-    pub fn replace(&self, objects: Vec<ObjRef>) -> HashMap<String, ObjRef> {
-        let items: HashMap<String, ObjRef> = objects.into_iter().map(|o| (o.key(), o)).collect();
+    pub fn replace(&self, objects: Vec<ObjRef>) -> KeyMap<ObjRef> {
+        let items: KeyMap<ObjRef> = objects.into_iter().map(|o| (o.key(), o)).collect();
         let mut inner = self.write();
         let old = std::mem::replace(&mut inner.items, items);
         let names: Vec<String> = inner.indexers.keys().cloned().collect();
         let all: Vec<(String, ObjRef)> = inner.items.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
         for name in names {
-            let mut index = Index::new();
+            let mut index = Index::default();
             for (key, obj) in &all {
                 for v in inner.index_values(&name, obj) {
                     index.entry(v).or_default().insert(key.clone());
