@@ -101,6 +101,10 @@ impl PluginInstance {
         let state = HostState::new(self.name.clone(), self.limits.memory_bytes, self.cache.clone());
         let mut store = Store::new(self.engine.engine(), state);
         store.limiter(|s| &mut s.limits);
+        // wasmtime's own store-wide cap on component handles (100,000 by
+        // default) sits above ours, so ours, with its clear message, trips
+        // first; the margin covers WASI's handles and lent objects.
+        store.set_max_component_handles(super::capabilities::MAX_HANDLES + 4096);
         // A new Store's deadline is 0: set it before instantiating.
         store.set_epoch_deadline(self.limits.deadline_ticks());
         let instance = self

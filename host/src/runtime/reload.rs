@@ -1,6 +1,8 @@
 //! The reload watcher: watches the plugin directory with `notify` and turns
 //! file events (create, modify, rename, remove) into loads and unloads on the
-//! [`PluginManager`], debounced per file. A file that fails to load is
+//! [`PluginManager`], debounced: a file still being written waits until it
+//! has been quiet for [`DEBOUNCE`]; one whose last event says it is complete
+//! (renamed into place, closed after writing, removed) only [`SETTLE`]. A file that fails to load is
 //! reported once per distinct content and error; the running version stays.
 //! Owns only the watching and debouncing.
 
@@ -13,8 +15,12 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::mpsc;
 
-/// How long a file must be quiet before it is (re)loaded.
+/// How long a file being written must be quiet before it is (re)loaded.
 pub const DEBOUNCE: Duration = Duration::from_millis(50);
+
+/// How long to wait after an event that marks a file complete, for a
+/// companion change (a config written along with its component).
+pub const SETTLE: Duration = Duration::from_millis(5);
 
 /// A running directory watch; dropping it stops watching.
 pub struct ReloadWatcher {
@@ -42,16 +48,28 @@ fn is_change(kind: &EventKind) -> bool {
     }
 }
 
+/// Whether an event means the file is complete: moved into place (how
+/// builds and editors install files), closed after writing, or removed.
+fn is_complete(kind: &EventKind) -> bool {
+    use notify::event::{ModifyKind, RenameMode};
+    matches!(
+        kind,
+        EventKind::Access(AccessKind::Close(AccessMode::Write))
+            | EventKind::Modify(ModifyKind::Name(RenameMode::To | RenameMode::Both))
+            | EventKind::Remove(_)
+    )
+}
+
 /// Watch `dir` and keep `manager` in step with it.
 pub fn watch(dir: &Path, manager: Arc<PluginManager>) -> anyhow::Result<ReloadWatcher> {
-    let (tx, mut rx) = mpsc::unbounded_channel::<PathBuf>();
+    let (tx, mut rx) = mpsc::unbounded_channel::<(PathBuf, bool)>();
     let mut watcher = notify::recommended_watcher(move |res: notify::Result<notify::Event>| match res {
         Ok(event) if !is_change(&event.kind) => {}
         Ok(event) => {
             for p in event.paths {
                 if is_plugin_file(&p) {
                     tracing::debug!(path = %p.display(), kind = ?event.kind, "plugin directory event");
-                    let _ = tx.send(p);
+                    let _ = tx.send((p, is_complete(&event.kind)));
                 }
             }
         }
@@ -61,11 +79,21 @@ pub fn watch(dir: &Path, manager: Arc<PluginManager>) -> anyhow::Result<ReloadWa
     let task = tokio::spawn(async move {
         let mut last_error: HashMap<PathBuf, String> = HashMap::new();
         loop {
-            let Some(first) = rx.recv().await else { return };
+            let Some((first, mut complete)) = rx.recv().await else {
+                return;
+            };
             let mut pending = vec![first];
-            // Debounce: gather until the directory is quiet.
-            while let Ok(Some(p)) = tokio::time::timeout(DEBOUNCE, rx.recv()).await {
-                pending.push(p);
+            // Debounce: gather until the directory is quiet, briefly when
+            // the last event said its file is complete.
+            loop {
+                let quiet = if complete { SETTLE } else { DEBOUNCE };
+                match tokio::time::timeout(quiet, rx.recv()).await {
+                    Ok(Some((p, c))) => {
+                        pending.push(p);
+                        complete = c;
+                    }
+                    _ => break,
+                }
             }
             // A component and its config changed together load once.
             let mut components: Vec<PathBuf> = pending.iter().map(|p| p.with_extension("wasm")).collect();
@@ -118,5 +146,21 @@ mod tests {
         assert!(is_change(&EventKind::Modify(ModifyKind::Data(DataChange::Any))));
         assert!(is_change(&EventKind::Modify(ModifyKind::Name(RenameMode::To))));
         assert!(is_change(&EventKind::Remove(RemoveKind::File)));
+    }
+
+    #[test]
+    fn a_rename_a_close_after_writing_and_a_removal_mark_a_file_complete_a_write_does_not() {
+        assert!(is_complete(&EventKind::Modify(ModifyKind::Name(RenameMode::To))));
+        assert!(is_complete(&EventKind::Access(AccessKind::Close(
+            AccessMode::Write
+        ))));
+        assert!(is_complete(&EventKind::Remove(RemoveKind::File)));
+        assert!(!is_complete(&EventKind::Modify(ModifyKind::Data(
+            DataChange::Any
+        ))));
+        assert!(!is_complete(&EventKind::Create(CreateKind::File)));
+        assert!(!is_complete(&EventKind::Modify(ModifyKind::Name(
+            RenameMode::From
+        ))));
     }
 }
