@@ -235,12 +235,7 @@ async fn reload_while_events_flow_delivers_each_event_to_exactly_one_version() {
     // Split each version's lines into its initial replay (before its
     // "plugin synced") and what it got live.
     let lines = wink.lines();
-    let synced: Vec<usize> = lines
-        .iter()
-        .enumerate()
-        .filter(|(_, l)| l.contains("plugin synced") && l.contains("plugin=pl"))
-        .map(|(i, _)| i)
-        .collect();
+    let synced = synced_at(&lines, "pl");
     assert_eq!(synced.len(), 3, "one sync per version");
     let version = |prefix: &str, synced_at: usize| {
         let mut replay = Vec::new();

@@ -67,12 +67,7 @@ async fn a_new_plugin_runs_on_winch_then_cranelift_and_no_event_is_lost_or_doubl
     // Each instance tags its lines `OnAdd:t#<id>`: split them by instance,
     // and each instance's lines at its "plugin synced" into replay and live.
     let lines = wink.lines();
-    let synced: Vec<usize> = lines
-        .iter()
-        .enumerate()
-        .filter(|(_, l)| l.contains("plugin synced") && l.contains("plugin=pl"))
-        .map(|(i, _)| i)
-        .collect();
+    let synced = synced_at(&lines, "pl");
     assert_eq!(synced.len(), 2, "one sync per version");
     let adds: Vec<(usize, String, String)> = lines
         .iter()

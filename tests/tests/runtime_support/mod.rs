@@ -124,3 +124,15 @@ pub fn names(lines: &[String], prefix: &str) -> Vec<String> {
         .filter_map(|l| l.strip_prefix(prefix).map(str::to_string))
         .collect()
 }
+
+/// Indexes of the lines saying `plugin` is synced: one per version of it,
+/// each the end of that version's initial replay.
+pub fn synced_at(lines: &[String], plugin: &str) -> Vec<usize> {
+    let field = format!("plugin={plugin}");
+    lines
+        .iter()
+        .enumerate()
+        .filter(|(_, l)| l.contains("plugin synced") && l.split_whitespace().any(|t| t == field))
+        .map(|(i, _)| i)
+        .collect()
+}
