@@ -16,11 +16,9 @@ mod common;
 mod runtime_support;
 
 use common::{Wink, plugin};
-use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
+use kube::api::{DeleteParams, Patch, PatchParams};
 use runtime_support::*;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, SystemTime};
 
 const MODES: [(&str, &str); 4] = [
@@ -192,43 +190,19 @@ async fn reload_while_events_flow_delivers_each_event_to_exactly_one_version() {
     wait_for_log(&wink, &["plugin synced", "plugin=pl"], 1);
 
     // A pod every 20 ms until told where to stop.
-    let created = Arc::new(AtomicUsize::new(0));
-    let stop_at = Arc::new(AtomicUsize::new(usize::MAX));
-    let creator = {
-        let (pods, created, stop_at) = (env.pods.clone(), created.clone(), stop_at.clone());
-        tokio::spawn(async move {
-            let mut tick = tokio::time::interval(Duration::from_millis(20));
-            let mut i = 0;
-            while i < stop_at.load(Ordering::Acquire) {
-                tick.tick().await;
-                pods.create(&PostParams::default(), &pod(&format!("ev-{i:04}")))
-                    .await
-                    .unwrap();
-                i += 1;
-                created.store(i, Ordering::Release);
-            }
-            i
-        })
-    };
-    let wait_created = |n: usize| {
-        wink.wait_until(&format!("{n} pods created"), WAIT, |_| {
-            created.load(Ordering::Acquire) >= n
-        })
-    };
+    let creator = Creator::start(env.pods.clone());
 
     // Reload 1: a new config (the component is unchanged).
-    wait_created(30);
+    creator.wait_created(&wink, 30);
     std::fs::write(env.plugins.join("pl.json"), r#"{"tag": "v2", "mode": "none"}"#).unwrap();
     wait_for_log(&wink, &["plugin reloaded from", "plugin=pl"], 1);
     wait_for_log(&wink, &["plugin synced", "plugin=pl"], 2);
     // Reload 2: another component, which must be compiled; it prints untagged.
-    let n = created.load(Ordering::Acquire);
-    wait_created(n + 20);
+    creator.wait_created(&wink, creator.created() + 20);
     env.put("pl.wasm", &read(&plugin("misbehave")));
     wait_for_log(&wink, &["plugin reloaded from", "plugin=pl"], 2);
     wait_for_log(&wink, &["plugin synced", "plugin=pl"], 3);
-    stop_at.store(created.load(Ordering::Acquire) + 20, Ordering::Release);
-    let total = creator.await.unwrap();
+    let total = creator.finish_after(20).await;
     let last = format!("[pl] OnAdd: ev-{:04}", total - 1);
     wink.wait_for_line(&last, WAIT);
 

@@ -8,11 +8,7 @@ mod common;
 mod runtime_support;
 
 use common::plugin;
-use kube::api::PostParams;
 use runtime_support::*;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::Duration;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_new_plugin_runs_on_winch_then_cranelift_and_no_event_is_lost_or_doubled() {
@@ -26,24 +22,7 @@ async fn a_new_plugin_runs_on_winch_then_cranelift_and_no_event_is_lost_or_doubl
     env.create("pre-0").await;
 
     // Pods keep coming, every 20 ms, while the plugin tiers up.
-    let created = Arc::new(AtomicUsize::new(0));
-    let stop = Arc::new(AtomicUsize::new(0));
-    let creator = {
-        let (pods, created, stop) = (env.pods.clone(), created.clone(), stop.clone());
-        tokio::spawn(async move {
-            let mut tick = tokio::time::interval(Duration::from_millis(20));
-            let mut i = 0;
-            while stop.load(Ordering::Acquire) == 0 {
-                tick.tick().await;
-                pods.create(&PostParams::default(), &pod(&format!("ev-{i:04}")))
-                    .await
-                    .unwrap();
-                i += 1;
-                created.store(i, Ordering::Release);
-            }
-            i
-        })
-    };
+    let creator = Creator::start(env.pods.clone());
 
     let wink = env.wink(&["--tier-up"]);
     wait_for_log(&wink, &["plugin loaded from", "plugin=pl", "compiler=Winch"], 1);
@@ -53,12 +32,8 @@ async fn a_new_plugin_runs_on_winch_then_cranelift_and_no_event_is_lost_or_doubl
         1,
     );
     wait_for_log(&wink, &["plugin synced", "plugin=pl"], 2);
-    let n = created.load(Ordering::Acquire);
-    wink.wait_until("20 more pods", WAIT, |_| {
-        created.load(Ordering::Acquire) >= n + 20
-    });
-    stop.store(1, Ordering::Release);
-    let total = creator.await.unwrap();
+    creator.wait_created(&wink, creator.created() + 20);
+    let total = creator.finish_after(0).await;
     let last = format!("ev-{:04}", total - 1);
     wink.wait_until(&last, WAIT, |w| {
         w.plugin_lines("pl").iter().any(|l| l.ends_with(&last))

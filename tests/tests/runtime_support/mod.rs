@@ -7,6 +7,8 @@ use crate::common::{Wink, scratch};
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, PostParams};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 use wink::sim::{Sim, SimConfig};
 
@@ -135,4 +137,56 @@ pub fn synced_at(lines: &[String], plugin: &str) -> Vec<usize> {
         .filter(|(_, l)| l.contains("plugin synced") && l.split_whitespace().any(|t| t == field))
         .map(|(i, _)| i)
         .collect()
+}
+
+/// Creates a pod `ev-NNNN` every 20 ms, in order, until told where to stop.
+pub struct Creator {
+    created: Arc<AtomicUsize>,
+    stop_at: Arc<AtomicUsize>,
+    task: tokio::task::JoinHandle<usize>,
+}
+
+impl Creator {
+    pub fn start(pods: Api<Pod>) -> Creator {
+        let created = Arc::new(AtomicUsize::new(0));
+        let stop_at = Arc::new(AtomicUsize::new(usize::MAX));
+        let task = {
+            let (created, stop_at) = (created.clone(), stop_at.clone());
+            tokio::spawn(async move {
+                let mut tick = tokio::time::interval(Duration::from_millis(20));
+                let mut i = 0;
+                while i < stop_at.load(Ordering::Acquire) {
+                    tick.tick().await;
+                    pods.create(&PostParams::default(), &pod(&format!("ev-{i:04}")))
+                        .await
+                        .unwrap();
+                    i += 1;
+                    created.store(i, Ordering::Release);
+                }
+                i
+            })
+        };
+        Creator {
+            created,
+            stop_at,
+            task,
+        }
+    }
+
+    /// Pods created so far.
+    pub fn created(&self) -> usize {
+        self.created.load(Ordering::Acquire)
+    }
+
+    /// Wait until `n` pods exist.
+    pub fn wait_created(&self, wink: &Wink, n: usize) {
+        wink.wait_until(&format!("{n} pods created"), WAIT, |_| self.created() >= n);
+    }
+
+    /// Create `more` pods after the ones created so far, then stop; returns
+    /// how many were created in all.
+    pub async fn finish_after(self, more: usize) -> usize {
+        self.stop_at.store(self.created() + more, Ordering::Release);
+        self.task.await.unwrap()
+    }
 }
