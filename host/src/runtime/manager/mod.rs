@@ -5,10 +5,12 @@
 //! watches to the shared informer factory, granting cache access to exactly
 //! those resources. A reload hands every informer registration over to the
 //! new version atomically (old drains what it was given, new gets the cache
-//! replayed, then everything after). A crash is answered by a fresh instance
-//! after an exponential backoff, the same hand-over, and quarantine after too
-//! many consecutive crashes. It does not deliver events nor watch the
-//! directory.
+//! replayed, then everything after). With tier-up, a new component runs on
+//! Winch first and its Cranelift build is handed over when ready. Crash
+//! recovery (backoff, restart, quarantine) is in `recovery.rs`. It does not
+//! deliver events nor watch the directory.
+
+mod recovery;
 
 use super::bindings::types::{IndexBy, Registration};
 use super::capabilities::HostState;
@@ -24,7 +26,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
-use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
+use tokio::sync::mpsc::{UnboundedSender, unbounded_channel};
 use wasmtime::component::Linker;
 
 /// One registration of a plugin on one informer.
@@ -531,111 +533,6 @@ impl PluginManager {
             Some(n) => self.unload(&n).await,
             None => false,
         }
-    }
-
-    async fn supervise(manager: std::sync::Weak<Self>, mut crashes: UnboundedReceiver<CrashReport>) {
-        while let Some(report) = crashes.recv().await {
-            let Some(manager) = manager.upgrade() else { return };
-            tokio::spawn(async move { manager.restart_after_crash(report).await });
-        }
-    }
-
-    async fn restart_after_crash(&self, report: CrashReport) {
-        let name = report.plugin.to_string();
-        let mut reason = report.reason;
-        loop {
-            let Some((pre, engine, config, delay)) = self.count_crash(&name, report.instance, &reason).await
-            else {
-                return;
-            };
-            tracing::warn!(plugin = %name, delay_ms = delay.as_millis() as u64, "restarting plugin after a crash");
-            tokio::time::sleep(delay).await;
-            // A failed start (init traps or refuses, registration fails)
-            // counts as one more crash of the series.
-            let started = match self
-                .start_instance(report.plugin.clone(), pre, &engine, config)
-                .await
-            {
-                Ok((instance, registration)) => match self.resolve(&name, &registration).await {
-                    Ok(wanted) => Ok((instance, wanted)),
-                    Err(e) => Err(format!("plugin could not be re-registered: {e:#}")),
-                },
-                Err(e) => Err(format!("plugin could not be restarted: {e:#}")),
-            };
-            let mut plugins = self.plugins.lock().await;
-            let Some(r) = plugins.get_mut(&name) else { return };
-            if r.instance.id() != report.instance {
-                return; // reloaded or unloaded meanwhile
-            }
-            match started {
-                Ok((instance, wanted)) => {
-                    r.registered = self.attach(&instance, wanted, Some(&r.registered));
-                    r.instance = instance;
-                    r.state = PluginState::Running;
-                    r.restarts += 1;
-                    r.started = Instant::now();
-                    tracing::info!(plugin = %name, restarts = r.restarts, "plugin restarted; the cache is replayed to it");
-                    return;
-                }
-                Err(e) => {
-                    tracing::error!(plugin = %name, "{e}");
-                    reason = e;
-                }
-            }
-        }
-    }
-
-    /// Count one crash of the instance `instance` of `name`: quarantine it
-    /// after too many in a row, else return what to restart it from and the
-    /// backoff. None when there is nothing to restart (stale report,
-    /// unloaded, quarantined).
-    async fn count_crash(
-        &self,
-        name: &str,
-        instance: usize,
-        reason: &str,
-    ) -> Option<(
-        super::bindings::PluginPre<HostState>,
-        WinkEngine,
-        String,
-        Duration,
-    )> {
-        let mut plugins = self.plugins.lock().await;
-        let r = plugins.get_mut(name)?;
-        if r.instance.id() != instance {
-            return None; // stale: already replaced
-        }
-        r.consecutive_crashes = if r.started.elapsed() < self.options.healthy_after {
-            r.consecutive_crashes + 1
-        } else {
-            1
-        };
-        if r.consecutive_crashes > self.options.max_restarts {
-            let why = format!(
-                "{} consecutive crashes; last: {}",
-                r.consecutive_crashes,
-                reason.lines().next().unwrap_or("")
-            );
-            tracing::error!(plugin = %name, "plugin quarantined ({why}); it gets no events until its file changes");
-            r.state = PluginState::Quarantined(why);
-            for reg in std::mem::take(&mut r.registered) {
-                self.factory.release(&reg.spec, reg.listener_id);
-            }
-            return None;
-        }
-        r.state = PluginState::Restarting;
-        let factor = 2u32.saturating_pow(r.consecutive_crashes - 1);
-        let delay = self
-            .options
-            .restart_backoff
-            .saturating_mul(factor)
-            .min(Duration::from_secs(30));
-        Some((
-            r.instance.pre().clone(),
-            r.instance.engine().clone(),
-            r.instance.config().to_string(),
-            delay,
-        ))
     }
 
     /// Every plugin's status, by name.
