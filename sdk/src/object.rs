@@ -48,6 +48,14 @@ impl Key {
 pub struct Object {
     handle: Handle,
     key: OnceCell<Key>,
+    /// What was fetched beyond the key; boxed, so an object whose handler
+    /// reads only its key or name stays small and cheap to build.
+    fetched: OnceCell<Box<Fetched>>,
+}
+
+/// The answers an [`Object`] fetched from the host, kept for the next ask.
+#[derive(Clone, Default)]
+struct Fetched {
     uid: OnceCell<String>,
     resource_version: OnceCell<String>,
     meta: OnceCell<types::ObjectMeta>,
@@ -59,10 +67,7 @@ impl Object {
         Object {
             handle,
             key: key.map(OnceCell::from).unwrap_or_default(),
-            uid: OnceCell::new(),
-            resource_version: OnceCell::new(),
-            meta: OnceCell::new(),
-            json: OnceCell::new(),
+            fetched: OnceCell::new(),
         }
     }
 
@@ -141,19 +146,25 @@ impl Object {
         key.split_once('/').map_or(key, |(_, name)| name)
     }
 
+    fn fetched(&self) -> &Fetched {
+        self.fetched.get_or_init(Box::default)
+    }
+
     /// `metadata.uid`.
     pub fn uid(&self) -> &str {
-        match self.meta.get() {
+        let f = self.fetched();
+        match f.meta.get() {
             Some(m) => &m.uid,
-            None => self.uid.get_or_init(|| self.handle().uid()),
+            None => f.uid.get_or_init(|| self.handle().uid()),
         }
     }
 
     /// `metadata.resourceVersion` (opaque: compare for equality only).
     pub fn resource_version(&self) -> &str {
-        match self.meta.get() {
+        let f = self.fetched();
+        match f.meta.get() {
             Some(m) => &m.resource_version,
-            None => self
+            None => f
                 .resource_version
                 .get_or_init(|| self.handle().resource_version()),
         }
@@ -175,7 +186,7 @@ impl Object {
 
     /// The whole object as JSON text.
     pub fn json(&self) -> &str {
-        self.json.get_or_init(|| self.handle().json())
+        self.fetched().json.get_or_init(|| self.handle().json())
     }
 
     /// Decode the whole object into a typed value, e.g.
@@ -186,7 +197,7 @@ impl Object {
 
     /// All metadata in one crossing, fetched on first use.
     fn meta(&self) -> &types::ObjectMeta {
-        self.meta.get_or_init(|| self.handle().meta())
+        self.fetched().meta.get_or_init(|| self.handle().meta())
     }
 }
 
@@ -205,10 +216,7 @@ impl Clone for Object {
         Object {
             handle,
             key: self.key.clone(),
-            uid: self.uid.clone(),
-            resource_version: self.resource_version.clone(),
-            meta: self.meta.clone(),
-            json: self.json.clone(),
+            fetched: self.fetched.clone(),
         }
     }
 }
