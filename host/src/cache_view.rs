@@ -88,10 +88,8 @@ async fn read(
     );
     let mut first = true;
     for o in objects.iter().filter(|o| {
-        q.namespace
-            .as_deref()
-            .is_none_or(|ns| o.meta.namespace.as_deref() == Some(ns))
-            && selector.as_ref().is_none_or(|s| s.matches(&o.meta.labels))
+        q.namespace.as_deref().is_none_or(|ns| o.namespace() == Some(ns))
+            && selector.as_ref().is_none_or(|s| s.matches(&***o))
     }) {
         if !first {
             body.push(',');

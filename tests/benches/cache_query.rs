@@ -188,7 +188,7 @@ fn native(case: &Case, pods: usize, store: &Store) -> f64 {
     let get = |k: &str| l.iter().find(|(n, _)| *n == k).map(|(_, v)| v.clone()).unwrap();
     if case.name == "get" {
         let key = get("bench-key").replacen('.', "/", 1);
-        native_ns(case.iters, || store.get(&key).map_or(0, |o| o.meta.name.len()))
+        native_ns(case.iters, || store.get(&key).map_or(0, |o| o.name().len()))
     } else if case.name == "by-index" {
         let (index, value) = (get("bench-index"), get("bench-value"));
         native_ns(case.iters, || store.by_index(&index, &value).unwrap().len())

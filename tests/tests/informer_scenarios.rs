@@ -453,7 +453,7 @@ async fn s10_index_follows_a_relabel() {
     eventually("the update applied", || {
         store
             .get("default/web")
-            .is_some_and(|o| o.meta.resource_version == rv_of(&v2))
+            .is_some_and(|o| o.resource_version() == rv_of(&v2))
     })
     .await;
     assert!(store.by_index("app", "a").unwrap().is_empty());

@@ -25,7 +25,7 @@ pub mod shared_informer;
 pub mod store;
 
 pub use factory::{SharedInformerFactory, WatchSpec};
-pub use object::{CachedObject, ObjRef, ObjectMeta};
+pub use object::{CachedObject, ObjRef};
 pub use processor::{EventHandler, Notification};
 pub use shared_informer::SharedInformer;
 pub use store::Store;

@@ -283,8 +283,8 @@ pub(crate) mod tests {
             self.rec(format!(
                 "update {} {}->{}",
                 new.key(),
-                old.meta.resource_version,
-                new.meta.resource_version
+                old.resource_version(),
+                new.resource_version()
             ));
         }
         fn on_delete(&self, obj: &ObjRef, unknown: bool) {

@@ -223,13 +223,15 @@ mod tests {
     }
     fn show(n: &Notification) -> String {
         match n {
-            Notification::Add { obj, .. } => format!("add {} {}", obj.meta.name, obj.meta.resource_version),
+            Notification::Add { obj, .. } => format!("add {} {}", obj.name(), obj.resource_version()),
             Notification::Update { old, new } => format!(
                 "update {} {}->{}",
-                new.meta.name, old.meta.resource_version, new.meta.resource_version
+                new.name(),
+                old.resource_version(),
+                new.resource_version()
             ),
             Notification::Delete { obj, .. } => {
-                format!("delete {} {}", obj.meta.name, obj.meta.resource_version)
+                format!("delete {} {}", obj.name(), obj.resource_version())
             }
             Notification::Synced => "synced".into(),
         }

@@ -7,9 +7,10 @@
 //! into their cached form once, and drops objects of the wrong kind. It never
 //! touches the store or the listeners.
 
-use super::object::{CachedObject, ObjRef, StripPolicy};
+use super::object::{CachedObject, ObjRef, StripPolicy, TypeName};
 use kube::api::{ApiResource, DynamicObject};
 use kube::runtime::watcher::Event;
+use std::sync::Arc;
 
 /// A change for the informer to apply.
 #[derive(Debug)]
@@ -25,6 +26,8 @@ pub enum Delta {
 /// Buffers relists and converts watcher events.
 pub struct Reflector {
     resource: ApiResource,
+    /// apiVersion and kind, shared by every object this reflector caches.
+    type_name: Arc<TypeName>,
     strip: StripPolicy,
     relist: Option<Vec<ObjRef>>,
     dropped: u64,
@@ -34,6 +37,7 @@ impl Reflector {
     /// A reflector for objects of `resource`.
     pub fn new(resource: ApiResource, strip: StripPolicy) -> Self {
         Reflector {
+            type_name: TypeName::of(&resource),
             resource,
             strip,
             relist: None,
@@ -59,7 +63,7 @@ impl Reflector {
             );
             return None;
         }
-        Some(CachedObject::from_dynamic(obj, &self.resource, self.strip))
+        Some(CachedObject::from_dynamic_typed(obj, &self.type_name, self.strip))
     }
 
     /// Feed one watcher event; returns a delta when one is complete.

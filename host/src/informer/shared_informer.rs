@@ -36,7 +36,7 @@ pub struct SharedInformer {
 }
 
 fn same_version(a: &ObjRef, b: &ObjRef) -> bool {
-    a.meta.uid == b.meta.uid && a.meta.resource_version == b.meta.resource_version
+    a.uid() == b.uid() && a.resource_version() == b.resource_version()
 }
 
 impl SharedInformer {

@@ -58,7 +58,7 @@ impl Default for Store {
 }
 
 fn namespace_index(obj: &CachedObject) -> Result<Vec<String>, String> {
-    Ok(obj.meta.namespace.iter().cloned().collect())
+    Ok(obj.namespace().map(str::to_string).into_iter().collect())
 }
 
 impl Inner {
@@ -301,8 +301,8 @@ mod tests {
         assert!(s.upsert(pod("a", "p1", 1, &[])).is_none());
         s.upsert(pod("b", "p2", 2, &[]));
         let old = s.upsert(pod("a", "p1", 3, &[])).unwrap();
-        assert_eq!(old.meta.resource_version, "1");
-        assert_eq!(s.get("a/p1").unwrap().meta.resource_version, "3");
+        assert_eq!(old.resource_version(), "1");
+        assert_eq!(s.get("a/p1").unwrap().resource_version(), "3");
         assert_eq!(s.index_keys(NAMESPACE_INDEX, "a").unwrap(), vec!["a/p1"]);
         assert_eq!(s.list_index_values(NAMESPACE_INDEX).unwrap(), vec!["a", "b"]);
         assert!(s.remove("a/p1").is_some());
@@ -322,7 +322,7 @@ mod tests {
         assert_eq!(s.index_keys("app", "db").unwrap(), vec!["d/p1"]);
         s.upsert(pod("d", "p2", 4, &[]));
         assert_eq!(s.list_index_values("app").unwrap(), vec!["db"]);
-        assert_eq!(s.by_index("app", "db").unwrap()[0].meta.name, "p1");
+        assert_eq!(s.by_index("app", "db").unwrap()[0].name(), "p1");
     }
 
     #[test]

@@ -117,15 +117,17 @@ pub struct ObjectListHandle;
 pub const MAX_HANDLES: usize = 1 << 20;
 
 fn object_meta(obj: &ObjRef) -> ObjectMeta {
-    let m = &obj.meta;
     ObjectMeta {
-        api_version: m.api_version.to_string(),
-        kind: m.kind.to_string(),
-        namespace: m.namespace.as_deref().map(str::to_string),
-        name: m.name.to_string(),
-        uid: m.uid.to_string(),
-        resource_version: m.resource_version.to_string(),
-        labels: m.labels.clone(),
+        api_version: obj.api_version().to_string(),
+        kind: obj.kind().to_string(),
+        namespace: obj.namespace().map(str::to_string),
+        name: obj.name().to_string(),
+        uid: obj.uid().to_string(),
+        resource_version: obj.resource_version().to_string(),
+        labels: obj
+            .labels()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
     }
 }
 
@@ -189,14 +191,14 @@ impl HostState {
         self.check_cap()?;
         let mut keys = String::with_capacity(objects.len() * 32);
         for o in &objects {
-            match o.meta.namespace.as_deref() {
+            match o.namespace() {
                 Some(ns) if !ns.is_empty() => {
                     keys.push_str(ns);
                     keys.push('/');
                 }
                 _ => {}
             }
-            keys.push_str(&o.meta.name);
+            keys.push_str(o.name());
             keys.push('\n');
         }
         Ok(Answer {
@@ -219,11 +221,11 @@ impl types::Host for HostState {}
 
 impl types::HostObject for HostState {
     fn name(&mut self, obj: Resource<ObjectHandle>) -> wasmtime::Result<String> {
-        Ok(self.object(&obj)?.meta.name.to_string())
+        Ok(self.object(&obj)?.name().to_string())
     }
 
     fn namespace(&mut self, obj: Resource<ObjectHandle>) -> wasmtime::Result<Option<String>> {
-        Ok(self.object(&obj)?.meta.namespace.as_deref().map(str::to_string))
+        Ok(self.object(&obj)?.namespace().map(str::to_string))
     }
 
     fn key(&mut self, obj: Resource<ObjectHandle>) -> wasmtime::Result<String> {
@@ -231,11 +233,11 @@ impl types::HostObject for HostState {
     }
 
     fn uid(&mut self, obj: Resource<ObjectHandle>) -> wasmtime::Result<String> {
-        Ok(self.object(&obj)?.meta.uid.to_string())
+        Ok(self.object(&obj)?.uid().to_string())
     }
 
     fn resource_version(&mut self, obj: Resource<ObjectHandle>) -> wasmtime::Result<String> {
-        Ok(self.object(&obj)?.meta.resource_version.to_string())
+        Ok(self.object(&obj)?.resource_version().to_string())
     }
 
     fn label(&mut self, obj: Resource<ObjectHandle>, key: String) -> wasmtime::Result<Option<String>> {
@@ -371,10 +373,7 @@ impl HostState {
             None => store.list(),
         };
         Ok(match selector {
-            Some(s) => objects
-                .into_iter()
-                .filter(|o| s.matches(&o.meta.labels))
-                .collect(),
+            Some(s) => objects.into_iter().filter(|o| s.matches(&**o)).collect(),
             None => objects,
         })
     }

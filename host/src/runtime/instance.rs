@@ -214,7 +214,7 @@ impl PluginInstance {
             plugin = %self.name,
             call = %what,
             object = %obj.key(),
-            resource_version = %obj.meta.resource_version,
+            resource_version = %obj.resource_version(),
             backtrace = %backtrace,
             "plugin trapped: {summary}"
         );

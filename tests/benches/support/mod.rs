@@ -19,11 +19,11 @@ impl Native {
 impl EventHandler for Native {
     fn on_add(&self, obj: &ObjRef, _: bool) {
         self.0
-            .fetch_add(obj.meta.name.len() as u64 & 1 | 1, Ordering::Relaxed);
+            .fetch_add(obj.name().len() as u64 & 1 | 1, Ordering::Relaxed);
     }
     fn on_update(&self, _: &ObjRef, new: &ObjRef) {
         self.0
-            .fetch_add(new.meta.name.len() as u64 & 1 | 1, Ordering::Relaxed);
+            .fetch_add(new.name().len() as u64 & 1 | 1, Ordering::Relaxed);
     }
     fn on_delete(&self, _: &ObjRef, _: bool) {
         self.0.fetch_add(1, Ordering::Relaxed);

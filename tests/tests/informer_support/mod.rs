@@ -80,7 +80,7 @@ impl Rec {
     }
     fn store_rv(&self, key: &str) -> Option<String> {
         let store = self.store.get()?;
-        store.get(key).map(|o| o.meta.resource_version.clone())
+        store.get(key).map(|o| o.resource_version().to_string())
     }
     fn record(&self, obj: &ObjRef, ev: Ev) {
         let _stuck = self.gate.lock().unwrap();
@@ -119,7 +119,7 @@ impl EventHandler for Rec {
         let ev = Ev::Add {
             store_rv: self.store_rv(&key),
             key,
-            rv: obj.meta.resource_version.clone(),
+            rv: obj.resource_version().to_string(),
             initial: in_initial_list,
         };
         self.record(obj, ev);
@@ -129,10 +129,10 @@ impl EventHandler for Rec {
         let ev = Ev::Update {
             store_rv: self.store_rv(&key),
             key,
-            old_rv: old.meta.resource_version.clone(),
-            new_rv: new.meta.resource_version.clone(),
-            old_uid: old.meta.uid.clone(),
-            new_uid: new.meta.uid.clone(),
+            old_rv: old.resource_version().to_string(),
+            new_rv: new.resource_version().to_string(),
+            old_uid: old.uid().to_string(),
+            new_uid: new.uid().to_string(),
         };
         self.record(new, ev);
     }
@@ -141,7 +141,7 @@ impl EventHandler for Rec {
         let ev = Ev::Delete {
             store_rv: self.store_rv(&key),
             key,
-            rv: obj.meta.resource_version.clone(),
+            rv: obj.resource_version().to_string(),
             unknown: final_state_unknown,
         };
         self.record(obj, ev);
@@ -209,7 +209,7 @@ pub fn store_view(store: &Store) -> BTreeMap<String, String> {
     store
         .list()
         .into_iter()
-        .map(|o| (o.key(), o.meta.resource_version.clone()))
+        .map(|o| (o.key(), o.resource_version().to_string()))
         .collect()
 }
 
