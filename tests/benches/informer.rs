@@ -225,6 +225,6 @@ async fn main() {
     }
     let (held, served) = cache_bytes;
     println!(
-        "cache: {held} B/object held by wink's store (JSON + parsed metadata) vs {served} B of JSON per object as the server sent it (managedFields stripped)"
+        "cache: {held} B/object held by wink's store (JSON + metadata ranges) vs {served} B of JSON per object as the server sent it (managedFields stripped)"
     );
 }

@@ -2,7 +2,7 @@
 //! reader of client-go finds their way:
 //!
 //! - [`object`]: the cached representation of one object version (shared JSON
-//!   bytes plus parsed metadata);
+//!   bytes, with its metadata as ranges of them);
 //! - [`store`]: the thread-safe store and its indexes (client-go's Indexer);
 //! - [`reflector`]: turns `kube::runtime::watcher` events into store deltas;
 //! - [`processor`]: per-handler queues and delivery threads (sharedProcessor /
