@@ -314,17 +314,19 @@ impl crate::selector::Labels for CachedObject {
 
 /// client-go's `MetaNamespaceKeyFunc`.
 pub fn key_of(namespace: Option<&str>, name: &str) -> String {
-    match namespace {
-        Some(ns) if !ns.is_empty() => {
-            // Not `format!`: this runs per delivery, and fmt is slow.
-            let mut key = String::with_capacity(ns.len() + 1 + name.len());
-            key.push_str(ns);
-            key.push('/');
-            key.push_str(name);
-            key
-        }
-        _ => name.to_string(),
+    // Not `format!`: this runs per delivery, and fmt is slow.
+    let mut key = String::with_capacity(namespace.map_or(0, |ns| ns.len() + 1) + name.len());
+    push_key_of(&mut key, namespace, name);
+    key
+}
+
+/// Append [`key_of`]`(namespace, name)` to `out`.
+pub fn push_key_of(out: &mut String, namespace: Option<&str>, name: &str) {
+    if let Some(ns) = namespace.filter(|ns| !ns.is_empty()) {
+        out.push_str(ns);
+        out.push('/');
     }
+    out.push_str(name);
 }
 
 #[cfg(test)]

@@ -191,14 +191,7 @@ impl HostState {
         self.check_cap()?;
         let mut keys = String::with_capacity(objects.len() * 32);
         for o in &objects {
-            match o.namespace() {
-                Some(ns) if !ns.is_empty() => {
-                    keys.push_str(ns);
-                    keys.push('/');
-                }
-                _ => {}
-            }
-            keys.push_str(o.name());
+            crate::informer::object::push_key_of(&mut keys, o.namespace(), o.name());
             keys.push('\n');
         }
         Ok(Answer {

@@ -74,8 +74,8 @@ impl CompileCache {
         self.misses.load(Ordering::Relaxed)
     }
 
-    fn entry(&self, bytes: &[u8]) -> PathBuf {
-        let digest = hex::encode(Sha256::digest(bytes));
+    /// The entry of the component whose sha256 (hex) is `digest`.
+    fn entry(&self, digest: &str) -> PathBuf {
         self.dir.join(format!("{digest}-{}.cwasm", self.engine_key))
     }
 
@@ -98,15 +98,22 @@ impl CompileCache {
         true
     }
 
-    /// Whether compiled code for `bytes` is cached (and trusted).
-    pub fn contains(&self, bytes: &[u8]) -> bool {
-        Self::trusted(&self.entry(bytes))
+    /// Whether compiled code for the component of sha256 `digest` (hex, as
+    /// [`loader::digest`](super::loader::digest) gives it) is cached and trusted.
+    pub fn contains(&self, digest: &str) -> bool {
+        Self::trusted(&self.entry(digest))
     }
 
-    /// The component for `bytes`: from the cache when present (and trusted),
-    /// else compiled and stored. Returns whether it was a hit.
-    pub fn component(&self, engine: &Engine, bytes: &[u8]) -> wasmtime::Result<(Component, bool)> {
-        let entry = self.entry(bytes);
+    /// The component for `bytes`, whose sha256 is `digest`: from the cache
+    /// when present (and trusted), else compiled and stored. Returns whether
+    /// it was a hit.
+    pub fn component(
+        &self,
+        engine: &Engine,
+        bytes: &[u8],
+        digest: &str,
+    ) -> wasmtime::Result<(Component, bool)> {
+        let entry = self.entry(digest);
         if Self::trusted(&entry) {
             // SAFETY: the entry was written by this process's user into a
             // private directory by `Engine::precompile_component` (see the
@@ -146,13 +153,14 @@ mod tests {
         let engine = Engine::default();
         let cache = CompileCache::open(&dir, &engine).unwrap();
         let empty_component = b"\0asm\x0d\0\x01\0";
-        let (_, hit) = cache.component(&engine, empty_component).unwrap();
+        let digest = crate::runtime::loader::digest(empty_component);
+        let (_, hit) = cache.component(&engine, empty_component, &digest).unwrap();
         assert!(!hit);
-        let (_, hit) = cache.component(&engine, empty_component).unwrap();
+        let (_, hit) = cache.component(&engine, empty_component, &digest).unwrap();
         assert!(hit);
         assert_eq!((cache.hits(), cache.misses()), (1, 1));
         // A world-writable entry is not trusted: recompiled, not loaded.
-        let entry = cache.entry(empty_component);
+        let entry = cache.entry(&digest);
         #[cfg(unix)]
         {
             use std::os::unix::fs::PermissionsExt;

@@ -84,6 +84,19 @@ pub fn load_bytes(
     path: &Path,
     bytes: &[u8],
 ) -> Result<LoadedComponent, LoadError> {
+    load_digested(engine, linker, cache, path, bytes, digest(bytes))
+}
+
+/// [`load_bytes`] for a caller that already has the bytes' [`digest`] (the
+/// sha256 of a large component is worth computing once per load).
+pub fn load_digested(
+    engine: &WinkEngine,
+    linker: &Linker<HostState>,
+    cache: Option<&CompileCache>,
+    path: &Path,
+    bytes: &[u8],
+    digest: String,
+) -> Result<LoadedComponent, LoadError> {
     let not_component = |reason: String| LoadError::NotAComponent {
         path: path.to_path_buf(),
         reason,
@@ -94,7 +107,7 @@ pub fn load_bytes(
         ));
     }
     let (component, cache_hit) = match cache {
-        Some(cache) => cache.component(engine.engine(), bytes),
+        Some(cache) => cache.component(engine.engine(), bytes, &digest),
         None => Component::from_binary(engine.engine(), bytes).map(|c| (c, false)),
     }
     .map_err(|e| not_component(chain(&e)))?;
@@ -110,7 +123,7 @@ pub fn load_bytes(
         path: path.to_path_buf(),
         name: plugin_name(path).into(),
         pre,
-        digest: digest(bytes),
+        digest,
         cache_hit,
     })
 }

@@ -281,16 +281,19 @@ impl PluginManager {
         }
         let config =
             config_for(path).with_context(|| format!("{}: cannot read its config", path.display()))?;
-        let cached = self.cache.as_ref().is_some_and(|c| c.contains(&bytes));
+        let cached = self.cache.as_ref().is_some_and(|c| c.contains(&digest));
         let baseline = self.baseline.clone().filter(|_| !cached);
         let Some((winch, winch_linker)) = baseline else {
-            let loaded = self.compile(&self.engine, &self.linker, path, bytes).await?;
+            let loaded = self
+                .compile(&self.engine, &self.linker, path, bytes, digest)
+                .await?;
             return self.install(loaded, &self.engine, config, started, None).await;
         };
         // Tier up: Winch now, Cranelift in the background, swapped in if the
         // plugin still runs this very component and config by then.
-        let loaded = self.compile(&winch, &winch_linker, path, bytes.clone()).await?;
-        let digest = loaded.digest.clone();
+        let loaded = self
+            .compile(&winch, &winch_linker, path, bytes.clone(), digest.clone())
+            .await?;
         self.install(loaded, &winch, config.clone(), started, None)
             .await?;
         let me = self.me.clone();
@@ -298,7 +301,10 @@ impl PluginManager {
         tokio::spawn(async move {
             let Some(m) = me.upgrade() else { return };
             let optimized = Instant::now();
-            let result = match m.compile(&m.engine, &m.linker, &path, bytes).await {
+            let result = match m
+                .compile(&m.engine, &m.linker, &path, bytes, digest.clone())
+                .await
+            {
                 Ok(loaded) => {
                     m.install(loaded, &m.engine, config, optimized, Some(&digest))
                         .await
@@ -319,6 +325,7 @@ impl PluginManager {
         linker: &Linker<HostState>,
         path: &Path,
         bytes: Vec<u8>,
+        digest: String,
     ) -> anyhow::Result<loader::LoadedComponent> {
         // Only Cranelift builds are worth keeping in the compile cache.
         let cache = self
@@ -327,7 +334,7 @@ impl PluginManager {
             .filter(|_| engine.compiler() == Compiler::Cranelift);
         let (engine, linker, owned) = (engine.clone(), linker.clone(), path.to_path_buf());
         Ok(tokio::task::spawn_blocking(move || {
-            loader::load_bytes(&engine, &linker, cache.as_deref(), &owned, &bytes)
+            loader::load_digested(&engine, &linker, cache.as_deref(), &owned, &bytes, digest)
         })
         .await
         .context("compile task failed")??)
