@@ -134,7 +134,7 @@ pub fn by_index<K: Kind + DeserializeOwned>(index: &str, value: &str) -> Result<
 
 /// The cached object under `key` (`namespace/name` or `name`).
 pub fn get_object(resource: &Resource, key: &str) -> Result<Option<Object>, CacheError> {
-    Ok(wit::get(&resource.to_wit(), key)?.map(|o| Object::from_owned(o, Some(key.to_string()))))
+    Ok(wit::get(resource.as_wit(), key)?.map(|o| Object::from_owned(o, Some(key.to_string()))))
 }
 
 /// Every cached object of `resource`, optionally in one namespace and
@@ -145,7 +145,7 @@ pub fn list_objects(
     label_selector: Option<&str>,
 ) -> Result<Vec<Object>, CacheError> {
     Ok(Object::from_answer(wit::list(
-        &resource.to_wit(),
+        resource.as_wit(),
         namespace,
         label_selector,
     )?))
@@ -154,7 +154,7 @@ pub fn list_objects(
 /// Objects whose index `index` holds `value`, sorted by key.
 pub fn by_index_objects(resource: &Resource, index: &str, value: &str) -> Result<Vec<Object>, CacheError> {
     Ok(Object::from_answer(wit::by_index(
-        &resource.to_wit(),
+        resource.as_wit(),
         index,
         value,
     )?))
@@ -162,10 +162,10 @@ pub fn by_index_objects(resource: &Resource, index: &str, value: &str) -> Result
 
 /// Keys whose index `index` holds `value`, sorted.
 pub fn index_keys(resource: &Resource, index: &str, value: &str) -> Result<Vec<String>, CacheError> {
-    wit::index_keys(&resource.to_wit(), index, value)
+    wit::index_keys(resource.as_wit(), index, value)
 }
 
 /// Every value index `index` holds, sorted.
 pub fn list_index_values(resource: &Resource, index: &str) -> Result<Vec<String>, CacheError> {
-    wit::list_index_values(&resource.to_wit(), index)
+    wit::list_index_values(resource.as_wit(), index)
 }

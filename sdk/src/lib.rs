@@ -59,6 +59,7 @@ pub mod bindings {
     });
 }
 
+mod keys;
 mod object;
 mod registration;
 

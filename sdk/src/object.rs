@@ -5,6 +5,7 @@
 //! comes with every event and every cache answer, so reading it costs no call.
 
 use crate::bindings::wink::plugin::types;
+use crate::keys::{self, Span};
 use serde::de::DeserializeOwned;
 use std::cell::OnceCell;
 use std::mem::ManuallyDrop;
@@ -16,29 +17,21 @@ enum Handle {
     Lent(ManuallyDrop<types::Object>),
     /// Ours (a `get` answer, or a clone).
     Owned(types::Object),
-    /// One object of a list answer; its own handle is made on first use.
+    /// One object of a list answer: its key is a slice of the answer's keys,
+    /// its own handle is made on first use.
     InList {
-        list: Rc<types::ObjectList>,
+        answer: Rc<Answer>,
         index: u32,
+        key: Span,
         handle: OnceCell<types::Object>,
     },
 }
 
-/// An object's key: its own string, or a slice of a list answer's keys
-/// (shared, so an answer of N objects allocates its keys once).
-#[derive(Clone)]
-enum Key {
-    Own(String),
-    Shared(Rc<str>, u32, u32),
-}
-
-impl Key {
-    fn as_str(&self) -> &str {
-        match self {
-            Key::Own(k) => k,
-            Key::Shared(all, start, end) => &all[*start as usize..*end as usize],
-        }
-    }
+/// A list answer, shared by the objects made from it: all their keys in one
+/// string, and the host's handle to the list.
+struct Answer {
+    keys: String,
+    list: types::ObjectList,
 }
 
 /// A Kubernetes object delivered to a handler or returned by the cache.
@@ -47,7 +40,8 @@ impl Key {
 /// it longer (the clone is an owned handle to the same object version).
 pub struct Object {
     handle: Handle,
-    key: OnceCell<Key>,
+    /// The key of a lent or owned object (a list member's is in its answer).
+    key: OnceCell<String>,
     /// What was fetched beyond the key; boxed, so an object whose handler
     /// reads only its key or name stays small and cheap to build.
     fetched: OnceCell<Box<Fetched>>,
@@ -63,7 +57,7 @@ struct Fetched {
 }
 
 impl Object {
-    fn new(handle: Handle, key: Option<Key>) -> Self {
+    fn new(handle: Handle, key: Option<String>) -> Self {
         Object {
             handle,
             key: key.map(OnceCell::from).unwrap_or_default(),
@@ -74,26 +68,27 @@ impl Object {
     /// An object the plugin owns, with its key when the caller knows it.
     #[doc(hidden)]
     pub fn from_owned(handle: types::Object, key: Option<String>) -> Self {
-        Object::new(Handle::Owned(handle), key.map(Key::Own))
+        Object::new(Handle::Owned(handle), key)
     }
 
-    /// The objects of a list answer, each with its key.
+    /// The objects of a list answer, each with its key. They share the
+    /// answer: one allocation for all of them besides the vector.
     #[doc(hidden)]
     pub fn from_answer(answer: types::Answer) -> Vec<Object> {
-        let list = Rc::new(answer.objects);
-        let keys: Rc<str> = Rc::from(answer.keys);
-        let mut objects = Vec::new();
-        let mut start = 0;
-        for (index, end) in keys.match_indices('\n').map(|(i, _)| i).enumerate() {
+        let mut objects = Vec::with_capacity(keys::count(&answer.keys));
+        let answer = Rc::new(Answer {
+            keys: answer.keys,
+            list: answer.objects,
+        });
+        keys::spans(&answer.keys, |key| {
             let handle = Handle::InList {
-                list: list.clone(),
-                index: index as u32,
+                answer: answer.clone(),
+                index: objects.len() as u32,
+                key,
                 handle: OnceCell::new(),
             };
-            let key = Key::Shared(keys.clone(), start as u32, end as u32);
-            objects.push(Object::new(handle, Some(key)));
-            start = end + 1;
-        }
+            objects.push(Object::new(handle, None));
+        });
         objects
     }
 
@@ -107,22 +102,33 @@ impl Object {
         // SAFETY: the caller guarantees the borrow outlives this value; the
         // ManuallyDrop keeps it from being dropped as if it were ours.
         let handle = ManuallyDrop::new(unsafe { types::Object::from_handle(handle) });
-        Object::new(Handle::Lent(handle), Some(Key::Own(key)))
+        Object::new(Handle::Lent(handle), Some(key))
     }
 
     fn handle(&self) -> &types::Object {
         match &self.handle {
             Handle::Lent(h) => h,
             Handle::Owned(h) => h,
-            Handle::InList { list, index, handle } => {
-                handle.get_or_init(|| list.get(*index).expect("an answer keeps every object it listed"))
-            }
+            Handle::InList {
+                answer,
+                index,
+                handle,
+                ..
+            } => handle.get_or_init(|| {
+                answer
+                    .list
+                    .get(*index)
+                    .expect("an answer keeps every object it listed")
+            }),
         }
     }
 
     /// The cache key: `namespace/name`, or `name` when cluster-scoped.
     pub fn key(&self) -> &str {
-        self.key.get_or_init(|| Key::Own(self.handle().key())).as_str()
+        match &self.handle {
+            Handle::InList { answer, key, .. } => &answer.keys[key.start as usize..key.end as usize],
+            _ => self.key.get_or_init(|| self.handle().key()),
+        }
     }
 
     /// `apiVersion`, e.g. `apps/v1`.
@@ -137,13 +143,26 @@ impl Object {
 
     /// `metadata.namespace`, none when cluster-scoped.
     pub fn namespace(&self) -> Option<&str> {
-        self.key().split_once('/').map(|(ns, _)| ns)
+        match &self.handle {
+            Handle::InList { answer, key, .. } => {
+                (key.name > key.start).then(|| &answer.keys[key.start as usize..key.name as usize - 1])
+            }
+            _ => {
+                let key = self.key();
+                keys::slash(key).map(|i| &key[..i])
+            }
+        }
     }
 
     /// `metadata.name`.
     pub fn name(&self) -> &str {
-        let key = self.key();
-        key.split_once('/').map_or(key, |(_, name)| name)
+        match &self.handle {
+            Handle::InList { answer, key, .. } => &answer.keys[key.name as usize..key.end as usize],
+            _ => {
+                let key = self.key();
+                keys::slash(key).map_or(key, |i| &key[i + 1..])
+            }
+        }
     }
 
     fn fetched(&self) -> &Fetched {
@@ -206,9 +225,12 @@ impl Clone for Object {
     /// shares the answer instead); what was already fetched is copied along.
     fn clone(&self) -> Self {
         let handle = match &self.handle {
-            Handle::InList { list, index, .. } => Handle::InList {
-                list: list.clone(),
+            Handle::InList {
+                answer, index, key, ..
+            } => Handle::InList {
+                answer: answer.clone(),
                 index: *index,
+                key: *key,
                 handle: OnceCell::new(),
             },
             _ => Handle::Owned(self.handle().duplicate()),

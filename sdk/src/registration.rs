@@ -6,21 +6,19 @@ use std::time::Duration;
 pub use types::IndexBy;
 
 /// A resource type, as in a manifest: `Resource::new("apps/v1", "Deployment")`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Resource {
-    /// `v1`, `apps/v1`, ...
-    pub api_version: String,
-    /// `Pod`, `Deployment`, ...
-    pub kind: String,
-}
+///
+/// It holds the WIT record itself, so a cache query passes it by reference
+/// (building a query copies no string in the plugin).
+#[derive(Debug, Clone)]
+pub struct Resource(types::ResourceType);
 
 impl Resource {
     /// A resource by apiVersion and kind.
     pub fn new(api_version: impl Into<String>, kind: impl Into<String>) -> Self {
-        Resource {
+        Resource(types::ResourceType {
             api_version: api_version.into(),
             kind: kind.into(),
-        }
+        })
     }
 
     /// The resource of a typed kind.
@@ -28,13 +26,28 @@ impl Resource {
         Resource::new(K::API_VERSION, K::KIND)
     }
 
-    pub(crate) fn to_wit(&self) -> types::ResourceType {
-        types::ResourceType {
-            api_version: self.api_version.clone(),
-            kind: self.kind.clone(),
-        }
+    /// `v1`, `apps/v1`, ...
+    pub fn api_version(&self) -> &str {
+        &self.0.api_version
+    }
+
+    /// `Pod`, `Deployment`, ...
+    pub fn kind(&self) -> &str {
+        &self.0.kind
+    }
+
+    pub(crate) fn as_wit(&self) -> &types::ResourceType {
+        &self.0
     }
 }
+
+impl PartialEq for Resource {
+    fn eq(&self, other: &Self) -> bool {
+        self.api_version() == other.api_version() && self.kind() == other.kind()
+    }
+}
+
+impl Eq for Resource {}
 
 /// One watch: a resource, optionally narrowed by namespace and selectors.
 #[derive(Debug, Clone)]
@@ -102,7 +115,7 @@ impl Watch {
     fn into_wit(self) -> types::Watch {
         let secs = self.resync.as_secs_f64().ceil();
         types::Watch {
-            resource: self.resource.to_wit(),
+            resource: self.resource.0,
             namespace: self.namespace,
             label_selector: self.label_selector,
             field_selector: self.field_selector,

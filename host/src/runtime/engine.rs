@@ -73,6 +73,10 @@ impl WinkEngine {
         config.wasm_component_model(true);
         config.concurrency_support(false);
         config.epoch_interruption(true);
+        // `WINK_PERFMAP=1` names guest functions for `perf` (see the README).
+        if std::env::var_os("WINK_PERFMAP").is_some() {
+            config.profiler(wasmtime::ProfilingStrategy::PerfMap);
+        }
         let engine = Engine::new(&config)?;
         let stop = Arc::new(AtomicBool::new(false));
         let (e, s) = (engine.weak(), stop.clone());
