@@ -22,6 +22,9 @@ use wasmtime::component::Resource;
 struct Live {
     store: Store<HostState>,
     plugin: Plugin,
+    /// The key of the object being delivered, built here so a delivery
+    /// allocates nothing on the host.
+    key: String,
 }
 
 /// Sent to the manager when a call trapped.
@@ -127,6 +130,7 @@ impl PluginInstance {
             Live {
                 store,
                 plugin: instance,
+                key: String::new(),
             },
             registration,
         ))
@@ -186,17 +190,21 @@ impl PluginInstance {
         self.id
     }
 
+    /// Call into the guest about `obj`; `f` gets the Store, the bindings and
+    /// `obj`'s key.
     fn call(
         &self,
         what: &str,
         obj: &ObjRef,
-        f: impl FnOnce(&mut Store<HostState>, &Plugin) -> wasmtime::Result<()>,
+        f: impl FnOnce(&mut Store<HostState>, &Plugin, &str) -> wasmtime::Result<()>,
     ) {
         let mut live = self.live.lock().unwrap();
         let Some(l) = live.as_mut() else { return };
         self.calls.fetch_add(1, Ordering::Relaxed);
         l.store.set_epoch_deadline(self.limits.deadline_ticks());
-        let Err(err) = f(&mut l.store, &l.plugin) else {
+        l.key.clear();
+        crate::informer::object::push_key_of(&mut l.key, obj.namespace(), obj.name());
+        let Err(err) = f(&mut l.store, &l.plugin, &l.key) else {
             return;
         };
         // The Store is poisoned: drop it; the manager starts a fresh instance.
@@ -262,27 +270,27 @@ fn lend<const N: usize, R>(
 
 impl EventHandler for PluginInstance {
     fn on_add(&self, obj: &ObjRef, in_initial_list: bool) {
-        self.call("on-add", obj, |store, p| {
+        self.call("on-add", obj, |store, p, key| {
             lend(store, [obj], |store, [o]| {
                 p.wink_plugin_handler()
-                    .call_on_add(store, &obj.key(), o, in_initial_list)
+                    .call_on_add(store, key, o, in_initial_list)
             })
         });
     }
 
     fn on_update(&self, old: &ObjRef, new: &ObjRef) {
-        self.call("on-update", new, |store, p| {
+        self.call("on-update", new, |store, p, key| {
             lend(store, [old, new], |store, [o, n]| {
-                p.wink_plugin_handler().call_on_update(store, &new.key(), o, n)
+                p.wink_plugin_handler().call_on_update(store, key, o, n)
             })
         });
     }
 
     fn on_delete(&self, obj: &ObjRef, final_state_unknown: bool) {
-        self.call("on-delete", obj, |store, p| {
+        self.call("on-delete", obj, |store, p, key| {
             lend(store, [obj], |store, [o]| {
                 p.wink_plugin_handler()
-                    .call_on_delete(store, &obj.key(), o, final_state_unknown)
+                    .call_on_delete(store, key, o, final_state_unknown)
             })
         });
     }
