@@ -95,7 +95,7 @@ async fn read(
             body.push(',');
         }
         first = false;
-        body.push_str(&o.json);
+        body.push_str(&o.json());
     }
     body.push_str("]}");
     ([(header::CONTENT_TYPE, "application/json")], body).into_response()

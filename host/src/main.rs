@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 use wink::daemon::{self, ClusterOptions, Daemon};
 use wink::informer::factory::FactoryOptions;
+use wink::informer::object::CachePolicy;
 use wink::runtime::compile_cache::CompileCache;
 use wink::runtime::manager::ManagerOptions;
 use wink::runtime::{Limits, reload};
@@ -97,6 +98,10 @@ struct HostArgs {
     /// (default: on in `wink dev`, off in `wink run`).
     #[arg(long, num_args = 0..=1, default_missing_value = "true")]
     tier_up: Option<bool>,
+    /// Hold cached objects' JSON compressed (LZ4): about half the
+    /// memory for a few µs per event: `--cache-compression=false` to turn off.
+    #[arg(long, num_args = 0..=1, default_value_t = true, default_missing_value = "true", action = clap::ArgAction::Set)]
+    cache_compression: bool,
 }
 
 impl HostArgs {
@@ -104,6 +109,10 @@ impl HostArgs {
         let factory = FactoryOptions {
             streaming_lists: self.streaming_lists,
             coalesce_after: (self.coalesce_after > 0).then_some(self.coalesce_after),
+            cache: CachePolicy {
+                compress: self.cache_compression,
+                ..CachePolicy::default()
+            },
             ..Default::default()
         };
         let compile_cache = (!self.no_compile_cache).then(|| {

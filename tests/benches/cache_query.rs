@@ -19,7 +19,7 @@ use kube::core::GroupVersionKind;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use wink::informer::index::IndexSpec;
-use wink::informer::object::{CachedObject, StripPolicy};
+use wink::informer::object::{CachePolicy, CachedObject};
 use wink::informer::{ObjRef, Store};
 use wink::runtime::instance::PluginInstance;
 use wink::runtime::{Limits, WinkEngine, loader};
@@ -29,7 +29,7 @@ const RUNS: usize = 7;
 fn object(kind: &str, plural: &str, v: serde_json::Value) -> ObjRef {
     let ar = ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk("", "v1", kind), plural);
     let obj: DynamicObject = serde_json::from_value(v).unwrap();
-    CachedObject::from_dynamic(obj, &ar, StripPolicy::default())
+    CachedObject::from_dynamic(obj, &ar, CachePolicy::default())
 }
 
 /// Pod `i`: indexed under `one` = i, `ten` = i / 10, `hundred` = i / 100.
@@ -212,7 +212,7 @@ fn main() {
     for pods in sizes {
         let started = Instant::now();
         let store = store(pods);
-        json_bytes = store.get("ns-0/pod-0").unwrap().json.len();
+        json_bytes = store.get("ns-0/pod-0").unwrap().json_len();
         eprintln!("{pods} pods cached in {:?}", started.elapsed());
         let (instance, _) = PluginInstance::start(
             "bench-query".into(),

@@ -6,7 +6,8 @@
 //!   (c) ten metadata-only wasm plugins,
 //!   (d) one wasm plugin that decodes every Pod with k8s-openapi.
 //! Reports events/s, ratios against (a), and cache bytes per object against
-//! the object's JSON size. Then the host overhead per (event x plugin) alone:
+//! the object's JSON size, with the cost of caching an object plain and
+//! compressed (the default). Then the host overhead per (event x plugin) alone:
 //! the same updates handed straight to a handler on one thread, no queue,
 //! native and wasm, in ns per delivery, with the objects in the CPU caches
 //! (as when a listener delivers an object the informer just applied) and not.
@@ -22,7 +23,7 @@ use kube::api::{ApiResource, DynamicObject};
 use kube::core::GroupVersionKind;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use wink::informer::object::{CachedObject, StripPolicy};
+use wink::informer::object::{CachePolicy, CachedObject};
 use wink::informer::reflector::Delta;
 use wink::informer::{EventHandler, ObjRef, SharedInformer};
 
@@ -52,21 +53,33 @@ fn pod_json(i: usize, rv: usize) -> serde_json::Value {
     })
 }
 
-fn events() -> (Vec<ObjRef>, usize) {
+/// The stream cached under `policy`; the JSON size per object, and the time
+/// to cache one object (serialize, locate metadata, compress if asked), µs.
+fn events(policy: CachePolicy) -> (Vec<ObjRef>, usize, f64) {
     let ar = ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk("", "v1", "Pod"), "pods");
     let mut out = Vec::with_capacity(PODS * VERSIONS);
     let mut json_bytes = 0;
+    let mut caching = Duration::ZERO;
     for rv in 0..VERSIONS {
         for i in 0..PODS {
             let obj: DynamicObject = serde_json::from_value(pod_json(i, rv)).unwrap();
-            let c = CachedObject::from_dynamic(obj, &ar, StripPolicy::default());
+            let start = Instant::now();
+            let c = CachedObject::from_dynamic(obj, &ar, policy);
+            caching += start.elapsed();
             if rv == 0 {
-                json_bytes += c.json.len();
+                json_bytes += c.json_len();
             }
             out.push(c);
         }
     }
-    (out, json_bytes / PODS)
+    let per_object = caching.as_secs_f64() * 1e6 / out.len() as f64;
+    (out, json_bytes / PODS, per_object)
+}
+
+/// Mean bytes held per object over the last version of each pod.
+fn held(objects: &[ObjRef]) -> usize {
+    let last = &objects[objects.len() - PODS..];
+    last.iter().map(|o| o.heap_bytes()).sum::<usize>() / PODS
 }
 
 /// Runs the stream through one informer to `handlers`; returns events/s.
@@ -118,10 +131,22 @@ fn direct(objects: &[ObjRef], handler: &dyn EventHandler, warm: bool) -> f64 {
 }
 
 fn main() {
-    let (objects, json_size) = events();
+    let plain_policy = CachePolicy {
+        compress: false,
+        ..CachePolicy::default()
+    };
+    let (plain, _, plain_us) = events(plain_policy);
+    let plain_bytes = held(&plain);
+    drop(plain);
+    let (objects, json_size, packed_us) = events(CachePolicy::default());
     println!(
         "stream: {} events over {PODS} pods, JSON without managedFields: {json_size} B/object",
         objects.len()
+    );
+    println!(
+        "caching one object: {plain_us:.2} µs plain, {packed_us:.2} µs compressed ({:.2} x); bytes held: {plain_bytes} plain, {} compressed",
+        packed_us / plain_us,
+        held(&objects)
     );
     let (native, cache_bytes) = run(&objects, vec![Native::handler()]);
     let (one, _) = run(
@@ -151,7 +176,10 @@ fn main() {
     row("(c) 10 wasm plugins, metadata only", ten, 10.0);
     row("(d) 1 wasm plugin decoding Pod", decode, 1.0);
     println!("(c): every event goes to each of the 10 plugins, each on its own listener thread (2 cores).");
-    println!("cache: {cache_bytes} B/object held vs {json_size} B JSON without managedFields");
+    println!(
+        "cache: {cache_bytes} B/object held vs {json_size} B JSON without managedFields ({:.2} x)",
+        cache_bytes as f64 / json_size as f64
+    );
     let meta = support::plugins(&common::plugin("bench_counter"), 1, false);
     let bare = support::plugins_with_config(&common::plugin("bench_counter"), 1, r#"{"read_name": false}"#);
     println!("direct delivery of an update, one thread, ns per delivery:");

@@ -20,7 +20,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use wink::informer::factory::FactoryOptions;
 use wink::informer::index::IndexSpec;
-use wink::informer::object::StripPolicy;
+use wink::informer::object::CachePolicy;
 use wink::informer::processor::Listener;
 use wink::informer::reflector::Reflector;
 use wink::informer::{SharedInformer, SharedInformerFactory, WatchSpec};
@@ -279,7 +279,7 @@ fn informer_with_timeout(sim: &Sim, secs: u32) -> Arc<SharedInformer> {
     let api: Api<kube::api::DynamicObject> = Api::namespaced_with(sim.client(), "default", &ar);
     let informer = SharedInformer::new("pods with short watches");
     let stream = watcher::watcher(api, watcher::Config::default().timeout(secs)).default_backoff();
-    informer.spawn(stream, Reflector::new(ar, StripPolicy::default()));
+    informer.spawn(stream, Reflector::new(ar, CachePolicy::default()));
     informer
 }
 

@@ -10,7 +10,7 @@ use kube::api::{ApiResource, DynamicObject};
 use kube::core::GroupVersionKind;
 use std::sync::Arc;
 use std::time::Duration;
-use wink::informer::object::{CachedObject, StripPolicy};
+use wink::informer::object::{CachePolicy, CachedObject};
 use wink::informer::{EventHandler, ObjRef};
 use wink::runtime::compile_cache::CompileCache;
 use wink::runtime::instance::PluginInstance;
@@ -23,7 +23,7 @@ fn pod(name: &str) -> ObjRef {
         "spec": {"containers": [{"name": "c", "image": "busybox"}]}
     }))
     .unwrap();
-    CachedObject::from_dynamic(obj, &ar, StripPolicy::default())
+    CachedObject::from_dynamic(obj, &ar, CachePolicy::default())
 }
 
 type Crashes = tokio::sync::mpsc::UnboundedReceiver<wink::runtime::instance::CrashReport>;

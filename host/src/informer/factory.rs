@@ -4,7 +4,7 @@
 //! Owns resource resolution (discovery, so CRDs work) and the watcher
 //! configuration. It does not apply deltas or deliver notifications.
 
-use super::object::StripPolicy;
+use super::object::CachePolicy;
 use super::reflector::Reflector;
 use super::shared_informer::SharedInformer;
 use anyhow::Context;
@@ -64,8 +64,8 @@ pub struct FactoryOptions {
     pub streaming_lists: bool,
     /// Page size of the initial list (kube's default when none).
     pub page_size: Option<u32>,
-    /// What to strip before caching.
-    pub strip: StripPolicy,
+    /// How objects are cached (stripping, compression).
+    pub cache: CachePolicy,
     /// Backlog past which a listener's pending notifications coalesce per
     /// object (`None`: never, client-go's unbounded buffer).
     pub coalesce_after: Option<usize>,
@@ -76,7 +76,7 @@ impl Default for FactoryOptions {
         FactoryOptions {
             streaming_lists: false,
             page_size: None,
-            strip: StripPolicy::default(),
+            cache: CachePolicy::default(),
             coalesce_after: Some(DEFAULT_COALESCE_AFTER),
         }
     }
@@ -151,7 +151,7 @@ impl SharedInformerFactory {
         let informer = SharedInformer::new(spec.describe());
         informer.set_coalesce_after(self.options.coalesce_after);
         let stream = watcher(api, config).default_backoff();
-        informer.spawn(stream, Reflector::new(ar.clone(), self.options.strip));
+        informer.spawn(stream, Reflector::new(ar.clone(), self.options.cache));
         tracing::info!(informer = %spec.describe(), "informer started");
         self.served.lock().unwrap().insert(spec.clone(), ar);
         informers.insert(spec.clone(), informer.clone());

@@ -60,13 +60,13 @@ struct OwnerRef {
 }
 
 fn meta_fields(obj: &CachedObject) -> Result<MetaFields, String> {
-    serde_json::from_str::<MetaOnly>(&obj.json)
+    serde_json::from_str::<MetaOnly>(&obj.json())
         .map(|m| m.metadata)
         .map_err(|e| format!("cannot parse metadata: {e}"))
 }
 
 fn field_value(obj: &CachedObject, path: &str) -> Result<Vec<String>, String> {
-    let value: serde_json::Value = serde_json::from_str(&obj.json).map_err(|e| e.to_string())?;
+    let value: serde_json::Value = serde_json::from_str(&obj.json()).map_err(|e| e.to_string())?;
     let mut cur = &value;
     for part in path.split('.') {
         match cur.get(part) {
@@ -114,7 +114,7 @@ impl IndexSpec {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::informer::object::{StripPolicy, tests::pod_resource};
+    use crate::informer::object::{CachePolicy, tests::pod_resource};
     use kube::api::DynamicObject;
 
     fn obj() -> Arc<CachedObject> {
@@ -125,7 +125,7 @@ mod tests {
             "spec": {"nodeName": "node-7", "priority": 5}
         }))
         .unwrap();
-        CachedObject::from_dynamic(d, &pod_resource(), StripPolicy::default())
+        CachedObject::from_dynamic(d, &pod_resource(), CachePolicy::default())
     }
 
     #[test]

@@ -7,7 +7,7 @@
 //! into their cached form once, and drops objects of the wrong kind. It never
 //! touches the store or the listeners.
 
-use super::object::{CachedObject, ObjRef, StripPolicy, TypeName};
+use super::object::{CachePolicy, CachedObject, ObjRef, TypeName};
 use kube::api::{ApiResource, DynamicObject};
 use kube::runtime::watcher::Event;
 use std::sync::Arc;
@@ -28,18 +28,18 @@ pub struct Reflector {
     resource: ApiResource,
     /// apiVersion and kind, shared by every object this reflector caches.
     type_name: Arc<TypeName>,
-    strip: StripPolicy,
+    policy: CachePolicy,
     relist: Option<Vec<ObjRef>>,
     dropped: u64,
 }
 
 impl Reflector {
     /// A reflector for objects of `resource`.
-    pub fn new(resource: ApiResource, strip: StripPolicy) -> Self {
+    pub fn new(resource: ApiResource, policy: CachePolicy) -> Self {
         Reflector {
             type_name: TypeName::of(&resource),
             resource,
-            strip,
+            policy,
             relist: None,
             dropped: 0,
         }
@@ -63,7 +63,11 @@ impl Reflector {
             );
             return None;
         }
-        Some(CachedObject::from_dynamic_typed(obj, &self.type_name, self.strip))
+        Some(CachedObject::from_dynamic_typed(
+            obj,
+            &self.type_name,
+            self.policy,
+        ))
     }
 
     /// Feed one watcher event; returns a delta when one is complete.
@@ -100,7 +104,7 @@ mod tests {
 
     #[test]
     fn buffers_a_relist_until_init_done() {
-        let mut r = Reflector::new(pod_resource(), StripPolicy::default());
+        let mut r = Reflector::new(pod_resource(), CachePolicy::default());
         assert!(r.handle(Event::Init).is_none());
         assert!(r.handle(Event::InitApply(dyn_pod("a", "Pod"))).is_none());
         assert!(r.handle(Event::InitApply(dyn_pod("b", "Pod"))).is_none());
@@ -120,7 +124,7 @@ mod tests {
 
     #[test]
     fn drops_wrong_kind() {
-        let mut r = Reflector::new(pod_resource(), StripPolicy::default());
+        let mut r = Reflector::new(pod_resource(), CachePolicy::default());
         assert!(r.handle(Event::Apply(dyn_pod("x", "ConfigMap"))).is_none());
         assert_eq!(r.dropped(), 1);
         assert!(r.handle(Event::Apply(dyn_pod("y", "Pod"))).is_some());

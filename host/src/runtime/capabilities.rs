@@ -242,7 +242,7 @@ impl types::HostObject for HostState {
     }
 
     fn json(&mut self, obj: Resource<ObjectHandle>) -> wasmtime::Result<String> {
-        Ok(self.object(&obj)?.json.to_string())
+        Ok(self.object(&obj)?.json().into_owned())
     }
 
     fn duplicate(&mut self, obj: Resource<ObjectHandle>) -> wasmtime::Result<Resource<ObjectHandle>> {
