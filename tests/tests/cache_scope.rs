@@ -1,0 +1,350 @@
+//! End-to-end: what a plugin may ask of the cache (issue 5). `cache-probe`
+//! checks the query scope (watches and `reads`), Secrets denied by default and
+//! granted per plugin, and typed errors instead of traps; the cache view is
+//! queried over plain HTTP.
+
+mod cache_support;
+mod common;
+
+use cache_support::*;
+use common::Wink;
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret};
+use kube::api::{Api, PostParams};
+use serde_json::{Value, json};
+use wink::sim::{Sim, SimConfig};
+
+fn probe_config(watches: Value, reads: Value, queries: Value) -> Value {
+    json!({"watches": watches, "reads": reads, "trigger": "probe", "queries": queries})
+}
+
+/// The `query N ...` lines of a probe plugin after its last trigger.
+fn probe_answers(wink: &Wink, plugin: &str) -> Vec<String> {
+    lines_starting(wink, plugin, "query ")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_query_outside_the_scope_is_refused_in_the_guest_and_logged_on_the_host() {
+    let sim = Sim::start(SimConfig::default()).await.unwrap();
+    let s = Setup::new("cache_scope", &sim);
+    let cm = json!({"api_version": "v1", "kind": "ConfigMap"});
+    let deployments = json!({"api_version": "apps/v1", "kind": "Deployment"});
+    // `scoped` reads deployments; `narrow` does not, and asks anyway.
+    let queries = json!([
+        {"op": "list", "api_version": "apps/v1", "kind": "Deployment", "namespace": "default"},
+        {"op": "get", "api_version": "apps/v1", "kind": "Deployment", "key": "default/web"},
+        {"op": "get", "api_version": "v1", "kind": "ConfigMap", "key": "default/probe"},
+    ]);
+    s.install(
+        "cache_probe",
+        "scoped",
+        Some(&probe_config(json!([cm]), json!([deployments]), queries.clone())),
+    );
+    s.install(
+        "cache_probe",
+        "narrow",
+        Some(&probe_config(json!([cm]), json!([]), queries)),
+    );
+    let pp = PostParams::default();
+    Api::<Deployment>::namespaced(sim.client(), "default")
+        .create(&pp, &deployment("default", "web", 1))
+        .await
+        .unwrap();
+
+    let wink = s.run(&[]);
+    wait_synced(&wink, "scoped");
+    wait_synced(&wink, "narrow");
+    Api::<ConfigMap>::namespaced(sim.client(), "default")
+        .create(&pp, &config_map("default", "probe", json!({})))
+        .await
+        .unwrap();
+    wink.wait_for_line("[scoped] probe done", WAIT);
+    wink.wait_for_line("[narrow] probe done", WAIT);
+
+    assert_eq!(
+        probe_answers(&wink, "scoped"),
+        [
+            "query 0 list Deployment: ok [default/web]",
+            "query 1 get Deployment: ok [default/web]",
+            "query 2 get ConfigMap: ok [default/probe]",
+        ]
+    );
+    let refused = "error not-permitted: apps/v1 Deployment is not watched by this plugin";
+    assert_eq!(
+        probe_answers(&wink, "narrow"),
+        [
+            format!("query 0 list Deployment: {refused}"),
+            format!("query 1 get Deployment: {refused}"),
+            "query 2 get ConfigMap: ok [default/probe]".to_string(),
+        ]
+    );
+    // One host log line per refused query, naming the plugin; none for `scoped`.
+    let refusals = |plugin: &str| {
+        wink.lines()
+            .iter()
+            .filter(|l| l.contains("cache query refused") && l.contains(&format!("plugin={plugin}")))
+            .count()
+    };
+    assert_eq!(refusals("narrow"), 2, "{}", wink.lines().join("\n"));
+    assert_eq!(refusals("scoped"), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn secrets_are_denied_by_default_and_granted_per_plugin() {
+    let sim = Sim::start(SimConfig::default()).await.unwrap();
+    let s = Setup::new("cache_secrets", &sim);
+    let cm = json!({"api_version": "v1", "kind": "ConfigMap"});
+    let secrets = json!({"api_version": "v1", "kind": "Secret"});
+    let queries = json!([{"op": "get", "api_version": "v1", "kind": "Secret", "key": "default/token"}]);
+    let reader = probe_config(json!([cm]), json!([secrets]), queries.clone());
+    // Same component, same config: only the name differs.
+    s.install("cache_probe", "granted", Some(&reader));
+    s.install("cache_probe", "denied", Some(&reader));
+    // A plugin that does not ask for Secrets cannot query them either.
+    s.install(
+        "cache_probe",
+        "bystander",
+        Some(&probe_config(json!([cm]), json!([]), queries)),
+    );
+    let pp = PostParams::default();
+    let secret: Secret = from_json(json!({
+        "apiVersion": "v1", "kind": "Secret",
+        "metadata": {"name": "token", "namespace": "default"}, "stringData": {"t": "s3cr3t"}
+    }));
+    Api::<Secret>::namespaced(sim.client(), "default")
+        .create(&pp, &secret)
+        .await
+        .unwrap();
+
+    let view = format!("127.0.0.1:{}", free_port());
+    let wink = s.run(&["--allow-secrets", "granted", "--cache-view", &view]);
+    wink.wait_for_line("plugins loaded", WAIT);
+    wait_synced(&wink, "granted");
+    wait_synced(&wink, "bystander");
+    Api::<ConfigMap>::namespaced(sim.client(), "default")
+        .create(&pp, &config_map("default", "probe", json!({})))
+        .await
+        .unwrap();
+    wink.wait_for_line("[granted] probe done", WAIT);
+    wink.wait_for_line("[bystander] probe done", WAIT);
+
+    assert_eq!(
+        probe_answers(&wink, "granted"),
+        ["query 0 get Secret: ok [default/token]"]
+    );
+    assert_eq!(
+        probe_answers(&wink, "bystander"),
+        ["query 0 get Secret: error not-permitted: v1 Secret is not watched by this plugin"]
+    );
+    // `denied` asked for Secrets without the operator's grant: refused at
+    // registration, with a clear line, and it never runs.
+    let not_loaded: Vec<String> = wink
+        .lines()
+        .into_iter()
+        .filter(|l| l.contains("plugin not loaded"))
+        .collect();
+    assert_eq!(not_loaded.len(), 1, "{not_loaded:#?}");
+    assert!(
+        not_loaded[0].contains("plugin denied asks for Secrets")
+            && not_loaded[0].contains("--allow-secrets denied"),
+        "{not_loaded:#?}"
+    );
+    assert!(wink.plugin_lines("denied").is_empty());
+    // The grant is the plugin's, not the cache view's: it serves no Secrets,
+    // though an informer caches them.
+    wink.wait_for_line("cache view listening", WAIT);
+    let (status, body) = get_json(&view, "/cache/core/v1/secrets").await;
+    assert_eq!(status, 403, "{body}");
+    assert_eq!(body["reason"], "Forbidden");
+    let (status, _) = get_json(&view, "/cache/core/v1/configmaps").await;
+    assert_eq!(status, 200);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_queries_are_typed_errors_not_traps() {
+    let sim = Sim::start(SimConfig::default()).await.unwrap();
+    let s = Setup::new("cache_typed_errors", &sim);
+    let cm = json!({"api_version": "v1", "kind": "ConfigMap", "indexes": {"app": "label:app", "owner": "owner-uid"}});
+    let q = |op: &str, extra: Value| {
+        let mut v = json!({"op": op, "api_version": "v1", "kind": "ConfigMap"});
+        v.as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        v
+    };
+    let queries = json!([
+        q("by-index", json!({"index": "nope", "value": "x"})),
+        q("index-keys", json!({"index": "nope", "value": "x"})),
+        q("list-index-values", json!({"index": "nope"})),
+        q("list", json!({"selector": "app in (web"})),
+        q("by-index", json!({"index": "app", "value": "web"})),
+        q("index-keys", json!({"index": "app", "value": "web"})),
+        q("list-index-values", json!({"index": "app"})),
+        q("by-index", json!({"index": "namespace", "value": "default"})),
+        q("list", json!({"selector": "app notin (db),app"})),
+        q("list", json!({"namespace": "ns1"})),
+        q("get", json!({"key": "default/missing"})),
+    ]);
+    s.install(
+        "cache_probe",
+        "probe",
+        Some(&probe_config(json!([cm]), json!([]), queries)),
+    );
+    namespace(&sim, "ns1").await;
+    let pp = PostParams::default();
+    let default: Api<ConfigMap> = Api::namespaced(sim.client(), "default");
+    let ns1: Api<ConfigMap> = Api::namespaced(sim.client(), "ns1");
+    default
+        .create(&pp, &config_map("default", "w1", json!({"app": "web"})))
+        .await
+        .unwrap();
+    default
+        .create(&pp, &config_map("default", "d1", json!({"app": "db"})))
+        .await
+        .unwrap();
+    ns1.create(&pp, &config_map("ns1", "w2", json!({"app": "web"})))
+        .await
+        .unwrap();
+
+    let wink = s.run(&[]);
+    wait_synced(&wink, "probe");
+    default
+        .create(&pp, &config_map("default", "probe", json!({})))
+        .await
+        .unwrap();
+    wink.wait_for_line("[probe] probe done", WAIT);
+    // The instance lives on: a second trigger runs the queries again.
+    ns1.create(&pp, &config_map("ns1", "probe", json!({})))
+        .await
+        .unwrap();
+    wink.wait_until("a second probe", WAIT, |w| {
+        lines_starting(w, "probe", "probe done").len() == 2
+    });
+
+    let answers = probe_answers(&wink, "probe");
+    assert_eq!(answers.len(), 22, "{answers:#?}");
+    let mut first = answers[..11].to_vec();
+    // The selector parser's wording is its own; the variant is the contract.
+    let invalid = "query 3 list ConfigMap: error invalid-argument: ";
+    assert!(first[3].starts_with(invalid), "{answers:#?}");
+    first[3] = invalid.to_string();
+    assert_eq!(
+        first,
+        [
+            "query 0 by-index ConfigMap: error unknown-index: nope",
+            "query 1 index-keys ConfigMap: error unknown-index: nope",
+            "query 2 list-index-values ConfigMap: error unknown-index: nope",
+            invalid,
+            "query 4 by-index ConfigMap: ok [default/w1 ns1/w2]",
+            "query 5 index-keys ConfigMap: ok [default/w1 ns1/w2]",
+            "query 6 list-index-values ConfigMap: ok [db web]",
+            "query 7 by-index ConfigMap: ok [default/d1 default/probe default/w1]",
+            "query 8 list ConfigMap: ok [default/w1 ns1/w2]",
+            "query 9 list ConfigMap: ok [ns1/w2]",
+            "query 10 get ConfigMap: ok [none]",
+        ]
+    );
+    assert_eq!(answers[20], "query 9 list ConfigMap: ok [ns1/probe ns1/w2]");
+    assert!(
+        !wink.lines().iter().any(|l| l.contains("plugin trapped")),
+        "{}",
+        wink.lines().join("\n")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_cache_view_answers_kubernetes_lists_from_the_cache() {
+    let sim = Sim::start(SimConfig::default()).await.unwrap();
+    let s = Setup::new("cache_view", &sim);
+    s.install("app_index", "app-index", None);
+    namespace(&sim, "ns1").await;
+    namespace(&sim, "ns2").await;
+    let pp = PostParams::default();
+    let ns1: Api<Pod> = Api::namespaced(sim.client(), "ns1");
+    let ns2: Api<Pod> = Api::namespaced(sim.client(), "ns2");
+    ns1.create(
+        &pp,
+        &pod("ns1", "pod1", json!({"app": "l1", "tier": "web"}), None),
+    )
+    .await
+    .unwrap();
+    ns1.create(&pp, &pod("ns1", "pod3", json!({"app": "l2"}), None))
+        .await
+        .unwrap();
+    ns2.create(&pp, &pod("ns2", "pod2", json!({"app": "l1"}), None))
+        .await
+        .unwrap();
+
+    let addr = format!("127.0.0.1:{}", free_port());
+    let wink = s.run(&["--cache-view", &addr]);
+    wait_synced(&wink, "app-index");
+    wink.wait_for_line("cache view listening", WAIT);
+    let lists_before = sim.request_count("list", "pods");
+
+    let (status, all) = get_json(&addr, "/cache/core/v1/pods").await;
+    assert_eq!(status, 200, "{all}");
+    assert_eq!(all["apiVersion"], "v1");
+    assert_eq!(all["kind"], "PodList");
+    assert!(all["metadata"].is_object());
+    assert_eq!(item_keys(&all), ["ns1/pod1", "ns1/pod3", "ns2/pod2"]);
+    // Items are the cached objects themselves (apiVersion/kind included).
+    assert_eq!(all["items"][0]["kind"], "Pod");
+    assert_eq!(all["items"][0]["metadata"]["labels"]["tier"], "web");
+
+    let keys = |path: &'static str| {
+        let addr = addr.clone();
+        async move {
+            let (status, list) = get_json(&addr, path).await;
+            assert_eq!(status, 200, "{path}: {list}");
+            item_keys(&list)
+        }
+    };
+    assert_eq!(
+        keys("/cache/core/v1/pods?namespace=ns1").await,
+        ["ns1/pod1", "ns1/pod3"]
+    );
+    // The plugin's index `app` (seed 001's indexer_run: pods with app=l1).
+    assert_eq!(
+        keys("/cache/core/v1/pods?index=app&value=l1").await,
+        ["ns1/pod1", "ns2/pod2"]
+    );
+    assert_eq!(
+        keys("/cache/core/v1/pods?index=app&value=l1&namespace=ns2").await,
+        ["ns2/pod2"]
+    );
+    assert_eq!(
+        keys("/cache/core/v1/pods?labelSelector=app%3Dl1,tier").await,
+        ["ns1/pod1"]
+    );
+    assert!(keys("/cache/core/v1/pods?index=app&value=none").await.is_empty());
+
+    // A later change is visible without asking the API server.
+    ns2.create(&pp, &pod("ns2", "pod4", json!({"app": "l1"}), None))
+        .await
+        .unwrap();
+    wait_view(
+        &addr,
+        "/cache/core/v1/pods?index=app&value=l1",
+        &["ns1/pod1", "ns2/pod2", "ns2/pod4"],
+    )
+    .await;
+    assert_eq!(
+        sim.request_count("list", "pods"),
+        lists_before,
+        "served from the cache"
+    );
+
+    // Errors are Kubernetes Status objects.
+    let (status, body) = get_json(&addr, "/cache/core/v1/pods?index=nope&value=x").await;
+    assert_eq!(
+        (status, &body["kind"], &body["reason"]),
+        (400, &json!("Status"), &json!("BadRequest"))
+    );
+    let (status, body) = get_json(&addr, "/cache/core/v1/pods?labelSelector=app%20in%20(").await;
+    assert_eq!((status, &body["reason"]), (400, &json!("BadRequest")), "{body}");
+    let (status, body) = get_json(&addr, "/cache/apps/v1/deployments").await;
+    assert_eq!((status, &body["reason"]), (404, &json!("NotFound")), "{body}");
+    // Read-only.
+    let (status, _) = http(&addr, "DELETE", "/cache/core/v1/pods").await;
+    assert_eq!(status, 405);
+}
