@@ -76,6 +76,24 @@ fn events(policy: CachePolicy) -> (Vec<ObjRef>, usize, f64) {
     (out, json_bytes / PODS, per_object)
 }
 
+/// Bytes held for a Pod shaped like a real cluster's (a coredns replica:
+/// volumes, probes, tolerations, affinity, status conditions), which repeats
+/// itself less than the stream's pods: (JSON bytes, held plain, held compressed).
+fn real_world_pod() -> (usize, usize, usize) {
+    let ar = ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk("", "v1", "Pod"), "pods");
+    let text = include_str!("support/coredns-pod.json");
+    let cache = |compress| {
+        let obj: DynamicObject = serde_json::from_str(text).unwrap();
+        let policy = CachePolicy {
+            compress,
+            ..CachePolicy::default()
+        };
+        CachedObject::from_dynamic(obj, &ar, policy)
+    };
+    let (plain, packed) = (cache(false), cache(true));
+    (plain.json_len(), plain.heap_bytes(), packed.heap_bytes())
+}
+
 /// Mean bytes held per object over the last version of each pod.
 fn held(objects: &[ObjRef]) -> usize {
     let last = &objects[objects.len() - PODS..];
@@ -147,6 +165,12 @@ fn main() {
         "caching one object: {plain_us:.2} µs plain, {packed_us:.2} µs compressed ({:.2} x); bytes held: {plain_bytes} plain, {} compressed",
         packed_us / plain_us,
         held(&objects)
+    );
+    let (json, plain, packed) = real_world_pod();
+    println!(
+        "a real-world Pod (coredns): {json} B JSON, held {plain} B plain ({:.2} x), {packed} B compressed ({:.2} x)",
+        plain as f64 / json as f64,
+        packed as f64 / json as f64
     );
     let (native, cache_bytes) = run(&objects, vec![Native::handler()]);
     let (one, _) = run(
