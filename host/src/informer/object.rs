@@ -520,6 +520,12 @@ pub(crate) mod tests {
         );
         assert_eq!((odd.resource_version(), odd.label("k")), ("9", Some("v")));
         assert_eq!(odd.key(), "ns/we\"ird");
+        // Compressed, the escaped strings are kept apart the same way.
+        let obj: DynamicObject = serde_json::from_str(&odd.json()).unwrap();
+        let packed = CachedObject::from_dynamic(obj, &pod_resource(), CachePolicy::default());
+        assert!(packed.is_compressed() && matches!(packed.meta, Meta::Owned(_)));
+        assert_eq!((packed.key(), packed.label("k")), (odd.key(), Some("v")));
+        assert_eq!(packed.json(), odd.json());
         // Held once: the plain object's entry is its JSON plus a fixed part.
         assert!(
             plain.heap_bytes() < plain.json_len() + 128,
