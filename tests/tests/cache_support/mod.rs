@@ -88,15 +88,7 @@ impl Setup {
     }
 
     pub fn run(&self, extra: &[&str]) -> Wink {
-        let mut args = vec![
-            "run",
-            "--plugins",
-            self.plugins.to_str().unwrap(),
-            "--kubeconfig",
-            self.kubeconfig.to_str().unwrap(),
-        ];
-        args.extend_from_slice(extra);
-        Wink::spawn(&args)
+        Wink::run_on(&self.plugins, &self.kubeconfig, extra)
     }
 }
 

@@ -80,6 +80,19 @@ pub struct Wink {
 
 impl Wink {
     /// Spawn `wink <args>`.
+    /// `wink run --plugins PLUGINS --kubeconfig KUBECONFIG EXTRA...`.
+    pub fn run_on(plugins: &Path, kubeconfig: &Path, extra: &[&str]) -> Wink {
+        let mut args = vec![
+            "run",
+            "--plugins",
+            plugins.to_str().unwrap(),
+            "--kubeconfig",
+            kubeconfig.to_str().unwrap(),
+        ];
+        args.extend_from_slice(extra);
+        Wink::spawn(&args)
+    }
+
     pub fn spawn(args: &[&str]) -> Wink {
         let mut child = Command::new(wink_bin())
             .args(args)

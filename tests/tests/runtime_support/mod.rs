@@ -57,17 +57,9 @@ impl Env {
     /// `wink run` on this directory, with its own compile cache.
     pub fn wink(&self, extra: &[&str]) -> Wink {
         let cache = self.dir.join("cache");
-        let mut args = vec![
-            "run",
-            "--plugins",
-            self.plugins.to_str().unwrap(),
-            "--kubeconfig",
-            self.kubeconfig.to_str().unwrap(),
-            "--compile-cache",
-            cache.to_str().unwrap(),
-        ];
+        let mut args = vec!["--compile-cache", cache.to_str().unwrap()];
         args.extend_from_slice(extra);
-        Wink::spawn(&args)
+        Wink::run_on(&self.plugins, &self.kubeconfig, &args)
     }
 
     /// Replace `plugins/<file>` in one step (written beside, then renamed),
