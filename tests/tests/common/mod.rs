@@ -17,9 +17,23 @@ pub fn root() -> PathBuf {
         .to_path_buf()
 }
 
+/// A nested `cargo` in the workspace root, without the variables cargo sets
+/// for this test process (`CARGO_MANIFEST_DIR`, `CARGO_PKG_*`, ...): some
+/// build scripts (ring's) rerun when one of them changes, so inheriting them
+/// would make every nested build and every later plain `cargo build`
+/// rebuild the TLS stack and `wink` in turn (~50 s each).
 fn cargo() -> Command {
     let mut c = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
     c.current_dir(root());
+    for (name, _) in std::env::vars_os() {
+        let name = name.to_string_lossy();
+        let per_crate = ["CARGO_PKG_", "CARGO_MANIFEST_", "CARGO_CRATE_", "CARGO_BIN_"]
+            .iter()
+            .any(|p| name.starts_with(p));
+        if per_crate || name == "CARGO_PRIMARY_PACKAGE" || name == "CARGO_TARGET_TMPDIR" {
+            c.env_remove(&*name);
+        }
+    }
     c
 }
 
