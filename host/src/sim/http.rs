@@ -8,6 +8,7 @@
 
 use super::Shared;
 use super::discovery;
+use super::meta::parse_rv;
 use super::openapi;
 use super::patch::{self, PatchType};
 use super::resources::ResourceDef;
@@ -16,7 +17,7 @@ use super::selector::{FieldSelector, LabelSelector};
 use super::status::ApiError;
 use super::store::{ListQuery, Obj};
 use super::watch::{self, WatchQuery, json_as};
-use super::write::{self, Preconditions, parse_rv};
+use super::write::{self, Preconditions};
 use axum::body::Body;
 use axum::http::{Method, Request, Response, header};
 use base64::Engine;

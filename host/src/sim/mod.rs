@@ -20,6 +20,7 @@ mod discovery;
 mod faults;
 mod http;
 mod kubeconfig;
+mod meta;
 mod openapi;
 mod patch;
 mod resources;

@@ -9,11 +9,11 @@
 //! writes to the store, routing, discovery.
 
 use super::Shared;
+use super::meta::parse_rv;
 use super::resources::ResourceDef;
 use super::selector::{FieldSelector, LabelSelector};
 use super::status::ApiError;
 use super::store::{EvType, Event, Obj, bookmark_object};
-use super::write::parse_rv;
 use axum::body::Body;
 use bytes::{Bytes, BytesMut};
 use serde_json::Value;

@@ -1,0 +1,153 @@
+//! Object metadata as the simulated API server manages it: names checked as
+//! RFC 1123, uids and generated-name suffixes, timestamps, resourceVersions
+//! parsed from clients, and the identity of a request body (kind, namespace,
+//! name) checked against the URL. Pure functions over JSON values; the write
+//! path (`write`) decides when to apply them. Must not touch the store or HTTP.
+
+use super::resources::ResourceDef;
+use super::status::ApiError;
+use base64::Engine;
+use serde_json::{Map, Value, json};
+
+pub fn now() -> String {
+    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+}
+
+pub(super) fn uid() -> String {
+    let b: u128 = rand::random();
+    let h = format!(
+        "{:032x}",
+        (b & !(0xf << 76) & !(0x3 << 62)) | (0x4 << 76) | (0x2 << 62)
+    );
+    format!(
+        "{}-{}-{}-{}-{}",
+        &h[..8],
+        &h[8..12],
+        &h[12..16],
+        &h[16..20],
+        &h[20..]
+    )
+}
+
+pub(super) fn suffix() -> String {
+    const A: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
+    (0..5)
+        .map(|_| A[rand::random_range(0..A.len())] as char)
+        .collect()
+}
+
+pub(super) fn meta(v: &mut Value) -> &mut Map<String, Value> {
+    if !v.get("metadata").is_some_and(Value::is_object) {
+        v["metadata"] = json!({});
+    }
+    v["metadata"].as_object_mut().expect("object")
+}
+
+pub(super) fn mstr<'a>(v: &'a Value, f: &str) -> Option<&'a str> {
+    v.get("metadata")?.get(f)?.as_str().filter(|s| !s.is_empty())
+}
+
+pub(super) fn valid_name(name: &str, label: bool) -> Option<String> {
+    let max = if label { 63 } else { 253 };
+    let ok = !name.is_empty()
+        && name.len() <= max
+        && name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || (!label && c == '.'))
+        && name.starts_with(|c: char| c.is_ascii_alphanumeric())
+        && name.ends_with(|c: char| c.is_ascii_alphanumeric());
+    (!ok).then(|| {
+        let what = if label {
+            "RFC 1123 label"
+        } else {
+            "RFC 1123 subdomain"
+        };
+        format!(
+            "metadata.name: Invalid value: \"{name}\": a lowercase {what} must consist of lower \
+             case alphanumeric characters, '-'{} and must start and end with an alphanumeric character",
+            if label { "" } else { " or '.'" }
+        )
+    })
+}
+
+/// Parse a resourceVersion given by a client.
+pub fn parse_rv(s: &str) -> Result<u64, ApiError> {
+    s.parse()
+        .map_err(|_| ApiError::bad_request(format!("invalid resource version: {s:?}")))
+}
+
+/// Everything but metadata and status: a change here bumps generation.
+pub(super) fn spec_part(v: &Value) -> Value {
+    let mut v = v.clone();
+    if let Some(m) = v.as_object_mut() {
+        m.remove("metadata");
+        m.remove("status");
+        m.remove("apiVersion");
+        m.remove("kind");
+    }
+    v
+}
+
+pub(super) fn fold_string_data(v: &mut Value) {
+    let Some(sd) = v.as_object_mut().and_then(|m| m.remove("stringData")) else {
+        return;
+    };
+    if let Value::Object(sd) = sd {
+        let data = v
+            .as_object_mut()
+            .expect("object")
+            .entry("data")
+            .or_insert_with(|| json!({}));
+        for (k, s) in sd {
+            let enc = base64::engine::general_purpose::STANDARD.encode(s.as_str().unwrap_or(""));
+            data[k] = Value::String(enc);
+        }
+    }
+}
+
+/// Check the body's namespace and name against the URL and the scope.
+pub(super) fn check_identity(
+    def: &ResourceDef,
+    ns: Option<&str>,
+    body: &mut Value,
+    name: Option<&str>,
+) -> Result<(), ApiError> {
+    if !body.is_object() {
+        return Err(ApiError::bad_request("the request body must be an object"));
+    }
+    if let Some(kind) = body.get("kind").and_then(Value::as_str)
+        && kind != def.kind
+    {
+        return Err(ApiError::bad_request(format!(
+            "the kind of the object ({kind}) does not match the expected kind ({})",
+            def.kind
+        )));
+    }
+    if let (Some(want), Some(got)) = (ns, mstr(body, "namespace"))
+        && want != got
+    {
+        return Err(ApiError::bad_request(
+            "the namespace of the provided object does not match the namespace sent on the request",
+        ));
+    }
+    if let (Some(want), Some(got)) = (name, mstr(body, "name"))
+        && want != got
+    {
+        return Err(ApiError::bad_request(format!(
+            "the name of the object ({got}) does not match the name on the URL ({want})"
+        )));
+    }
+    let m = meta(body);
+    match ns {
+        Some(ns) if def.namespaced => {
+            m.insert("namespace".into(), json!(ns));
+        }
+        _ => {
+            m.remove("namespace");
+        }
+    }
+    if let Some(name) = name {
+        m.insert("name".into(), json!(name));
+    }
+    Ok(())
+}
