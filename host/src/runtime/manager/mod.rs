@@ -477,7 +477,9 @@ impl PluginManager {
     ) -> Vec<Registered> {
         let pending = Arc::new(AtomicUsize::new(wanted.len()));
         if wanted.is_empty() {
+            // Nothing to list: synced at once, and said like any other.
             instance.set_synced();
+            tracing::info!(plugin = %instance.name(), "plugin synced");
         }
         let mut previous: Vec<Registered> = previous.map(<[Registered]>::to_vec).unwrap_or_default();
         let mut registered = Vec::new();
