@@ -3,14 +3,17 @@
 //! its metadata strings are in that text (located once), so each string is
 //! held once. With compression on (the default) the JSON is held as an LZ4
 //! block and the metadata strings beside it, uncompressed, so keys, metadata
-//! reads, label and namespace indexes and plugin handles never decompress. Owns the caching policy
-//! (managedFields and the last-applied annotation stripped, compression);
-//! knows nothing about stores or plugins.
+//! reads, label and namespace indexes and plugin handles never decompress.
+//! Owns the caching policy (managedFields and the last-applied annotation
+//! stripped, compression); the metadata's representation is in `meta`.
+//! Knows nothing about stores or plugins.
+
+mod meta;
 
 use kube::api::{ApiResource, DynamicObject};
 use kube::core::TypeMeta;
+use meta::{Meta, OwnedMeta, Span};
 use std::borrow::Cow;
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 /// The annotation `kubectl apply` writes; large and useless to handlers.
@@ -34,75 +37,6 @@ impl TypeName {
             kind: ar.kind.clone(),
         })
     }
-}
-
-/// A byte range of an object's JSON text that holds one string value.
-#[derive(Debug, Clone, Copy)]
-struct Span {
-    start: u32,
-    end: u32,
-}
-
-/// Where the metadata strings are: byte ranges of the JSON text (always, for
-/// valid Kubernetes objects), or their own strings when one was escaped in
-/// the JSON and so cannot be sliced out of it.
-#[derive(Debug)]
-enum Meta {
-    Spans {
-        namespace: Option<Span>,
-        name: Span,
-        uid: Span,
-        resource_version: Span,
-        /// Sorted by key.
-        labels: Box<[(Span, Span)]>,
-    },
-    Owned(Box<OwnedMeta>),
-}
-
-#[derive(Debug)]
-struct OwnedMeta {
-    namespace: Option<String>,
-    name: String,
-    uid: String,
-    resource_version: String,
-    /// Sorted by key.
-    labels: Vec<(String, String)>,
-}
-
-/// The metadata strings as slices of the JSON text; deserializing fails if
-/// one of them was escaped there.
-#[derive(serde::Deserialize)]
-struct SlicedMeta<'a> {
-    #[serde(borrow, default)]
-    namespace: Option<&'a str>,
-    #[serde(borrow, default)]
-    name: Option<&'a str>,
-    #[serde(borrow, default)]
-    uid: Option<&'a str>,
-    #[serde(borrow, default, rename = "resourceVersion")]
-    resource_version: Option<&'a str>,
-    #[serde(borrow, default)]
-    labels: Option<BTreeMap<&'a str, &'a str>>,
-}
-
-/// The same metadata, unescaped into owned strings.
-#[derive(serde::Deserialize)]
-struct UnescapedMeta {
-    #[serde(default)]
-    namespace: Option<String>,
-    #[serde(default)]
-    name: Option<String>,
-    #[serde(default)]
-    uid: Option<String>,
-    #[serde(default, rename = "resourceVersion")]
-    resource_version: Option<String>,
-    #[serde(default)]
-    labels: Option<BTreeMap<String, String>>,
-}
-
-#[derive(serde::Deserialize)]
-struct Top<M> {
-    metadata: M,
 }
 
 /// One object version: its JSON, and its metadata as ranges of a text.
@@ -156,86 +90,6 @@ fn decompress(lz4: &[u8], len: u32) -> String {
     let bytes =
         lz4_flex::block::decompress(lz4, len as usize).expect("a block this process compressed decompresses");
     String::from_utf8(bytes).expect("the block holds the JSON text it was made from")
-}
-
-impl Meta {
-    /// Locate the metadata in `json`.
-    fn locate(json: &str) -> Meta {
-        let base = json.as_ptr() as usize;
-        let span = |v: &str| {
-            let start = (v.as_ptr() as usize - base) as u32;
-            Span {
-                start,
-                end: start + v.len() as u32,
-            }
-        };
-        let empty = Span { start: 0, end: 0 };
-        if let Ok(Top { metadata: m }) = serde_json::from_str::<Top<SlicedMeta<'_>>>(json) {
-            return Meta::Spans {
-                namespace: m.namespace.map(span),
-                name: m.name.map_or(empty, span),
-                uid: m.uid.map_or(empty, span),
-                resource_version: m.resource_version.map_or(empty, span),
-                labels: m
-                    .labels
-                    .unwrap_or_default()
-                    .into_iter()
-                    .map(|(k, v)| (span(k), span(v)))
-                    .collect(),
-            };
-        }
-        let m = serde_json::from_str::<Top<UnescapedMeta>>(json)
-            .expect("the JSON was just serialized from an object with metadata")
-            .metadata;
-        Meta::Owned(Box::new(OwnedMeta {
-            namespace: m.namespace,
-            name: m.name.unwrap_or_default(),
-            uid: m.uid.unwrap_or_default(),
-            resource_version: m.resource_version.unwrap_or_default(),
-            labels: m.labels.unwrap_or_default().into_iter().collect(),
-        }))
-    }
-
-    /// Copy the strings the spans point at in `json` into one text, and point
-    /// the spans at it instead.
-    fn relocate(&mut self, json: &str) -> Box<str> {
-        let Meta::Spans {
-            namespace,
-            name,
-            uid,
-            resource_version,
-            labels,
-        } = self
-        else {
-            return Box::from("");
-        };
-        let len = |s: &Span| (s.end - s.start) as usize;
-        let size = namespace.as_ref().map_or(0, len)
-            + len(name)
-            + len(uid)
-            + len(resource_version)
-            + labels.iter().map(|(k, v)| len(k) + len(v)).sum::<usize>();
-        let mut text = String::with_capacity(size);
-        let mut move_span = |span: &mut Span| {
-            let start = text.len() as u32;
-            text.push_str(&json[span.start as usize..span.end as usize]);
-            *span = Span {
-                start,
-                end: text.len() as u32,
-            };
-        };
-        if let Some(ns) = namespace {
-            move_span(ns);
-        }
-        move_span(name);
-        move_span(uid);
-        move_span(resource_version);
-        for (k, v) in labels.iter_mut() {
-            move_span(k);
-            move_span(v);
-        }
-        text.into_boxed_str()
-    }
 }
 
 impl CachedObject {
