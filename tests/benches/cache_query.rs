@@ -1,4 +1,4 @@
-//! Cache query benchmark (issue 5): guest-side `get` and `by-index` against a
+//! Cache query benchmark: guest-side `get` and `by-index` against a
 //! host store of 10,000 and 100,000 pods, answers of 1, 10 and 100 objects.
 //!
 //! The `bench-query` plugin runs one query N times in a loop inside wasm when
@@ -20,6 +20,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use wink::informer::index::IndexSpec;
 use wink::informer::object::{CachePolicy, CachedObject};
+use wink::informer::store::Writer;
 use wink::informer::{ObjRef, Store};
 use wink::runtime::instance::PluginInstance;
 use wink::runtime::{Limits, WinkEngine, loader};
@@ -47,17 +48,17 @@ fn pod(i: usize) -> ObjRef {
     )
 }
 
-fn store(pods: usize) -> Arc<Store> {
-    let store = Arc::new(Store::new());
+fn store(pods: usize) -> Store {
+    let writer = Writer::new();
     for name in ["one", "ten", "hundred"] {
-        store
+        writer
             .add_index(name, IndexSpec::Label(name.into()).func())
             .unwrap();
     }
     for i in 0..pods {
-        store.upsert(pod(i));
+        writer.upsert(pod(i));
     }
-    store
+    writer.reader()
 }
 
 /// A trigger object asking the plugin for `iters` runs of one query.

@@ -1,4 +1,4 @@
-//! Informer benchmark against the simulated API server (issue 4): one watch
+//! Informer benchmark against the simulated API server: one watch
 //! stream of 55,000 pod events (~3.6 KiB each: 5,000 pods created with a
 //! status (two writes each, as on a real server), then each
 //! updated 9 times) through the real `kube_runtime::watcher`, consumed by
@@ -30,7 +30,7 @@ use std::time::{Duration, Instant};
 use wink::informer::object::CachePolicy;
 use wink::informer::reflector::Reflector;
 use wink::informer::{EventHandler, SharedInformer};
-use wink::sim::{Sim, SimConfig};
+use wink_sim::{Sim, SimConfig};
 
 const PODS: usize = 5_000;
 const VERSIONS: usize = 10;

@@ -1,4 +1,4 @@
-//! Plugin runtime benchmark (issue 6), in process: the real `PluginManager`,
+//! Plugin runtime benchmark, in process: the real `PluginManager`,
 //! the real directory watcher (`reload::watch`, 50 ms debounce) and an
 //! informer fed by the in-process simulated API server. Measures:
 //!
@@ -36,10 +36,10 @@ use tracing_subscriber::layer::{Context, SubscriberExt};
 use tracing_subscriber::util::SubscriberInitExt;
 use wink::informer::SharedInformerFactory;
 use wink::informer::factory::FactoryOptions;
-use wink::runtime::compile_cache::CompileCache;
 use wink::runtime::manager::{ManagerOptions, PluginManager};
+use wink::runtime::precompiled::Precompiled;
 use wink::runtime::{WinkEngine, loader, reload};
-use wink::sim::{Sim, SimConfig};
+use wink_sim::{Sim, SimConfig};
 
 const RUNS: usize = 20;
 const SMALL_CACHE: usize = 100;
@@ -240,7 +240,7 @@ async fn main() {
     let engine = WinkEngine::new().unwrap();
     let factory = SharedInformerFactory::new(sim.client(), FactoryOptions::default());
     let options = ManagerOptions {
-        compile_cache: Some(b.dir.join("cache")),
+        precompiled: Some(b.dir.join("cache")),
         max_restarts: u32::MAX,
         // Every crash starts a new series: the backoff stays at its first step.
         healthy_after: Duration::ZERO,
@@ -295,7 +295,7 @@ async fn main() {
     };
     std::fs::create_dir_all(&tier.plugins).unwrap();
     let tier_options = ManagerOptions {
-        compile_cache: Some(b.dir.join("cache")),
+        precompiled: Some(b.dir.join("cache")),
         tier_up: true,
         ..Default::default()
     };
@@ -383,7 +383,7 @@ async fn main() {
         let loaded = probe(&["plugin loaded from", &format!("plugin={name} ")]);
         let t0 = Instant::now();
         let options = ManagerOptions {
-            compile_cache: Some(b.dir.join("cache")),
+            precompiled: Some(b.dir.join("cache")),
             ..Default::default()
         };
         let engine = WinkEngine::new().unwrap();
@@ -452,7 +452,7 @@ async fn main() {
     let linker = loader::linker(&engine).unwrap();
     let mut compile = Vec::new();
     let mut deserialize = Vec::new();
-    let cache = CompileCache::open(&b.dir.join("cache-e"), engine.engine()).unwrap();
+    let cache = Precompiled::open(&b.dir.join("cache-e"), engine.engine()).unwrap();
     let path = Path::new("pod-logger.wasm");
     for i in 0..5 {
         let bytes = with_custom_section(&pod_logger, &format!("{nonce}-e{i}"));

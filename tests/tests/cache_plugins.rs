@@ -1,4 +1,4 @@
-//! End-to-end: the seeds' cache examples as plugins (issue 5). Real plugins
+//! End-to-end: the seeds' cache examples as plugins. Real plugins
 //! built for wasm32-wasip2, the real `wink run` binary, the simulated API
 //! server and the real kube client: `app-index`, `deployment-lister` and
 //! `replica-checker` reproduce the seeds' output. Scope, Secrets, typed errors
@@ -12,7 +12,7 @@ use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, DeleteParams, PostParams};
 use serde_json::json;
-use wink::sim::{Sim, SimConfig};
+use wink_sim::{Sim, SimConfig};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn app_index_prints_the_keys_sharing_the_app_label() {

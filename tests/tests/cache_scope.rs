@@ -1,4 +1,4 @@
-//! End-to-end: what a plugin may ask of the cache (issue 5). `cache-probe`
+//! End-to-end: what a plugin may ask of the cache. `cache-probe`
 //! checks the query scope (watches and `reads`), Secrets denied by default and
 //! granted per plugin, and typed errors instead of traps; the cache view is
 //! queried over plain HTTP.
@@ -10,9 +10,10 @@ use cache_support::*;
 use common::Wink;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret};
-use kube::api::{Api, PostParams};
+use kube::ResourceExt;
+use kube::api::{Api, ListParams, PostParams};
 use serde_json::{Value, json};
-use wink::sim::{Sim, SimConfig};
+use wink_sim::{Sim, SimConfig};
 
 fn probe_config(watches: Value, reads: Value, queries: Value) -> Value {
     json!({"watches": watches, "reads": reads, "trigger": "probe", "queries": queries})
@@ -250,6 +251,96 @@ async fn bad_queries_are_typed_errors_not_traps() {
         "{}",
         wink.lines().join("\n")
     );
+}
+
+/// The selectors of the selector test, and what the API server answers to
+/// each: the keys it lists, or its error message.
+async fn api_server_answers(sim: &Sim, selectors: &[&str]) -> Vec<String> {
+    let all: Api<ConfigMap> = Api::all(sim.client());
+    let mut answers = Vec::new();
+    for selector in selectors {
+        answers.push(match all.list(&ListParams::default().labels(selector)).await {
+            Ok(list) => {
+                let mut keys: Vec<String> = list
+                    .items
+                    .iter()
+                    .map(|cm| format!("{}/{}", cm.namespace().unwrap_or_default(), cm.name_any()))
+                    .collect();
+                keys.sort();
+                format!("ok [{}]", keys.join(" "))
+            }
+            Err(kube::Error::Api(status)) => format!("error invalid-argument: {}", status.message),
+            Err(e) => panic!("{selector}: {e}"),
+        });
+    }
+    answers
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cache_list_selectors_answer_as_the_api_servers_list() {
+    let sim = Sim::start(SimConfig::default()).await.unwrap();
+    let s = Setup::new("cache_selectors", &sim);
+    let selectors = [
+        "replicas>3",
+        "replicas<5",
+        "replicas>3,app=web",
+        "replicas notin (5),app",
+        "!replicas",
+        "app in (web,db),replicas!=10",
+        "replicas>x",
+        "app in (web",
+    ];
+    let queries: Vec<Value> = selectors
+        .iter()
+        .map(|sel| json!({"op": "list", "api_version": "v1", "kind": "ConfigMap", "selector": sel}))
+        .collect();
+    let cm = json!({"api_version": "v1", "kind": "ConfigMap"});
+    s.install(
+        "cache_probe",
+        "probe",
+        Some(&probe_config(json!([cm]), json!([]), json!(queries))),
+    );
+    let pp = PostParams::default();
+    let default: Api<ConfigMap> = Api::namespaced(sim.client(), "default");
+    for (name, labels) in [
+        ("r1", json!({"replicas": "1", "app": "web"})),
+        ("r3", json!({"replicas": "3", "app": "db"})),
+        ("r5", json!({"replicas": "5", "app": "web"})),
+        ("r10", json!({"replicas": "10", "app": "web"})),
+        ("rx", json!({"replicas": "x", "app": "db"})),
+        ("none", json!({"app": "cache"})),
+    ] {
+        default
+            .create(&pp, &config_map("default", name, labels))
+            .await
+            .unwrap();
+    }
+    let wink = s.run(&[]);
+    wait_synced(&wink, "probe");
+    default
+        .create(&pp, &config_map("default", "probe", json!({})))
+        .await
+        .unwrap();
+    wink.wait_for_line("[probe] probe done", WAIT);
+    let answers: Vec<String> = probe_answers(&wink, "probe")
+        .iter()
+        .map(|line| {
+            line.split_once("ConfigMap: ")
+                .expect("a query line")
+                .1
+                .to_string()
+        })
+        .collect();
+    // The same objects, listed by the API server: its answers are the
+    // expectation; check they are the interesting ones (integer
+    // comparisons, a refusal).
+    let expected = api_server_answers(&sim, &selectors).await;
+    assert_eq!(expected[0], "ok [default/r10 default/r5]");
+    assert!(
+        expected[7].starts_with("error invalid-argument: unable to parse requirement"),
+        "{expected:?}"
+    );
+    assert_eq!(answers, expected);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

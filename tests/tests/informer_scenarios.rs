@@ -1,4 +1,4 @@
-//! Informer fidelity (issue 4), scenario by scenario, against the simulated
+//! Informer fidelity, scenario by scenario, against the simulated
 //! API server through the real `kube` client and `kube_runtime::watcher`:
 //! what listeners get while the watch runs: the initial list (paged too),
 //! late join, store before callback, resync, index moves, a stuck handler,
@@ -130,7 +130,6 @@ async fn s04_store_and_indexes_change_before_the_callback() {
     let (sim, factory) = start(FactoryOptions::default()).await;
     let informer = factory.informer_for(&pods_spec()).await.unwrap();
     informer
-        .store()
         .add_index("app", IndexSpec::Label("app".into()).func())
         .unwrap();
     let rec = Rec::watching(informer.store());
@@ -218,7 +217,7 @@ async fn s10_index_follows_a_relabel() {
     eventually("synced", || informer.has_synced()).await;
     // Added to a running informer: indexes the cached objects at once.
     let store = informer.store().clone();
-    store
+    informer
         .add_index("app", IndexSpec::Label("app".into()).func())
         .unwrap();
     assert_eq!(store.list_index_values("app").unwrap(), ["a", "c"]);

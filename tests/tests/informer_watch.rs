@@ -1,4 +1,4 @@
-//! Informer fidelity (issue 4) when the watch breaks, scenario by scenario,
+//! Informer fidelity when the watch breaks, scenario by scenario,
 //! against the simulated API server's fault injection through the real
 //! `kube` client and `kube_runtime::watcher`: deletes and changes missed while
 //! the watch was down (tombstones, updates), watch timeouts and bookmarks,
@@ -25,7 +25,7 @@ use wink::informer::object::CachePolicy;
 use wink::informer::processor::Listener;
 use wink::informer::reflector::Reflector;
 use wink::informer::{SharedInformer, SharedInformerFactory, WatchSpec};
-use wink::sim::{Sim, SimConfig};
+use wink_sim::{Sim, SimConfig};
 
 /// 5. Deleted while the watch was down and gone from the relist -> one
 ///    tombstone with the last known state; an object whose DELETED was

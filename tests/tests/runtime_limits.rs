@@ -12,8 +12,8 @@ use std::sync::Arc;
 use std::time::Duration;
 use wink::informer::object::{CachePolicy, CachedObject};
 use wink::informer::{EventHandler, ObjRef};
-use wink::runtime::compile_cache::CompileCache;
 use wink::runtime::instance::PluginInstance;
+use wink::runtime::precompiled::Precompiled;
 use wink::runtime::{Limits, WinkEngine, loader};
 
 fn pod(name: &str) -> ObjRef {
@@ -96,11 +96,11 @@ fn a_stack_overflow_traps() {
 #[test]
 fn a_plugin_that_keeps_every_object_handle_hits_the_handle_cap() {
     let (instance, mut crashes) = start_with("leak", Duration::from_secs(60));
-    let store = Arc::new(wink::informer::Store::new());
+    let store = wink::informer::store::Writer::new();
     for i in 0..64 {
         store.upsert(pod(&format!("p{i}")));
     }
-    instance.cache_scope().grant("v1", "Pod", store);
+    instance.cache_scope().grant("v1", "Pod", store.reader());
     instance.on_add(&pod("fine"), false);
     assert_eq!(instance.traps(), 0);
     instance.on_add(&pod("bomb"), false);
@@ -121,7 +121,7 @@ fn compile_cache_hits_on_the_second_load_of_an_unchanged_component() {
     let engine = WinkEngine::new().unwrap();
     let linker = loader::linker(&engine).unwrap();
     let dir = common::scratch("compile_cache_hits");
-    let cache = CompileCache::open(&dir, engine.engine()).unwrap();
+    let cache = Precompiled::open(&dir, engine.engine()).unwrap();
     let first = loader::load(&engine, &linker, Some(&cache), &plugin("pod_logger")).unwrap();
     let second = loader::load(&engine, &linker, Some(&cache), &plugin("pod_logger")).unwrap();
     assert!(!first.cache_hit);

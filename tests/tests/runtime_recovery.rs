@@ -1,5 +1,5 @@
 //! End-to-end: the plugin runtime's crash recovery, hot reload and compile
-//! cache (issue 6), with the real `wink run` binary, real plugins built for
+//! cache, with the real `wink run` binary, real plugins built for
 //! wasm32-wasip2 and the simulated API server. One test per acceptance point:
 //!
 //! - a plugin that loops, allocates 1 GiB, panics or overflows its stack is

@@ -7,7 +7,7 @@ use kube::api::{Api, ListParams, PostParams, WatchEvent, WatchParams};
 use kube::runtime::watcher;
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use wink::sim::{Sim, SimConfig};
+use wink_sim::{Sim, SimConfig};
 
 fn cm(name: &str) -> ConfigMap {
     let mut c = ConfigMap::default();

@@ -8,7 +8,7 @@ use std::process::Stdio;
 use std::time::Duration;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::Command;
-use wink::sim::{Sim, SimConfig};
+use wink_sim::{Sim, SimConfig};
 
 const KUBECTL: &str = "/usr/bin/kubectl";
 

@@ -14,7 +14,7 @@ use kube::core::{ApiResource, GroupVersionKind};
 use kube::discovery::Discovery;
 use serde_json::json;
 use std::collections::BTreeMap;
-use wink::sim::{Sim, SimConfig};
+use wink_sim::{Sim, SimConfig};
 
 fn cm(name: &str, labels: &[(&str, &str)]) -> ConfigMap {
     let mut c = ConfigMap::default();

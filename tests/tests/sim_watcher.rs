@@ -10,7 +10,7 @@ use kube::runtime::{WatchStreamExt, reflector};
 use std::collections::BTreeMap;
 use std::time::Duration;
 use tokio::sync::mpsc;
-use wink::sim::{Sim, SimConfig};
+use wink_sim::{Sim, SimConfig};
 
 fn cm(name: &str, v: &str) -> ConfigMap {
     let mut c = ConfigMap::default();

@@ -7,7 +7,7 @@ use common::{Wink, plugin, scratch};
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use std::time::Duration;
-use wink::sim::{Sim, SimConfig};
+use wink_sim::{Sim, SimConfig};
 
 const WAIT: Duration = Duration::from_secs(60);
 

@@ -1,4 +1,4 @@
-//! Shared helpers of the cache end-to-end tests (issue 5): objects to
+//! Shared helpers of the cache end-to-end tests: objects to
 //! create, a plugin directory with a kubeconfig for `wink run`, readers of
 //! its log, and a minimal HTTP client for the cache view.
 #![allow(dead_code)]
@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use std::path::PathBuf;
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use wink::sim::Sim;
+use wink_sim::Sim;
 
 pub const WAIT: Duration = Duration::from_secs(60);
 

@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 use wink::informer::factory::FactoryOptions;
 use wink::informer::{EventHandler, ObjRef, SharedInformerFactory, Store, WatchSpec};
-use wink::sim::{Sim, SimConfig};
+use wink_sim::{Sim, SimConfig};
 
 pub const WAIT: Duration = Duration::from_secs(60);
 
@@ -60,7 +60,7 @@ pub struct Rec {
     events: Mutex<Vec<Ev>>,
     /// Held by a test, it makes the handler hang.
     pub gate: Mutex<()>,
-    store: OnceLock<Arc<Store>>,
+    store: OnceLock<Store>,
     /// For each callback: which keys the `app` index lists under the
     /// object's `app` label (when the store has that index).
     pub index_seen: Mutex<Vec<(String, Vec<String>)>>,
@@ -70,7 +70,7 @@ impl Rec {
     pub fn new() -> Arc<Rec> {
         Arc::new(Rec::default())
     }
-    pub fn watching(store: &Arc<Store>) -> Arc<Rec> {
+    pub fn watching(store: &Store) -> Arc<Rec> {
         let r = Rec::default();
         let _ = r.store.set(store.clone());
         Arc::new(r)
@@ -210,7 +210,7 @@ pub async fn server_pods(sim: &Sim) -> BTreeMap<String, String> {
 
 pub fn store_view(store: &Store) -> BTreeMap<String, String> {
     store
-        .list()
+        .list(None, None)
         .into_iter()
         .map(|o| (o.key(), o.resource_version().to_string()))
         .collect()

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
-use wink::sim::{Sim, SimConfig};
+use wink_sim::{Sim, SimConfig};
 
 pub const WAIT: Duration = Duration::from_secs(120);
 

@@ -1,0 +1,396 @@
+//! A simulated Kubernetes API server speaking the real HTTP protocol (plain
+//! HTTP on loopback), for tests, benchmarks and `wink dev`: unmodified
+//! `kube` clients, `kube_runtime::watcher` and `kubectl` work against it.
+//! See `README.md` in this directory for the supported surface and the
+//! known differences from a real API server.
+//!
+//! This crate owns [`Sim`] (a running server: accept loop, restart,
+//! shutdown), [`SimConfig`] and the `wink sim` subcommand ([`SimArgs`],
+//! [`run`]). It knows nothing of the daemon (informer, plugin runtime): it
+//! is a tool the daemon and the tests use, never a layer they stand on.
+//! Label and field selectors come from `wink-selector`, the grammar the
+//! daemon's cache queries use too.
+//!
+//! Layout: `store` (objects, resourceVersion, history, MVCC lists),
+//! `write` (create/update/delete semantics), `patch`,
+//! `resources` (built-in types + CRDs), `scale` (the /scale subresource), `discovery`, `http` (routing),
+//! `watch` (event streams), `faults`, `admin` (`/_sim` paths), `stats`,
+//! `status` (Status errors), `demo` (seed + churn), `kubeconfig`.
+
+mod admin;
+mod demo;
+mod discovery;
+mod faults;
+mod http;
+mod kubeconfig;
+mod meta;
+mod openapi;
+mod patch;
+mod resources;
+mod scale;
+mod stats;
+mod status;
+mod store;
+mod watch;
+mod write;
+
+pub use faults::Faults;
+
+use anyhow::Context;
+use serde_json::Value;
+use std::convert::Infallible;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{mpsc, oneshot};
+use tokio::task::{JoinHandle, JoinSet};
+
+/// Configuration of a simulated API server.
+#[derive(Debug, Clone)]
+pub struct SimConfig {
+    /// Port on 127.0.0.1; 0 picks an ephemeral one.
+    pub port: u16,
+    /// Events kept per resource type for watch resumption and paged lists.
+    pub history: usize,
+    /// Period of BOOKMARK events on watches that allow them (a real server
+    /// sends them about once a minute).
+    pub bookmark_interval: Duration,
+    /// Manifests (YAML/JSON) to load at start and on `restart(false)`.
+    pub seed_dir: Option<PathBuf>,
+    /// Demo churn: pod/deployment writes per second in `default`.
+    pub churn_per_sec: Option<f64>,
+}
+
+impl Default for SimConfig {
+    fn default() -> Self {
+        SimConfig {
+            port: 0,
+            history: 10_000,
+            bookmark_interval: Duration::from_secs(5),
+            seed_dir: None,
+            churn_per_sec: None,
+        }
+    }
+}
+
+/// Commands to the accept loop.
+enum Control {
+    Restart {
+        keep: bool,
+        ack: oneshot::Sender<anyhow::Result<()>>,
+    },
+    Shutdown {
+        ack: oneshot::Sender<()>,
+    },
+}
+
+/// Everything request handlers and watch streams share.
+struct Shared {
+    config: SimConfig,
+    store: store::Store,
+    faults: faults::FaultState,
+    stats: stats::Stats,
+    port: u16,
+    control: mpsc::UnboundedSender<Control>,
+}
+
+/// The state a fresh server starts with: the usual namespaces, then the seed.
+fn initial_state(config: &SimConfig, start_rv: u64) -> anyhow::Result<store::State> {
+    let mut st = store::State::new(config.history, start_rv);
+    let ns = st.registry.get("namespaces").cloned().expect("namespaces");
+    for name in ["default", "kube-system", "kube-public", "kube-node-lease"] {
+        write::create(
+            &mut st,
+            &ns,
+            None,
+            "v1",
+            serde_json::json!({"metadata": {"name": name}}),
+        )
+        .map_err(|e| anyhow::anyhow!(e.message))?;
+    }
+    demo::seed_from_config(&mut st, config.seed_dir.as_deref())?;
+    Ok(st)
+}
+
+/// The definition of a served resource (`pods`, `deployments.apps`).
+fn resource_def(st: &store::State, resource: &str) -> anyhow::Result<Arc<resources::ResourceDef>> {
+    st.registry
+        .get(resource)
+        .cloned()
+        .with_context(|| format!("unknown resource {resource}"))
+}
+
+/// A running simulated API server on 127.0.0.1.
+pub struct Sim {
+    shared: Arc<Shared>,
+    server: JoinHandle<()>,
+    churn: Option<JoinHandle<()>>,
+}
+
+impl Sim {
+    /// Bind, load the initial state and start serving.
+    pub async fn start(config: SimConfig) -> anyhow::Result<Sim> {
+        let state = initial_state(&config, 0)?;
+        let listener = TcpListener::bind(("127.0.0.1", config.port))
+            .await
+            .with_context(|| format!("binding 127.0.0.1:{}", config.port))?;
+        let port = listener.local_addr()?.port();
+        let (control, rx) = mpsc::unbounded_channel();
+        let churn_rate = config.churn_per_sec;
+        let shared = Arc::new(Shared {
+            config,
+            store: store::Store::new(state),
+            faults: Default::default(),
+            stats: Default::default(),
+            port,
+            control,
+        });
+        let server = tokio::spawn(serve(listener, shared.clone(), rx));
+        let churn = churn_rate.map(|r| tokio::spawn(demo::churn(shared.clone(), r)));
+        Ok(Sim {
+            shared,
+            server,
+            churn,
+        })
+    }
+
+    /// `http://127.0.0.1:PORT`
+    pub fn url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.shared.port)
+    }
+
+    pub fn port(&self) -> u16 {
+        self.shared.port
+    }
+
+    /// A `kube::Config` for this server (default namespace `default`).
+    pub fn kube_config(&self) -> kube::Config {
+        let mut c = kube::Config::new(self.url().parse().expect("valid url"));
+        c.default_namespace = "default".into();
+        c
+    }
+
+    /// A `kube::Client` for this server (must be called inside a tokio runtime).
+    pub fn client(&self) -> kube::Client {
+        kube::Client::try_from(self.kube_config()).expect("kube client for the simulator")
+    }
+
+    /// Write a kubeconfig (cluster, credential-less user, context, current-context).
+    pub fn write_kubeconfig(&self, path: &Path) -> anyhow::Result<()> {
+        kubeconfig::write(&self.url(), path)
+    }
+
+    pub fn faults(&self) -> Faults {
+        Faults {
+            shared: self.shared.clone(),
+        }
+    }
+
+    /// Requests received for `verb` ("list", "watch", "get", "create",
+    /// "update", "patch", "delete", "deletecollection") on `resource` (plural,
+    /// e.g. "pods"; "pods/status" for the subresource).
+    pub fn request_count(&self, verb: &str, resource: &str) -> u64 {
+        self.shared.stats.requests(verb, resource)
+    }
+
+    /// Watch streams currently open on `resource` (plural).
+    pub fn open_watches(&self, resource: &str) -> usize {
+        self.shared.stats.open_watches(resource)
+    }
+
+    /// The `resourceVersion` parameter of each watch request on `resource`,
+    /// oldest first (last 1000; "" when absent).
+    pub fn watch_request_rvs(&self, resource: &str) -> Vec<String> {
+        self.shared.stats.watch_rvs(resource)
+    }
+
+    pub fn current_resource_version(&self) -> u64 {
+        self.shared.store.current_rv()
+    }
+
+    /// Create an object directly (no HTTP, not counted), `status` included;
+    /// namespaced objects without a namespace go to `default`.
+    pub fn insert(&self, object: Value) -> anyhow::Result<Value> {
+        demo::create_with_status(&mut self.shared.store.lock(), object)
+            .map_err(|e| anyhow::anyhow!("{} ({})", e.message, e.code))
+    }
+
+    /// Replace an object directly (no HTTP, not counted, no faults):
+    /// `resource` is the plural qualified by its group (`pods`,
+    /// `deployments.apps`); the object names its namespace and name. Watches
+    /// see the change as from any other write.
+    pub fn update(&self, resource: &str, object: Value) -> anyhow::Result<Value> {
+        let mut st = self.shared.store.lock();
+        let def = resource_def(&st, resource)?;
+        let ns = object["metadata"]["namespace"].as_str().map(str::to_string);
+        let name = object["metadata"]["name"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        write::update(&mut st, &def, ns.as_deref(), &name, object, false)
+            .map(|o| o.value.clone())
+            .map_err(|e| anyhow::anyhow!("{} ({})", e.message, e.code))
+    }
+
+    /// Delete an object directly (no HTTP, not counted, no faults); see
+    /// [`Sim::update`] for `resource`.
+    pub fn delete(&self, resource: &str, namespace: Option<&str>, name: &str) -> anyhow::Result<()> {
+        let mut st = self.shared.store.lock();
+        let def = resource_def(&st, resource)?;
+        write::delete(&mut st, &def, namespace, name, &Default::default())
+            .map(|_| ())
+            .map_err(|e| anyhow::anyhow!("{} ({})", e.message, e.code))
+    }
+
+    /// One step of demo churn, now.
+    pub fn churn_step(&self) {
+        let _ = demo::churn_step(&mut self.shared.store.lock());
+    }
+
+    /// Drop every connection (open watches end abruptly) and keep serving on
+    /// the same port, with the state kept or replaced by a fresh one
+    /// (namespaces + seed; resourceVersions keep increasing and every older
+    /// one is too old to resume from).
+    pub async fn restart(&self, keep_state: bool) -> anyhow::Result<()> {
+        let (ack, rx) = oneshot::channel();
+        self.shared
+            .control
+            .send(Control::Restart {
+                keep: keep_state,
+                ack,
+            })
+            .map_err(|_| anyhow::anyhow!("simulator is not running"))?;
+        rx.await.context("simulator stopped during restart")?
+    }
+
+    /// Stop serving and drop every connection.
+    pub async fn shutdown(mut self) {
+        let (ack, rx) = oneshot::channel();
+        if self.shared.control.send(Control::Shutdown { ack }).is_ok() {
+            let _ = rx.await;
+        }
+        if let Some(c) = self.churn.take() {
+            c.abort();
+        }
+        let _ = (&mut self.server).await;
+    }
+}
+
+impl Drop for Sim {
+    fn drop(&mut self) {
+        self.server.abort();
+        if let Some(c) = &self.churn {
+            c.abort();
+        }
+    }
+}
+
+async fn serve_conn(stream: TcpStream, shared: Arc<Shared>) {
+    let _ = stream.set_nodelay(true);
+    let io = hyper_util::rt::TokioIo::new(stream);
+    let svc = hyper::service::service_fn(move |req| {
+        let s = shared.clone();
+        async move { Ok::<_, Infallible>(http::handle(s, req).await) }
+    });
+    let _ = hyper::server::conn::http1::Builder::new()
+        .serve_connection(io, svc)
+        .await;
+}
+
+async fn drop_connections(conns: &mut JoinSet<()>) {
+    conns.abort_all();
+    while conns.join_next().await.is_some() {}
+}
+
+async fn serve(listener: TcpListener, shared: Arc<Shared>, mut control: mpsc::UnboundedReceiver<Control>) {
+    let mut conns = JoinSet::new();
+    loop {
+        tokio::select! {
+            acc = listener.accept() => {
+                if let Ok((stream, _)) = acc {
+                    conns.spawn(serve_conn(stream, shared.clone()));
+                }
+            }
+            Some(_) = conns.join_next(), if !conns.is_empty() => {}
+            cmd = control.recv() => match cmd {
+                None => break,
+                Some(Control::Restart { keep, ack }) => {
+                    drop_connections(&mut conns).await;
+                    let result = if keep {
+                        Ok(())
+                    } else {
+                        let rv = shared.store.current_rv();
+                        initial_state(&shared.config, rv + 1).map(|st| *shared.store.lock() = st)
+                    };
+                    let _ = ack.send(result);
+                }
+                Some(Control::Shutdown { ack }) => {
+                    drop_connections(&mut conns).await;
+                    let _ = ack.send(());
+                    break;
+                }
+            }
+        }
+    }
+}
+
+/// `wink sim`: run only the simulated Kubernetes API server.
+#[derive(clap::Args, Debug, Clone)]
+pub struct SimArgs {
+    /// Port on 127.0.0.1 (0: ephemeral).
+    #[arg(long, default_value_t = 0)]
+    pub port: u16,
+    /// Write a kubeconfig for kubectl and kube clients here.
+    #[arg(long)]
+    pub kubeconfig_out: Option<PathBuf>,
+    /// Directory of YAML/JSON manifests to load at start.
+    #[arg(long)]
+    pub seed: Option<PathBuf>,
+    /// Demo churn: pod/deployment writes per second in `default`.
+    #[arg(long)]
+    pub churn: Option<f64>,
+    /// Events kept per resource type (older resumes get 410 Expired).
+    #[arg(long, default_value_t = 10_000)]
+    pub history: usize,
+    /// Seconds between watch BOOKMARK events.
+    #[arg(long, default_value_t = 5.0)]
+    pub bookmark_interval: f64,
+}
+
+impl SimArgs {
+    pub fn config(&self) -> SimConfig {
+        SimConfig {
+            port: self.port,
+            history: self.history,
+            bookmark_interval: Duration::from_secs_f64(self.bookmark_interval.max(0.01)),
+            seed_dir: self.seed.clone(),
+            churn_per_sec: self.churn,
+        }
+    }
+}
+
+/// Run the simulator until ctrl-c.
+pub async fn run(args: SimArgs) -> anyhow::Result<()> {
+    if let Some(dir) = &args.seed {
+        demo::check_dir(dir)?;
+    }
+    let sim = Sim::start(args.config()).await?;
+    println!("wink sim: Kubernetes API at {}", sim.url());
+    if let Some(path) = &args.kubeconfig_out {
+        sim.write_kubeconfig(path)?;
+        println!(
+            "wink sim: kubeconfig written to {} (export KUBECONFIG={})",
+            path.display(),
+            path.display()
+        );
+    }
+    println!(
+        "wink sim: faults at {}/_sim/faults/..., stats at {}/_sim/stats; ctrl-c stops",
+        sim.url(),
+        sim.url()
+    );
+    tokio::signal::ctrl_c().await?;
+    sim.shutdown().await;
+    Ok(())
+}

@@ -1,0 +1,431 @@
+//! [`SharedInformer`]: one list+watch, its [`Store`], and its listeners
+//! (client-go's sharedIndexInformer).
+//!
+//! Owns `HandleDeltas`: every delta is applied to the store first, then turned
+//! into notifications for every listener, under one lock that also guards
+//! joining, so a late listener's replay and live events never interleave.
+//! Relists notify tombstones first, then updates and adds; unchanged objects
+//! notify nobody. It does not list or watch itself (the reflector and
+//! kube-runtime's watcher do) and knows nothing about plugins.
+
+use super::object::ObjRef;
+use super::processor::{EventHandler, Listener, Notification};
+use super::reflector::{Delta, Reflector};
+use super::store::{IndexFunc, Store, StoreError, Writer};
+use futures::{Stream, StreamExt};
+use kube::api::DynamicObject;
+use kube::runtime::watcher;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// How often due resyncs are checked.
+const RESYNC_CHECK: Duration = Duration::from_millis(250);
+
+/// One shared list+watch with its store and listeners.
+pub struct SharedInformer {
+    name: String,
+    /// The only writer of the store; readers get [`SharedInformer::store`].
+    writer: Writer,
+    store: Store,
+    listeners: Mutex<Vec<Arc<Listener>>>,
+    synced: AtomicBool,
+    relists: AtomicU64,
+    events: AtomicU64,
+    /// Backlog past which a listener's queue coalesces (0: never).
+    coalesce_after: AtomicUsize,
+    task: Mutex<Option<tokio::task::JoinHandle<()>>>,
+}
+
+fn same_version(a: &ObjRef, b: &ObjRef) -> bool {
+    a.uid() == b.uid() && a.resource_version() == b.resource_version()
+}
+
+impl SharedInformer {
+    /// An informer with an empty store, not yet running.
+    pub fn new(name: impl Into<String>) -> Arc<Self> {
+        let writer = Writer::new();
+        Arc::new(SharedInformer {
+            name: name.into(),
+            store: writer.reader(),
+            writer,
+            listeners: Mutex::new(Vec::new()),
+            synced: AtomicBool::new(false),
+            relists: AtomicU64::new(0),
+            events: AtomicU64::new(0),
+            coalesce_after: AtomicUsize::new(0),
+            task: Mutex::new(None),
+        })
+    }
+
+    /// Make listeners added from now on coalesce their pending notifications
+    /// per object once `limit` of them wait (`None`: never, as client-go).
+    pub fn set_coalesce_after(&self, limit: Option<usize>) {
+        self.coalesce_after.store(limit.unwrap_or(0), Ordering::Relaxed);
+    }
+
+    fn start_listener(
+        &self,
+        name: &str,
+        handler: Arc<dyn EventHandler>,
+        resync: Option<Duration>,
+    ) -> Arc<Listener> {
+        let limit = self.coalesce_after.load(Ordering::Relaxed);
+        Listener::start_with(name, handler, resync, (limit > 0).then_some(limit))
+    }
+
+    /// A readable name, e.g. `v1/Pod ns=default`.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// A read-only handle to the informer's store (only the informer writes it).
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    /// Add an index (client-go's `AddIndexers`); the cached objects are
+    /// indexed at once. An index of the same name is an error.
+    pub fn add_index(&self, name: &str, func: IndexFunc) -> Result<(), StoreError> {
+        self.writer.add_index(name, func)
+    }
+
+    /// Add an index a handler declared, by its definition: shared
+    /// with every handler that declares the same definition, an error for
+    /// another definition under the same name.
+    pub fn ensure_index(&self, name: &str, definition: &str, func: IndexFunc) -> Result<(), StoreError> {
+        self.writer.ensure_index(name, definition, func)
+    }
+
+    /// Whether the initial list has been applied.
+    pub fn has_synced(&self) -> bool {
+        self.synced.load(Ordering::Acquire)
+    }
+
+    /// Completed lists (the initial one included).
+    pub fn relists(&self) -> u64 {
+        self.relists.load(Ordering::Relaxed)
+    }
+
+    /// Watch events applied (adds, updates, deletes after the lists).
+    pub fn events(&self) -> u64 {
+        self.events.load(Ordering::Relaxed)
+    }
+
+    /// Number of listeners.
+    pub fn listener_count(&self) -> usize {
+        self.listeners.lock().unwrap().len()
+    }
+
+    /// Run the watcher stream until stopped: reflector -> apply, plus resyncs.
+    pub fn spawn<S>(self: &Arc<Self>, stream: S, mut reflector: Reflector)
+    where
+        S: Stream<Item = Result<watcher::Event<DynamicObject>, watcher::Error>> + Send + 'static,
+    {
+        let this = self.clone();
+        let task = tokio::spawn(async move {
+            let mut stream = std::pin::pin!(stream);
+            let mut tick = tokio::time::interval(RESYNC_CHECK);
+            loop {
+                tokio::select! {
+                    event = stream.next() => match event {
+                        Some(Ok(event)) => {
+                            if let Some(delta) = reflector.handle(event) {
+                                this.apply(delta);
+                            }
+                        }
+                        Some(Err(err)) => tracing::warn!(informer = %this.name, "watch error (retrying with backoff): {err}"),
+                        None => break,
+                    },
+                    _ = tick.tick() => this.resync_due(Instant::now()),
+                }
+            }
+        });
+        *self.task.lock().unwrap() = Some(task);
+    }
+
+    /// Apply a delta to the store, then notify every listener.
+    pub fn apply(&self, delta: Delta) {
+        let listeners = self.listeners.lock().unwrap();
+        let mut out = Vec::new();
+        let mut first_sync = false;
+        match delta {
+            Delta::Replace(list) => {
+                let first = !self.has_synced();
+                let new_list = list.clone();
+                let mut old = self.writer.replace(list);
+                let mut survivors = Vec::with_capacity(new_list.len());
+                for obj in new_list {
+                    let prev = old.remove(&obj.key());
+                    survivors.push((prev, obj));
+                }
+                let mut tombstones: Vec<ObjRef> = old.into_values().collect();
+                tombstones.sort_by_key(|o| o.key());
+                out.extend(tombstones.into_iter().map(|obj| Notification::Delete {
+                    obj,
+                    final_state_unknown: true,
+                }));
+                for (prev, obj) in survivors {
+                    match prev {
+                        None => out.push(Notification::Add {
+                            obj,
+                            in_initial_list: first,
+                        }),
+                        Some(old) if !same_version(&old, &obj) => {
+                            out.push(Notification::Update { old, new: obj })
+                        }
+                        Some(_) => {}
+                    }
+                }
+                self.relists.fetch_add(1, Ordering::Relaxed);
+                if first {
+                    self.synced.store(true, Ordering::Release);
+                    first_sync = true;
+                    tracing::info!(informer = %self.name, objects = self.store.len(), "informer synced");
+                } else {
+                    tracing::info!(informer = %self.name, notifications = out.len(), "relist applied");
+                }
+            }
+            Delta::Apply(obj) => {
+                self.events.fetch_add(1, Ordering::Relaxed);
+                match self.writer.upsert(obj.clone()) {
+                    None => out.push(Notification::Add {
+                        obj,
+                        in_initial_list: false,
+                    }),
+                    Some(old) if !same_version(&old, &obj) => {
+                        out.push(Notification::Update { old, new: obj })
+                    }
+                    Some(_) => {}
+                }
+            }
+            Delta::Delete(obj) => {
+                self.events.fetch_add(1, Ordering::Relaxed);
+                if self.writer.remove(&obj.key()).is_some() {
+                    out.push(Notification::Delete {
+                        obj,
+                        final_state_unknown: false,
+                    });
+                }
+            }
+        }
+        for l in listeners.iter() {
+            if first_sync {
+                l.push_all(out.iter().cloned().chain(std::iter::once(Notification::Synced)));
+            } else if !out.is_empty() {
+                l.push_all(out.iter().cloned());
+            }
+        }
+    }
+
+    /// Register a handler. On a synced informer it first gets every cached
+    /// object as an initial add, atomically with respect to live events.
+    pub fn add_listener(
+        &self,
+        name: &str,
+        handler: Arc<dyn EventHandler>,
+        resync: Option<Duration>,
+    ) -> Arc<Listener> {
+        let listener = self.start_listener(name, handler, resync);
+        let mut listeners = self.listeners.lock().unwrap();
+        if self.has_synced() {
+            let replay = self
+                .store
+                .list(None, None)
+                .into_iter()
+                .map(|obj| Notification::Add {
+                    obj,
+                    in_initial_list: true,
+                });
+            listener.push_all(replay.chain(std::iter::once(Notification::Synced)));
+        }
+        listeners.push(listener.clone());
+        listener
+    }
+
+    /// Hand a listener's place over to a new handler, atomically with respect
+    /// to events: everything enqueued before goes to the old handler (which
+    /// drains and stops), the new one gets the cache replayed as initial adds
+    /// and everything after. Returns the new listener, or none when `old_id`
+    /// is not registered here.
+    pub fn swap_listener(
+        &self,
+        old_id: u64,
+        name: &str,
+        handler: Arc<dyn EventHandler>,
+        resync: Option<Duration>,
+    ) -> Option<Arc<Listener>> {
+        let listener = self.start_listener(name, handler, resync);
+        let mut listeners = self.listeners.lock().unwrap();
+        let pos = listeners.iter().position(|l| l.id() == old_id)?;
+        let old = std::mem::replace(&mut listeners[pos], listener.clone());
+        old.drain_and_stop();
+        if self.has_synced() {
+            let replay = self
+                .store
+                .list(None, None)
+                .into_iter()
+                .map(|obj| Notification::Add {
+                    obj,
+                    in_initial_list: true,
+                });
+            listener.push_all(replay.chain(std::iter::once(Notification::Synced)));
+        }
+        Some(listener)
+    }
+
+    /// Unregister a listener and stop its thread; returns how many remain.
+    pub fn remove_listener(&self, id: u64) -> usize {
+        let (removed, remaining) = {
+            let mut listeners = self.listeners.lock().unwrap();
+            let removed: Vec<Arc<Listener>> = listeners.iter().filter(|l| l.id() == id).cloned().collect();
+            listeners.retain(|l| l.id() != id);
+            (removed, listeners.len())
+        };
+        for l in removed {
+            l.stop();
+        }
+        remaining
+    }
+
+    /// Deliver `update(o, o)` for every cached object to listeners due.
+    pub fn resync_due(&self, now: Instant) {
+        let listeners = self.listeners.lock().unwrap();
+        if !self.has_synced() {
+            return;
+        }
+        let due: Vec<&Arc<Listener>> = listeners.iter().filter(|l| l.take_resync_due(now)).collect();
+        if due.is_empty() {
+            return;
+        }
+        let objects = self.store.list(None, None);
+        for l in due {
+            l.push_all(objects.iter().map(|o| Notification::Update {
+                old: o.clone(),
+                new: o.clone(),
+            }));
+        }
+    }
+
+    /// Stop watching and stop every listener.
+    pub fn stop(&self) {
+        if let Some(task) = self.task.lock().unwrap().take() {
+            task.abort();
+        }
+        let listeners = std::mem::take(&mut *self.listeners.lock().unwrap());
+        for l in listeners {
+            l.stop();
+        }
+    }
+}
+
+impl Drop for SharedInformer {
+    fn drop(&mut self) {
+        if let Ok(mut task) = self.task.lock()
+            && let Some(task) = task.take()
+        {
+            task.abort();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::informer::object::tests::pod;
+    use crate::informer::processor::tests::{Recorder, wait_for};
+
+    #[test]
+    fn initial_list_then_events_then_relist_with_tombstones() {
+        let inf = SharedInformer::new("pods");
+        let rec = Arc::new(Recorder::default());
+        inf.add_listener("a", rec.clone(), None);
+        inf.apply(Delta::Replace(vec![pod("d", "a", 1, &[]), pod("d", "b", 2, &[])]));
+        assert!(inf.has_synced());
+        inf.apply(Delta::Apply(pod("d", "c", 3, &[])));
+        inf.apply(Delta::Apply(pod("d", "a", 4, &[])));
+        inf.apply(Delta::Delete(pod("d", "zz", 5, &[]))); // unknown key: nobody hears of it
+        // Relist: b vanished (tombstone), a changed, c unchanged, d new.
+        inf.apply(Delta::Replace(vec![
+            pod("d", "a", 6, &[]),
+            pod("d", "c", 3, &[]),
+            pod("d", "d", 7, &[]),
+        ]));
+        wait_for(|| rec.lines().len() == 8);
+        assert_eq!(
+            rec.lines(),
+            vec![
+                "add d/a true",
+                "add d/b true",
+                "synced",
+                "add d/c false",
+                "update d/a 1->4",
+                "delete d/b true",
+                "update d/a 4->6",
+                "add d/d false",
+            ]
+        );
+        assert_eq!(inf.store().list_keys(), vec!["d/a", "d/c", "d/d"]);
+        inf.stop();
+    }
+
+    #[test]
+    fn late_listener_gets_cache_replay_and_nothing_extra_goes_to_others() {
+        let inf = SharedInformer::new("pods");
+        let first = Arc::new(Recorder::default());
+        inf.add_listener("first", first.clone(), None);
+        inf.apply(Delta::Replace(vec![pod("d", "a", 1, &[]), pod("d", "b", 2, &[])]));
+        let late = Arc::new(Recorder::default());
+        let l = inf.add_listener("late", late.clone(), None);
+        inf.apply(Delta::Apply(pod("d", "c", 3, &[])));
+        wait_for(|| late.lines().len() == 4 && first.lines().len() == 4);
+        assert_eq!(
+            late.lines(),
+            vec!["add d/a true", "add d/b true", "synced", "add d/c false"]
+        );
+        assert_eq!(
+            first.lines(),
+            vec!["add d/a true", "add d/b true", "synced", "add d/c false"]
+        );
+        assert!(l.has_synced());
+        assert_eq!(inf.remove_listener(l.id()), 1);
+        inf.stop();
+    }
+
+    #[test]
+    fn swap_hands_over_without_loss_or_overlap() {
+        let inf = SharedInformer::new("pods");
+        let old = Arc::new(Recorder::default());
+        let l = inf.add_listener("v1", old.clone(), None);
+        inf.apply(Delta::Replace(vec![pod("d", "a", 1, &[])]));
+        inf.apply(Delta::Apply(pod("d", "b", 2, &[])));
+        let new = Arc::new(Recorder::default());
+        inf.swap_listener(l.id(), "v2", new.clone(), None).unwrap();
+        inf.apply(Delta::Apply(pod("d", "c", 3, &[])));
+        wait_for(|| new.lines().len() == 4 && old.lines().len() == 3);
+        assert_eq!(old.lines(), vec!["add d/a true", "synced", "add d/b false"]);
+        assert!(!old.lines().iter().any(|x| x.contains("d/c")));
+        assert_eq!(
+            new.lines(),
+            vec!["add d/a true", "add d/b true", "synced", "add d/c false"]
+        );
+        assert_eq!(inf.listener_count(), 1);
+        inf.stop();
+    }
+
+    #[test]
+    fn resync_goes_only_to_listeners_that_asked() {
+        let inf = SharedInformer::new("pods");
+        let with = Arc::new(Recorder::default());
+        let without = Arc::new(Recorder::default());
+        inf.add_listener("with", with.clone(), Some(Duration::from_secs(1)));
+        inf.add_listener("without", without.clone(), None);
+        inf.apply(Delta::Replace(vec![pod("d", "a", 1, &[])]));
+        inf.resync_due(Instant::now() + Duration::from_secs(2));
+        wait_for(|| with.lines().len() == 3);
+        assert_eq!(with.lines()[2], "update d/a 1->1");
+        std::thread::sleep(Duration::from_millis(50));
+        assert_eq!(without.lines().len(), 2);
+        inf.stop();
+    }
+}

@@ -1,0 +1,11 @@
+//! wink: Kubernetes shared informers and indexers, run natively, feeding
+//! WebAssembly plugins.
+//!
+//! Data flows one way: API server -> [`informer`] (reflector, store,
+//! processor) -> [`runtime`] (engine, plugin instances) -> guest. Guest
+//! queries come back only through the runtime's cache capability.
+
+pub mod cache_view;
+pub mod daemon;
+pub mod informer;
+pub mod runtime;

@@ -1,0 +1,248 @@
+//! The `wink` binary: `wink run`, `wink dev`, `wink sim` (the last two
+//! only with the `sim` feature, on by default).
+
+use clap::{Args, Parser, Subcommand};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+use wink::daemon::{self, ClusterOptions, Daemon};
+use wink::informer::factory::FactoryOptions;
+use wink::informer::object::CachePolicy;
+use wink::runtime::manager::ManagerOptions;
+use wink::runtime::precompiled::Precompiled;
+use wink::runtime::{Limits, reload};
+
+#[derive(Parser)]
+#[command(
+    name = "wink",
+    version,
+    about = "Kubernetes shared informers feeding WebAssembly plugins"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the plugins of a directory against a cluster.
+    Run {
+        /// Kubeconfig file (default: in-cluster, then ~/.kube/config).
+        #[arg(long, env = "KUBECONFIG")]
+        kubeconfig: Option<PathBuf>,
+        /// Kubeconfig context.
+        #[arg(long)]
+        context: Option<String>,
+        #[command(flatten)]
+        host: HostArgs,
+    },
+    /// Start the embedded simulated cluster with demo content and churn, and
+    /// run the plugins against it.
+    Dev {
+        /// Demo churn: pod/deployment changes per second.
+        #[arg(long, default_value_t = 2.0)]
+        churn: f64,
+        /// Where to write a kubeconfig for kubectl.
+        #[arg(long, default_value = "target/wink-dev/kubeconfig")]
+        kubeconfig_out: PathBuf,
+        /// Directory of YAML/JSON manifests to load into the simulated cluster.
+        #[arg(long)]
+        seed: Option<PathBuf>,
+        #[command(flatten)]
+        host: HostArgs,
+    },
+    /// Run only the simulated Kubernetes API server (for kubectl and tests).
+    Sim(SimArgs),
+}
+
+#[derive(Args)]
+struct HostArgs {
+    /// Directory of plugin components (`*.wasm`, optional `<name>.json` config).
+    #[arg(long, default_value = "target/wasm32-wasip2/release")]
+    plugins: PathBuf,
+    /// Narrow watches that name no namespace to this namespace.
+    #[arg(long)]
+    namespace: Option<String>,
+    /// Initial lists through a streaming watch (sendInitialEvents).
+    #[arg(long)]
+    streaming_lists: bool,
+    /// Do not watch the plugin directory for changes.
+    #[arg(long)]
+    no_reload: bool,
+    /// Directory of precompiled components (default: ~/.cache/wink/components).
+    #[arg(long, alias = "compile-cache")]
+    precompiled: Option<PathBuf>,
+    /// Always compile; never read or write precompiled components.
+    #[arg(long, alias = "no-compile-cache")]
+    no_precompiled: bool,
+    /// Deadline of one call into a plugin, milliseconds.
+    #[arg(long, default_value_t = 1000)]
+    call_deadline_ms: u64,
+    /// Memory cap of one plugin instance, MiB.
+    #[arg(long, default_value_t = 64)]
+    memory_mib: usize,
+    /// Consecutive crashes before a plugin is quarantined.
+    #[arg(long, default_value_t = 5)]
+    max_restarts: u32,
+    /// Plugins allowed to watch or read Secrets (`*` for all).
+    #[arg(long)]
+    allow_secrets: Vec<String>,
+    /// Pending notifications per plugin past which they coalesce per object
+    /// (0: never coalesce, an unbounded backlog like client-go's).
+    #[arg(long, default_value_t = wink::informer::factory::DEFAULT_COALESCE_AFTER)]
+    coalesce_after: usize,
+    /// Serve a read-only HTTP view of the cache on this address (e.g. 127.0.0.1:8080).
+    #[arg(long)]
+    cache_view: Option<SocketAddr>,
+    /// Bring a changed plugin up on Winch (compiles ~5x faster) and swap in
+    /// its Cranelift build when ready: `--tier-up` or `--tier-up=false`
+    /// (default: on in `wink dev`, off in `wink run`).
+    #[arg(long, num_args = 0..=1, default_missing_value = "true")]
+    tier_up: Option<bool>,
+    /// Hold cached objects' JSON compressed (LZ4): about half the
+    /// memory for a few µs per event: `--cache-compression=false` to turn off.
+    #[arg(long, num_args = 0..=1, default_value_t = true, default_missing_value = "true", action = clap::ArgAction::Set)]
+    cache_compression: bool,
+}
+
+impl HostArgs {
+    fn options(&self) -> (FactoryOptions, ManagerOptions) {
+        let factory = FactoryOptions {
+            streaming_lists: self.streaming_lists,
+            coalesce_after: (self.coalesce_after > 0).then_some(self.coalesce_after),
+            cache: CachePolicy {
+                compress: self.cache_compression,
+                ..CachePolicy::default()
+            },
+            ..Default::default()
+        };
+        let precompiled =
+            (!self.no_precompiled).then(|| self.precompiled.clone().unwrap_or_else(Precompiled::default_dir));
+        let manager = ManagerOptions {
+            limits: Limits {
+                call_deadline: Duration::from_millis(self.call_deadline_ms),
+                memory_bytes: self.memory_mib << 20,
+            },
+            namespace: self.namespace.clone(),
+            allow_secrets: self.allow_secrets.clone(),
+            precompiled,
+            max_restarts: self.max_restarts,
+            tier_up: self.tier_up.unwrap_or(false),
+            ..Default::default()
+        };
+        (factory, manager)
+    }
+
+    /// Run the daemon with `client` until a signal.
+    async fn serve(&self, client: kube::Client) -> anyhow::Result<()> {
+        let (factory, manager) = self.options();
+        std::fs::create_dir_all(&self.plugins)?;
+        let d = Daemon::start(client, &self.plugins, factory, manager).await?;
+        let _reload = if self.no_reload {
+            None
+        } else {
+            Some(reload::watch(&self.plugins, d.manager.clone())?)
+        };
+        if let Some(addr) = self.cache_view {
+            let factory = d.factory.clone();
+            tokio::spawn(async move {
+                if let Err(e) = wink::cache_view::serve(addr, factory).await {
+                    tracing::error!("cache view stopped: {e:#}");
+                }
+            });
+        }
+        daemon::shutdown_signal().await;
+        d.shutdown();
+        Ok(())
+    }
+}
+
+fn init_tracing() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_ansi(false)
+        .init();
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    init_tracing();
+    match Cli::parse().command {
+        Command::Run {
+            kubeconfig,
+            context,
+            host,
+        } => {
+            let client = daemon::client(&ClusterOptions { kubeconfig, context }).await?;
+            host.serve(client).await
+        }
+        Command::Dev {
+            churn,
+            kubeconfig_out,
+            seed,
+            host,
+        } => dev(churn, kubeconfig_out, seed, host).await,
+        Command::Sim(args) => sim(args).await,
+    }
+}
+
+/// `wink sim`'s arguments: the simulator's own.
+#[cfg(feature = "sim")]
+use wink_sim::SimArgs;
+
+/// `wink sim`'s arguments in a build without the simulator: whatever is
+/// given, the command says what is missing.
+#[cfg(not(feature = "sim"))]
+#[derive(Args)]
+struct SimArgs {
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true, hide = true)]
+    _ignored: Vec<String>,
+}
+
+#[cfg(not(feature = "sim"))]
+const NO_SIM: &str = "this wink was built without the simulated API server (cargo feature `sim`); \
+     rebuild with default features, or use `wink run --kubeconfig ...` against a cluster";
+
+#[cfg(not(feature = "sim"))]
+async fn dev(_: f64, _: PathBuf, _: Option<PathBuf>, _: HostArgs) -> anyhow::Result<()> {
+    anyhow::bail!("wink dev: {NO_SIM}")
+}
+
+#[cfg(not(feature = "sim"))]
+async fn sim(_: SimArgs) -> anyhow::Result<()> {
+    anyhow::bail!("wink sim: {NO_SIM}")
+}
+
+#[cfg(feature = "sim")]
+async fn sim(args: SimArgs) -> anyhow::Result<()> {
+    wink_sim::run(args).await
+}
+
+/// `wink dev`: the embedded simulated cluster with demo churn, and the
+/// plugins running against it.
+#[cfg(feature = "sim")]
+async fn dev(
+    churn: f64,
+    kubeconfig_out: PathBuf,
+    seed: Option<PathBuf>,
+    mut host: HostArgs,
+) -> anyhow::Result<()> {
+    host.tier_up.get_or_insert(true);
+    let sim = wink_sim::Sim::start(wink_sim::SimConfig {
+        churn_per_sec: (churn > 0.0).then_some(churn),
+        seed_dir: seed,
+        ..Default::default()
+    })
+    .await?;
+    sim.write_kubeconfig(&kubeconfig_out)?;
+    println!("wink dev: simulated cluster at {}", sim.url());
+    println!(
+        "wink dev: try `KUBECONFIG={} kubectl get pods -w`",
+        kubeconfig_out.display()
+    );
+    let result = host.serve(sim.client()).await;
+    sim.shutdown().await;
+    result
+}

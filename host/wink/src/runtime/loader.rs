@@ -1,0 +1,136 @@
+//! The component loader: turns a file into a checked, instantiable plugin
+//! component, or into one clear error naming the file and the reason.
+//!
+//! Owns reading, compiling and type-checking against the `plugin` world
+//! (imports satisfiable, `handler` exported). It never runs guest code.
+
+use super::bindings::PluginPre;
+use super::capabilities::HostState;
+use super::engine::WinkEngine;
+use super::precompiled::Precompiled;
+use sha2::{Digest, Sha256};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use wasmtime::component::{Component, HasSelf, Linker};
+
+/// Why a file could not become a plugin.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    /// (`{:#}` adds the I/O error.)
+    #[error("{path}: cannot read")]
+    Read { path: PathBuf, source: std::io::Error },
+    #[error("{path}: not a valid WebAssembly component: {reason}")]
+    NotAComponent { path: PathBuf, reason: String },
+    #[error("{path}: not a wink:plugin@0.2.0 component: {reason}")]
+    WrongWorld { path: PathBuf, reason: String },
+}
+
+/// A compiled, type-checked plugin component ready to instantiate.
+#[derive(Clone)]
+pub struct LoadedComponent {
+    pub path: PathBuf,
+    pub name: Arc<str>,
+    pub pre: PluginPre<HostState>,
+    /// sha256 of the file's bytes.
+    pub digest: String,
+    /// Whether the compiled code came from the precompiled directory (logged
+    /// as `cache_hit`).
+    pub cache_hit: bool,
+}
+
+/// The linker every plugin is instantiated with: WASI p2 (sync, closed by
+/// the per-Store context) plus the `log` and `cache` imports.
+pub fn linker(engine: &WinkEngine) -> anyhow::Result<Linker<HostState>> {
+    let mut linker = Linker::new(engine.engine());
+    wasmtime_wasi::p2::add_to_linker_sync(&mut linker)?;
+    super::bindings::Plugin::add_to_linker::<HostState, HasSelf<HostState>>(&mut linker, |s| s)?;
+    Ok(linker)
+}
+
+/// The plugin name of a component file: its file stem.
+pub fn plugin_name(path: &Path) -> String {
+    path.file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| path.display().to_string())
+}
+
+/// The sha256 of a component's bytes, hex: its identity for reloads.
+pub fn digest(bytes: &[u8]) -> String {
+    hex::encode(Sha256::digest(bytes))
+}
+
+fn chain(e: &wasmtime::Error) -> String {
+    format!("{e:#}")
+}
+
+/// Load one component file: read, compile, check the world.
+pub fn load(
+    engine: &WinkEngine,
+    linker: &Linker<HostState>,
+    precompiled: Option<&Precompiled>,
+    path: &Path,
+) -> Result<LoadedComponent, LoadError> {
+    let bytes = std::fs::read(path).map_err(|source| LoadError::Read {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    load_bytes(engine, linker, precompiled, path, &bytes)
+}
+
+/// Load a component from bytes already read from `path`.
+pub fn load_bytes(
+    engine: &WinkEngine,
+    linker: &Linker<HostState>,
+    precompiled: Option<&Precompiled>,
+    path: &Path,
+    bytes: &[u8],
+) -> Result<LoadedComponent, LoadError> {
+    load_digested(engine, linker, precompiled, path, bytes, digest(bytes))
+}
+
+/// [`load_bytes`] for a caller that already has the bytes' [`digest`] (the
+/// sha256 of a large component is worth computing once per load).
+pub fn load_digested(
+    engine: &WinkEngine,
+    linker: &Linker<HostState>,
+    precompiled: Option<&Precompiled>,
+    path: &Path,
+    bytes: &[u8],
+    digest: String,
+) -> Result<LoadedComponent, LoadError> {
+    let not_component = |reason: String| LoadError::NotAComponent {
+        path: path.to_path_buf(),
+        reason,
+    };
+    if wasmparser_is_core_module(bytes) {
+        return Err(not_component(
+            "this is a core wasm module, not a component (build with --target wasm32-wasip2)".into(),
+        ));
+    }
+    let (component, cache_hit) = match precompiled {
+        Some(dir) => dir.component(engine.engine(), bytes, &digest),
+        None => Component::from_binary(engine.engine(), bytes).map(|c| (c, false)),
+    }
+    .map_err(|e| not_component(chain(&e)))?;
+    let wrong_world = |reason: String| LoadError::WrongWorld {
+        path: path.to_path_buf(),
+        reason,
+    };
+    let pre = linker
+        .instantiate_pre(&component)
+        .map_err(|e| wrong_world(chain(&e)))?;
+    let pre = PluginPre::new(pre).map_err(|e| wrong_world(chain(&e)))?;
+    Ok(LoadedComponent {
+        path: path.to_path_buf(),
+        name: plugin_name(path).into(),
+        pre,
+        digest,
+        cache_hit,
+    })
+}
+
+/// A core module starts with the wasm magic and version 1; a component with
+/// the magic and a layer-1 version.
+fn wasmparser_is_core_module(bytes: &[u8]) -> bool {
+    bytes.len() >= 8 && bytes[0..4] == *b"\0asm" && bytes[4..8] == [1, 0, 0, 0]
+}

@@ -1,0 +1,435 @@
+//! [`PluginManager`]: the set of loaded plugins and their lifecycle.
+//!
+//! Loads component files (compiling off the async event path, through the
+//! precompiled directory), starts their instances, and attaches each of their
+//! watches to the shared informer factory, granting cache access to exactly
+//! those resources. A reload hands every informer registration over to the
+//! new version atomically (old drains what it was given, new gets the cache
+//! replayed, then everything after). With tier-up, a new component runs on
+//! Winch first and its Cranelift build is handed over when ready. Crash
+//! recovery (backoff, restart, quarantine) is in `recovery.rs`. It does not
+//! deliver events nor watch the directory.
+
+mod lifecycle;
+mod recovery;
+mod registration;
+
+pub use lifecycle::{CrashPolicy, PluginState};
+
+use super::bindings::types::Registration;
+use super::capabilities::HostState;
+use super::engine::{Compiler, Limits, WinkEngine};
+use super::instance::{CrashReport, PluginInstance};
+use super::loader::{self, LoadError};
+use super::precompiled::Precompiled;
+use crate::informer::{SharedInformerFactory, WatchSpec};
+use anyhow::Context;
+use lifecycle::Lifecycle;
+use registration::Registered;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Weak};
+use std::time::{Duration, Instant};
+use tokio::sync::mpsc::{UnboundedSender, unbounded_channel};
+use wasmtime::component::Linker;
+
+/// One loaded plugin: where it came from, its current instance, its
+/// registrations on informers and its lifecycle.
+struct LoadedPlugin {
+    path: PathBuf,
+    digest: String,
+    instance: Arc<PluginInstance>,
+    registered: Vec<Registered>,
+    lifecycle: Lifecycle,
+}
+
+/// A plugin's status, for logs, readiness and tests.
+#[derive(Debug, Clone)]
+pub struct PluginStatus {
+    pub name: String,
+    pub path: PathBuf,
+    pub state: PluginState,
+    pub synced: bool,
+    pub calls: u64,
+    pub traps: u64,
+    pub restarts: u32,
+    pub watches: Vec<WatchSpec>,
+}
+
+/// Options for the manager.
+#[derive(Debug, Clone)]
+pub struct ManagerOptions {
+    pub limits: Limits,
+    /// Narrow watches that name no namespace to this one.
+    pub namespace: Option<String>,
+    /// Plugins allowed to watch or read Secrets (`*` for all); deny by default.
+    pub allow_secrets: Vec<String>,
+    /// Where precompiled components are kept; none to always compile.
+    pub precompiled: Option<PathBuf>,
+    /// Consecutive crashes before quarantine.
+    pub max_restarts: u32,
+    /// First restart delay; doubles per consecutive crash, capped at
+    /// [`lifecycle::MAX_BACKOFF`].
+    pub restart_backoff: Duration,
+    /// A crash this long after the last (re)start starts a new series.
+    pub healthy_after: Duration,
+    /// Bring a plugin whose compiled code is not precompiled up on Winch first
+    /// (~5x faster to compile), then swap in its Cranelift build once the
+    /// background compile is done (a second hand-over, with the cache
+    /// replayed again). For `wink dev`'s edit loop.
+    pub tier_up: bool,
+}
+
+impl ManagerOptions {
+    /// When crashes restart a plugin and when they quarantine it.
+    pub fn crash_policy(&self) -> CrashPolicy {
+        CrashPolicy {
+            max_restarts: self.max_restarts,
+            restart_backoff: self.restart_backoff,
+            healthy_after: self.healthy_after,
+        }
+    }
+}
+
+impl Default for ManagerOptions {
+    fn default() -> Self {
+        ManagerOptions {
+            limits: Limits::default(),
+            namespace: None,
+            allow_secrets: Vec::new(),
+            precompiled: None,
+            max_restarts: 5,
+            restart_backoff: Duration::from_millis(100),
+            healthy_after: Duration::from_secs(30),
+            tier_up: false,
+        }
+    }
+}
+
+/// The config text for a component: `<stem>.json` beside it, or empty.
+pub fn config_for(path: &Path) -> std::io::Result<String> {
+    match std::fs::read_to_string(path.with_extension("json")) {
+        Ok(text) => Ok(text),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(String::new()),
+        Err(e) => Err(e),
+    }
+}
+
+/// The loaded plugins and their registrations.
+pub struct PluginManager {
+    me: Weak<PluginManager>,
+    engine: WinkEngine,
+    linker: Linker<HostState>,
+    /// The Winch engine and its linker, with `tier_up`.
+    baseline: Option<(WinkEngine, Linker<HostState>)>,
+    factory: Arc<SharedInformerFactory>,
+    options: ManagerOptions,
+    precompiled: Option<Arc<Precompiled>>,
+    plugins: tokio::sync::Mutex<BTreeMap<String, LoadedPlugin>>,
+    crash_tx: UnboundedSender<CrashReport>,
+}
+
+impl PluginManager {
+    /// A manager with no plugins; spawns its crash supervisor.
+    pub fn new(
+        engine: WinkEngine,
+        factory: Arc<SharedInformerFactory>,
+        options: ManagerOptions,
+    ) -> anyhow::Result<Arc<Self>> {
+        let linker = loader::linker(&engine)?;
+        let precompiled = match &options.precompiled {
+            Some(dir) => Some(Arc::new(Precompiled::open(dir, engine.engine()).with_context(
+                || format!("cannot open the precompiled directory {}", dir.display()),
+            )?)),
+            None => None,
+        };
+        let baseline = match options.tier_up {
+            true => {
+                let winch = WinkEngine::with_compiler(Compiler::Winch)?;
+                let linker = loader::linker(&winch)?;
+                Some((winch, linker))
+            }
+            false => None,
+        };
+        let (crash_tx, crash_rx) = unbounded_channel();
+        let manager = Arc::new_cyclic(|me| PluginManager {
+            me: me.clone(),
+            engine,
+            linker,
+            baseline,
+            factory,
+            options,
+            precompiled,
+            plugins: tokio::sync::Mutex::new(BTreeMap::new()),
+            crash_tx,
+        });
+        tokio::spawn(Self::supervise(Arc::downgrade(&manager), crash_rx));
+        Ok(manager)
+    }
+
+    /// The precompiled directory, if any.
+    pub fn precompiled(&self) -> Option<&Precompiled> {
+        self.precompiled.as_deref()
+    }
+
+    /// The component files of a directory (`*.wasm`), sorted.
+    pub fn component_files(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
+        let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+            .with_context(|| format!("cannot read plugin directory {}", dir.display()))?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.is_file() && p.extension().is_some_and(|x| x == "wasm"))
+            .collect();
+        files.sort();
+        Ok(files)
+    }
+
+    /// Load every component of `dir`. Each failure is logged with its file
+    /// and reason and returned; the other plugins run.
+    pub async fn load_dir(&self, dir: &Path) -> anyhow::Result<Vec<anyhow::Error>> {
+        let mut errors = Vec::new();
+        for path in Self::component_files(dir)? {
+            if let Err(e) = self.load_file(&path).await {
+                tracing::error!("plugin not loaded: {e:#}");
+                errors.push(e);
+            }
+        }
+        Ok(errors)
+    }
+
+    /// Load the plugin in `path`, or reload it if it runs: a failure leaves
+    /// the running version untouched. An unchanged component with an
+    /// unchanged config is a no-op, whatever the plugin's state.
+    pub async fn load_file(&self, path: &Path) -> anyhow::Result<()> {
+        let started = Instant::now();
+        let owned = path.to_path_buf();
+        let (bytes, digest) = tokio::task::spawn_blocking(move || {
+            std::fs::read(&owned)
+                .map(|b| {
+                    let d = loader::digest(&b);
+                    (b, d)
+                })
+                .map_err(|source| LoadError::Read { path: owned, source })
+        })
+        .await
+        .context("read task failed")??;
+        let name = loader::plugin_name(path);
+        // An unchanged plugin (same bytes, same config) is a no-op, decided
+        // before anything is compiled: a running one keeps running, one
+        // being restarted keeps its backoff and crash count, a quarantined
+        // one stays quarantined until its component or config changes.
+        {
+            let plugins = self.plugins.lock().await;
+            if let Some(r) = plugins.get(&name)
+                && r.digest == digest
+                && config_for(path).ok().as_deref() == Some(r.instance.config())
+            {
+                return Ok(());
+            }
+        }
+        let config =
+            config_for(path).with_context(|| format!("{}: cannot read its config", path.display()))?;
+        let cached = self.precompiled.as_ref().is_some_and(|c| c.contains(&digest));
+        let baseline = self.baseline.clone().filter(|_| !cached);
+        let Some((winch, winch_linker)) = baseline else {
+            let loaded = self
+                .compile(&self.engine, &self.linker, path, bytes, digest)
+                .await?;
+            return self.install(loaded, &self.engine, config, started, None).await;
+        };
+        // Tier up: Winch now, Cranelift in the background, swapped in if the
+        // plugin still runs this very component and config by then.
+        let loaded = self
+            .compile(&winch, &winch_linker, path, bytes.clone(), digest.clone())
+            .await?;
+        self.install(loaded, &winch, config.clone(), started, None)
+            .await?;
+        let me = self.me.clone();
+        let path = path.to_path_buf();
+        tokio::spawn(async move {
+            let Some(m) = me.upgrade() else { return };
+            let optimized = Instant::now();
+            let result = match m
+                .compile(&m.engine, &m.linker, &path, bytes, digest.clone())
+                .await
+            {
+                Ok(loaded) => {
+                    m.install(loaded, &m.engine, config, optimized, Some(&digest))
+                        .await
+                }
+                Err(e) => Err(e),
+            };
+            if let Err(e) = result {
+                tracing::warn!(path = %path.display(), "plugin stays on Winch: its Cranelift build failed: {e:#}");
+                let name = loader::plugin_name(&path);
+                if let Some(r) = m
+                    .plugins
+                    .lock()
+                    .await
+                    .get_mut(&name)
+                    .filter(|r| r.digest == digest)
+                {
+                    r.lifecycle.tier_up_abandoned();
+                }
+            }
+        });
+        Ok(())
+    }
+
+    /// Compile and check a component off the async threads.
+    async fn compile(
+        &self,
+        engine: &WinkEngine,
+        linker: &Linker<HostState>,
+        path: &Path,
+        bytes: Vec<u8>,
+        digest: String,
+    ) -> anyhow::Result<loader::LoadedComponent> {
+        // Only Cranelift builds are worth keeping in the precompiled directory.
+        let precompiled = self
+            .precompiled
+            .clone()
+            .filter(|_| engine.compiler() == Compiler::Cranelift);
+        let (engine, linker, owned) = (engine.clone(), linker.clone(), path.to_path_buf());
+        Ok(tokio::task::spawn_blocking(move || {
+            loader::load_digested(&engine, &linker, precompiled.as_deref(), &owned, &bytes, digest)
+        })
+        .await
+        .context("compile task failed")??)
+    }
+
+    /// Start a compiled component and hand its registrations over from the
+    /// running version, if any. With `tier_up_of`, only if the running
+    /// version is the Winch build of that digest (else the new one is
+    /// dropped unused).
+    async fn install(
+        &self,
+        loaded: loader::LoadedComponent,
+        engine: &WinkEngine,
+        config: String,
+        started: Instant,
+        tier_up_of: Option<&str>,
+    ) -> anyhow::Result<()> {
+        let path = loaded.path.clone();
+        let (instance, registration) = self
+            .start_instance(loaded.name.clone(), loaded.pre.clone(), engine, config)
+            .await?;
+        let wanted = self
+            .resolve(instance.name(), &registration)
+            .await
+            .with_context(|| format!("{}: registration failed", path.display()))?;
+        let mut plugins = self.plugins.lock().await;
+        if let Some(digest) = tier_up_of {
+            let current = plugins.get_mut(instance.name()).filter(|r| r.digest == digest);
+            let Some(current) = current else {
+                return Ok(()); // reloaded or unloaded meanwhile: not ours to replace
+            };
+            if !(current.lifecycle.awaits_tier_up() && current.instance.config() == instance.config()) {
+                current.lifecycle.tier_up_abandoned();
+                return Ok(());
+            }
+        }
+        let previous = plugins.remove(instance.name());
+        let registered = self.attach(
+            &instance,
+            wanted,
+            previous.as_ref().map(|p| p.registered.as_slice()),
+        );
+        let what = match (previous.is_some(), tier_up_of.is_some()) {
+            (_, true) => "tiered up to Cranelift",
+            (true, false) => "reloaded",
+            (false, false) => "loaded",
+        };
+        tracing::info!(
+            plugin = %instance.name(),
+            watches = registered.len(),
+            cache_hit = loaded.cache_hit,
+            compiler = ?engine.compiler(),
+            load_ms = started.elapsed().as_millis() as u64,
+            "plugin {what} from {}",
+            path.display()
+        );
+        let lifecycle = match (tier_up_of, previous) {
+            (Some(_), Some(previous)) => {
+                let mut lifecycle = previous.lifecycle;
+                lifecycle.tiered_up();
+                lifecycle
+            }
+            _ => Lifecycle::installed(
+                engine.compiler() == Compiler::Winch && self.baseline.is_some(),
+                Instant::now(),
+            ),
+        };
+        plugins.insert(
+            instance.name().to_string(),
+            LoadedPlugin {
+                path,
+                digest: loaded.digest,
+                instance,
+                registered,
+                lifecycle,
+            },
+        );
+        Ok(())
+    }
+
+    async fn start_instance(
+        &self,
+        name: Arc<str>,
+        pre: super::bindings::PluginPre<HostState>,
+        engine: &WinkEngine,
+        config: String,
+    ) -> anyhow::Result<(Arc<PluginInstance>, Registration)> {
+        let (engine, limits, tx) = (engine.clone(), self.options.limits, self.crash_tx.clone());
+        Ok(tokio::task::spawn_blocking(move || {
+            PluginInstance::start(name, pre, &engine, config, limits, Some(tx))
+        })
+        .await
+        .context("init task failed")??)
+    }
+
+    /// Unload a plugin by name: its listeners stop, unused informers stop.
+    pub async fn unload(&self, name: &str) -> bool {
+        let Some(running) = self.plugins.lock().await.remove(name) else {
+            return false;
+        };
+        for r in running.registered {
+            self.factory.release(&r.spec, r.listener_id);
+        }
+        tracing::info!(plugin = %name, "plugin unloaded");
+        true
+    }
+
+    /// Unload the plugin loaded from `path`, if any.
+    pub async fn unload_path(&self, path: &Path) -> bool {
+        let name = self
+            .plugins
+            .lock()
+            .await
+            .iter()
+            .find(|(_, r)| r.path == path)
+            .map(|(n, _)| n.clone());
+        match name {
+            Some(n) => self.unload(&n).await,
+            None => false,
+        }
+    }
+
+    /// Every plugin's status, by name.
+    pub async fn status(&self) -> Vec<PluginStatus> {
+        self.plugins
+            .lock()
+            .await
+            .iter()
+            .map(|(name, r)| PluginStatus {
+                name: name.clone(),
+                path: r.path.clone(),
+                state: r.lifecycle.state().clone(),
+                synced: r.instance.has_synced(),
+                calls: r.instance.calls(),
+                traps: r.instance.traps(),
+                restarts: r.lifecycle.restarts(),
+                watches: r.registered.iter().map(|x| x.spec.clone()).collect(),
+            })
+            .collect()
+    }
+}

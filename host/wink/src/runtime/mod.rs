@@ -1,0 +1,26 @@
+//! The plugin side of wink: everything that knows about WebAssembly.
+//!
+//! - [`bindings`]: the host side of the WIT world `wink:plugin/plugin`;
+//! - [`engine`]: the shared wasmtime engine and its epoch ticker;
+//! - [`loader`]: turns a file into a checked, instantiable component;
+//! - [`capabilities`]: what a guest may do (log, cache queries, closed WASI);
+//! - [`instance`]: one running plugin, delivering events into the guest;
+//! - [`manager`]: the set of loaded plugins and their informer registrations.
+//!
+//! Events come in only through [`crate::informer::EventHandler`]; guest
+//! queries go out only through the cache capability.
+
+pub mod bindings;
+pub mod capabilities;
+pub mod engine;
+pub mod instance;
+pub mod loader;
+pub mod manager;
+pub mod precompiled;
+pub mod reload;
+pub mod stdio;
+
+pub use engine::{Limits, WinkEngine};
+pub use instance::PluginInstance;
+pub use loader::{LoadError, LoadedComponent};
+pub use manager::PluginManager;
