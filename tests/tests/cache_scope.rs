@@ -207,13 +207,7 @@ async fn bad_queries_are_typed_errors_not_traps() {
         .await
         .unwrap();
 
-    let wink = s.run(&[]);
-    wait_synced(&wink, "probe");
-    default
-        .create(&pp, &config_map("default", "probe", json!({})))
-        .await
-        .unwrap();
-    wink.wait_for_line("[probe] probe done", WAIT);
+    let wink = run_and_trigger(&s, &default).await;
     // The instance lives on: a second trigger runs the queries again.
     ns1.create(&pp, &config_map("ns1", "probe", json!({})))
         .await
@@ -251,6 +245,19 @@ async fn bad_queries_are_typed_errors_not_traps() {
         "{}",
         wink.lines().join("\n")
     );
+}
+
+/// `wink run` with the probe plugin; once synced, trigger its queries in
+/// `default` and wait for their answers.
+async fn run_and_trigger(s: &Setup, default: &Api<ConfigMap>) -> Wink {
+    let wink = s.run(&[]);
+    wait_synced(&wink, "probe");
+    default
+        .create(&PostParams::default(), &config_map("default", "probe", json!({})))
+        .await
+        .unwrap();
+    wink.wait_for_line("[probe] probe done", WAIT);
+    wink
 }
 
 /// The selectors of the selector test, and what the API server answers to
@@ -315,13 +322,7 @@ async fn cache_list_selectors_answer_as_the_api_servers_list() {
             .await
             .unwrap();
     }
-    let wink = s.run(&[]);
-    wait_synced(&wink, "probe");
-    default
-        .create(&pp, &config_map("default", "probe", json!({})))
-        .await
-        .unwrap();
-    wink.wait_for_line("[probe] probe done", WAIT);
+    let wink = run_and_trigger(&s, &default).await;
     let answers: Vec<String> = probe_answers(&wink, "probe")
         .iter()
         .map(|line| {

@@ -228,19 +228,27 @@ impl SharedInformer {
     ) -> Arc<Listener> {
         let listener = self.start_listener(name, handler, resync);
         let mut listeners = self.listeners.lock().unwrap();
-        if self.has_synced() {
-            let replay = self
-                .store
-                .list(None, None)
-                .into_iter()
-                .map(|obj| Notification::Add {
-                    obj,
-                    in_initial_list: true,
-                });
-            listener.push_all(replay.chain(std::iter::once(Notification::Synced)));
-        }
+        self.replay_to(&listener);
         listeners.push(listener.clone());
         listener
+    }
+
+    /// On a synced informer, give a joining listener every cached object as
+    /// an initial add, then the sync marker (call with the listeners locked,
+    /// so no live event comes between).
+    fn replay_to(&self, listener: &Listener) {
+        if !self.has_synced() {
+            return;
+        }
+        let replay = self
+            .store
+            .list(None, None)
+            .into_iter()
+            .map(|obj| Notification::Add {
+                obj,
+                in_initial_list: true,
+            });
+        listener.push_all(replay.chain(std::iter::once(Notification::Synced)));
     }
 
     /// Hand a listener's place over to a new handler, atomically with respect
@@ -260,17 +268,7 @@ impl SharedInformer {
         let pos = listeners.iter().position(|l| l.id() == old_id)?;
         let old = std::mem::replace(&mut listeners[pos], listener.clone());
         old.drain_and_stop();
-        if self.has_synced() {
-            let replay = self
-                .store
-                .list(None, None)
-                .into_iter()
-                .map(|obj| Notification::Add {
-                    obj,
-                    in_initial_list: true,
-                });
-            listener.push_all(replay.chain(std::iter::once(Notification::Synced)));
-        }
+        self.replay_to(&listener);
         Some(listener)
     }
 
