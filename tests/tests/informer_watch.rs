@@ -45,7 +45,12 @@ async fn s05_deleted_while_down_is_one_tombstone() {
     // The handler gets stuck in this update; the DELETED waits behind it.
     relabel(&sim, "stays", "y");
     sim.delete("pods", Some("default"), "queued").unwrap();
-    eventually("the DELETED queued", || l.backlog() == 1).await;
+    // Applied to the store (so not a tombstone later) and queued behind the
+    // stuck update (backlog 1 alone could be the update not yet taken).
+    eventually("the DELETED queued", || {
+        l.backlog() == 1 && informer.store().get("default/queued").is_none()
+    })
+    .await;
     watch_down(&sim).await;
     sim.delete("pods", Some("default"), "gone").unwrap();
     up(&sim, true);

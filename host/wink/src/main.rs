@@ -116,8 +116,16 @@ impl HostArgs {
             },
             ..Default::default()
         };
-        let precompiled =
-            (!self.no_precompiled).then(|| self.precompiled.clone().unwrap_or_else(Precompiled::default_dir));
+        let precompiled = match (self.no_precompiled, &self.precompiled) {
+            (true, _) => None,
+            (false, Some(dir)) => Some(dir.clone()),
+            (false, None) => Precompiled::default_dir().or_else(|| {
+                tracing::warn!(
+                    "no $XDG_CACHE_HOME or $HOME: running without precompiled components (--precompiled DIR sets one)"
+                );
+                None
+            }),
+        };
         let manager = ManagerOptions {
             limits: Limits {
                 call_deadline: Duration::from_millis(self.call_deadline_ms),

@@ -1,15 +1,29 @@
-//! The precompiled-component directory: compiled (Cranelift) code on disk, keyed by the
-//! component's sha256 and the engine's `precompile_compatibility_hash`, so a
-//! restart or reload of an unchanged plugin skips Cranelift.
+//! The precompiled-component directory: compiled (Cranelift) code on disk,
+//! keyed by the component's sha256 and the engine's
+//! `precompile_compatibility_hash`, so a restart or reload of an unchanged
+//! plugin skips Cranelift.
 //!
-//! Deserializing precompiled code is only safe for trusted files, so only
-//! files wink wrote itself are ever loaded: the directory is created private
-//! (0700), entries are written to a temporary name and renamed, and an entry
-//! is used only if it is a regular file owned by this user that nobody else
-//! can write. Owns nothing but that directory.
+//! Precompiled code is native code: whoever can write this directory can
+//! run code in wink. So it is trusted only when it is private, and every
+//! artifact is checked before it is deserialized:
+//! - the directory is one wink creates itself (0700), or an existing one
+//!   owned by wink's user that nobody else can write; any other is refused
+//!   (the caller runs uncached and says so), and wink never changes the mode
+//!   of a directory it did not create;
+//! - an entry is written to a temporary file created exclusively (`O_EXCL`,
+//!   so never through a planted link) under an unpredictable name, mode
+//!   0600 whatever the umask, then renamed into place;
+//! - an entry is used only if it is a regular file owned by this user that
+//!   nobody else can write, and its header names the component it was
+//!   compiled from and the sha256 of its own code: a corrupt entry, or one
+//!   copied over another component's name, is discarded, logged and
+//!   recompiled, never run.
+//!
+//! Owns nothing but that directory.
 
 use sha2::{Digest, Sha256};
-use std::hash::{Hash, Hasher};
+use std::hash::{BuildHasher, Hash, Hasher};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use wasmtime::Engine;
@@ -27,23 +41,131 @@ impl Hasher for ShaHasher {
     }
 }
 
+/// The first bytes of every entry, then the component's sha256 and the
+/// sha256 of the compiled code that follows.
+const MAGIC: &[u8; 8] = b"winkpc01";
+const HEADER: usize = MAGIC.len() + 32 + 32;
+
+/// Why a directory is not used for precompiled components.
+#[derive(Debug, thiserror::Error)]
+pub enum OpenError {
+    #[error("cannot create {dir}: {source}")]
+    Create { dir: PathBuf, source: std::io::Error },
+    #[error("cannot inspect {dir}: {source}")]
+    Inspect { dir: PathBuf, source: std::io::Error },
+    #[error("{dir} is not a directory")]
+    NotADirectory { dir: PathBuf },
+    #[error(
+        "{dir} is not private (owner uid {owner}, mode {mode:o}): precompiled code runs as native code, so wink uses only a directory it owns that no one else can write"
+    )]
+    NotPrivate { dir: PathBuf, owner: u32, mode: u32 },
+}
+
+/// Why an entry was discarded.
+#[derive(Debug, PartialEq, Eq)]
+enum Rejected {
+    Short,
+    Magic,
+    OtherComponent,
+    Corrupt,
+}
+
+impl std::fmt::Display for Rejected {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Rejected::Short => "too short to hold a header",
+            Rejected::Magic => "not written by this version of wink",
+            Rejected::OtherComponent => "compiled from another component (copied over this name)",
+            Rejected::Corrupt => "its code does not match its checksum (corrupt)",
+        })
+    }
+}
+
 /// A directory of precompiled components.
 pub struct Precompiled {
     dir: PathBuf,
     engine_key: String,
     hits: AtomicU64,
     misses: AtomicU64,
+    discarded: AtomicU64,
+}
+
+fn effective_uid() -> u32 {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() }
+}
+
+/// Whether `md` belongs to this user and no one else may write it.
+fn private(md: &std::fs::Metadata) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    md.uid() == effective_uid() && md.mode() & 0o022 == 0
+}
+
+/// The directory, created private when missing; refused when not private.
+fn private_dir(dir: &Path) -> Result<(), OpenError> {
+    use std::os::unix::fs::{DirBuilderExt, MetadataExt};
+    if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent).map_err(|source| OpenError::Create {
+            dir: parent.to_path_buf(),
+            source,
+        })?;
+    }
+    match std::fs::DirBuilder::new().mode(0o700).create(dir) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(source) => {
+            return Err(OpenError::Create {
+                dir: dir.to_path_buf(),
+                source,
+            });
+        }
+    }
+    // Whether created now or found, the directory must be private: one
+    // created now is (mode 0700 less the umask); a planted one is not.
+    let md = std::fs::symlink_metadata(dir).map_err(|source| OpenError::Inspect {
+        dir: dir.to_path_buf(),
+        source,
+    })?;
+    if !md.is_dir() {
+        return Err(OpenError::NotADirectory {
+            dir: dir.to_path_buf(),
+        });
+    }
+    if !private(&md) {
+        return Err(OpenError::NotPrivate {
+            dir: dir.to_path_buf(),
+            owner: md.uid(),
+            mode: md.mode() & 0o7777,
+        });
+    }
+    Ok(())
+}
+
+/// The default location from `$XDG_CACHE_HOME` or `$HOME`; none when
+/// neither is set (no fallback into a shared temporary folder, which any
+/// local user could create first).
+pub fn default_dir_from(xdg_cache_home: Option<PathBuf>, home: Option<PathBuf>) -> Option<PathBuf> {
+    let base = xdg_cache_home
+        .filter(|p| p.is_absolute())
+        .or_else(|| home.filter(|p| p.is_absolute()).map(|h| h.join(".cache")))?;
+    Some(base.join("wink").join("components"))
+}
+
+/// A name no other process can guess: pid, time and a per-process random key.
+fn unpredictable_suffix() -> String {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    std::process::id().hash(&mut h);
+    COUNTER.fetch_add(1, Ordering::Relaxed).hash(&mut h);
+    std::time::SystemTime::now().hash(&mut h);
+    format!("{:016x}", h.finish())
 }
 
 impl Precompiled {
-    /// Open (creating, private) a cache directory for `engine`.
-    pub fn open(dir: &Path, engine: &Engine) -> anyhow::Result<Self> {
-        std::fs::create_dir_all(dir)?;
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::PermissionsExt;
-            std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
-        }
+    /// Open `dir` for `engine`: created private when missing, refused when
+    /// it exists and is not private. Its mode is never changed.
+    pub fn open(dir: &Path, engine: &Engine) -> Result<Self, OpenError> {
+        private_dir(dir)?;
         let mut h = ShaHasher(Sha256::new());
         engine.precompile_compatibility_hash().hash(&mut h);
         Ok(Precompiled {
@@ -51,17 +173,17 @@ impl Precompiled {
             engine_key: hex::encode(&h.0.finalize()[..8]),
             hits: AtomicU64::new(0),
             misses: AtomicU64::new(0),
+            discarded: AtomicU64::new(0),
         })
     }
 
-    /// The default location: `$XDG_CACHE_HOME/wink` or `~/.cache/wink`.
-    pub fn default_dir() -> PathBuf {
-        std::env::var_os("XDG_CACHE_HOME")
-            .map(PathBuf::from)
-            .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
-            .unwrap_or_else(std::env::temp_dir)
-            .join("wink")
-            .join("components")
+    /// The default location: `$XDG_CACHE_HOME/wink/components` or
+    /// `~/.cache/wink/components`; none without either variable.
+    pub fn default_dir() -> Option<PathBuf> {
+        default_dir_from(
+            std::env::var_os("XDG_CACHE_HOME").map(PathBuf::from),
+            std::env::var_os("HOME").map(PathBuf::from),
+        )
     }
 
     /// Lookups answered from disk.
@@ -74,39 +196,106 @@ impl Precompiled {
         self.misses.load(Ordering::Relaxed)
     }
 
+    /// Entries found and discarded (corrupt, swapped, foreign format).
+    pub fn discarded(&self) -> u64 {
+        self.discarded.load(Ordering::Relaxed)
+    }
+
     /// The entry of the component whose sha256 (hex) is `digest`.
     fn entry(&self, digest: &str) -> PathBuf {
         self.dir.join(format!("{digest}-{}.cwasm", self.engine_key))
     }
 
+    /// A regular file (not a link) owned by this user, writable by no one else.
     fn trusted(path: &Path) -> bool {
-        let Ok(md) = std::fs::symlink_metadata(path) else {
-            return false;
-        };
-        if !md.file_type().is_file() {
-            return false;
-        }
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::MetadataExt;
-            // SAFETY: geteuid has no preconditions.
-            let me = unsafe { libc::geteuid() };
-            if md.uid() != me || md.mode() & 0o022 != 0 {
-                return false;
-            }
-        }
-        true
+        std::fs::symlink_metadata(path).is_ok_and(|md| md.file_type().is_file() && private(&md))
     }
 
     /// Whether compiled code for the component of sha256 `digest` (hex, as
-    /// [`loader::digest`](super::loader::digest) gives it) is cached and trusted.
+    /// [`loader::digest`](super::loader::digest) gives it) is stored and trusted.
     pub fn contains(&self, digest: &str) -> bool {
         Self::trusted(&self.entry(digest))
     }
 
-    /// The component for `bytes`, whose sha256 is `digest`: from the cache
-    /// when present (and trusted), else compiled and stored. Returns whether
-    /// it was a hit.
+    /// The compiled code of an entry, once its header checks out.
+    fn verified<'a>(bytes: &'a [u8], digest: &str) -> Result<&'a [u8], Rejected> {
+        if bytes.len() < HEADER {
+            return Err(Rejected::Short);
+        }
+        let (magic, rest) = bytes.split_at(MAGIC.len());
+        let (component, rest) = rest.split_at(32);
+        let (sum, code) = rest.split_at(32);
+        if magic != MAGIC {
+            return Err(Rejected::Magic);
+        }
+        if hex::encode(component) != digest {
+            return Err(Rejected::OtherComponent);
+        }
+        if Sha256::digest(code).as_slice() != sum {
+            return Err(Rejected::Corrupt);
+        }
+        Ok(code)
+    }
+
+    /// Load a trusted, verified entry; a bad one is discarded and logged.
+    fn load(&self, engine: &Engine, entry: &Path, digest: &str) -> Option<Component> {
+        if !Self::trusted(entry) {
+            return None;
+        }
+        let bytes = std::fs::read(entry).ok()?;
+        let code = match Self::verified(&bytes, digest) {
+            Ok(code) => code,
+            Err(why) => {
+                self.discarded.fetch_add(1, Ordering::Relaxed);
+                tracing::warn!(entry = %entry.display(), "precompiled entry discarded, recompiling: {why}");
+                let _ = std::fs::remove_file(entry);
+                return None;
+            }
+        };
+        // SAFETY: the entry is a file of this user in a private directory,
+        // its header names this component and its code matches the checksum
+        // written with it by `store` from `Engine::precompile_component`;
+        // wasmtime checks its engine compatibility.
+        match unsafe { Component::deserialize(engine, code) } {
+            Ok(c) => Some(c),
+            Err(e) => {
+                tracing::warn!(entry = %entry.display(), "unusable precompiled entry, recompiling: {e}");
+                None
+            }
+        }
+    }
+
+    /// Write `code` (the component `digest`'s compiled code) as its entry.
+    fn store(&self, entry: &Path, digest: &str, code: &[u8]) -> std::io::Result<()> {
+        use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+        let component = hex::decode(digest).map_err(std::io::Error::other)?;
+        let tmp = self.dir.join(format!(".tmp-{}", unpredictable_suffix()));
+        let write = || -> std::io::Result<()> {
+            let mut file = std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .custom_flags(libc::O_NOFOLLOW)
+                .open(&tmp)?;
+            // 0600 whatever the umask (the umask only removes bits, but say it).
+            file.set_permissions(std::fs::Permissions::from_mode(0o600))?;
+            file.write_all(MAGIC)?;
+            file.write_all(&component)?;
+            file.write_all(&Sha256::digest(code))?;
+            file.write_all(code)?;
+            file.sync_all()?;
+            std::fs::rename(&tmp, entry)
+        };
+        let result = write();
+        if result.is_err() {
+            let _ = std::fs::remove_file(&tmp);
+        }
+        result
+    }
+
+    /// The component for `bytes`, whose sha256 is `digest`: from disk when
+    /// present, trusted and verified, else compiled and stored. Returns
+    /// whether it was a hit.
     pub fn component(
         &self,
         engine: &Engine,
@@ -114,27 +303,14 @@ impl Precompiled {
         digest: &str,
     ) -> wasmtime::Result<(Component, bool)> {
         let entry = self.entry(digest);
-        if Self::trusted(&entry) {
-            // SAFETY: the entry was written by this process's user into a
-            // private directory by `Engine::precompile_component` (see the
-            // module doc), and wasmtime checks its engine compatibility.
-            match unsafe { Component::deserialize_file(engine, &entry) } {
-                Ok(c) => {
-                    self.hits.fetch_add(1, Ordering::Relaxed);
-                    return Ok((c, true));
-                }
-                Err(e) => {
-                    tracing::warn!(entry = %entry.display(), "unusable precompiled entry, recompiling: {e}")
-                }
-            }
+        if let Some(component) = self.load(engine, &entry, digest) {
+            self.hits.fetch_add(1, Ordering::Relaxed);
+            return Ok((component, true));
         }
         self.misses.fetch_add(1, Ordering::Relaxed);
         let compiled = engine.precompile_component(bytes)?;
-        let tmp = entry.with_extension(format!("tmp-{}", std::process::id()));
-        let stored = std::fs::write(&tmp, &compiled).and_then(|_| std::fs::rename(&tmp, &entry));
-        if let Err(e) = stored {
+        if let Err(e) = self.store(&entry, digest, &compiled) {
             tracing::warn!(dir = %self.dir.display(), "cannot write the precompiled directory: {e}");
-            let _ = std::fs::remove_file(&tmp);
         }
         // SAFETY: `compiled` was just produced by this engine.
         let component = unsafe { Component::deserialize(engine, &compiled)? };
@@ -143,30 +319,4 @@ impl Precompiled {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn second_lookup_hits_and_foreign_files_are_not_trusted() {
-        let dir = std::env::temp_dir().join(format!("wink-cc-test-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        let engine = Engine::default();
-        let cache = Precompiled::open(&dir, &engine).unwrap();
-        let empty_component = b"\0asm\x0d\0\x01\0";
-        let digest = crate::runtime::loader::digest(empty_component);
-        let (_, hit) = cache.component(&engine, empty_component, &digest).unwrap();
-        assert!(!hit);
-        let (_, hit) = cache.component(&engine, empty_component, &digest).unwrap();
-        assert!(hit);
-        assert_eq!((cache.hits(), cache.misses()), (1, 1));
-        // A world-writable entry is not trusted: recompiled, not loaded.
-        let entry = cache.entry(&digest);
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::PermissionsExt;
-            std::fs::set_permissions(&entry, std::fs::Permissions::from_mode(0o666)).unwrap();
-            assert!(!Precompiled::trusted(&entry));
-        }
-        let _ = std::fs::remove_dir_all(&dir);
-    }
-}
+mod tests;

@@ -137,12 +137,19 @@ impl PluginManager {
         options: ManagerOptions,
     ) -> anyhow::Result<Arc<Self>> {
         let linker = loader::linker(&engine)?;
-        let precompiled = match &options.precompiled {
-            Some(dir) => Some(Arc::new(Precompiled::open(dir, engine.engine()).with_context(
-                || format!("cannot open the precompiled directory {}", dir.display()),
-            )?)),
-            None => None,
-        };
+        // A directory that cannot be used costs compile time, never the
+        // daemon: run uncached and say why.
+        let precompiled =
+            options
+                .precompiled
+                .as_deref()
+                .and_then(|dir| match Precompiled::open(dir, engine.engine()) {
+                    Ok(p) => Some(Arc::new(p)),
+                    Err(e) => {
+                        tracing::warn!("running without precompiled components (every load compiles): {e}");
+                        None
+                    }
+                });
         let baseline = match options.tier_up {
             true => {
                 let winch = WinkEngine::with_compiler(Compiler::Winch)?;

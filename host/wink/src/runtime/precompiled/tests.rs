@@ -1,0 +1,196 @@
+//! The precompiled directory against a careless or hostile local user:
+//! foreign and shared directories, planted links, corrupt and swapped
+//! entries, a permissive umask.
+
+use super::*;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+
+/// The smallest binary component, and another (text) one.
+const EMPTY: &[u8] = b"\0asm\x0d\0\x01\0";
+const OTHER: &[u8] = b"(component)";
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("wink-pc-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    dir
+}
+
+fn digest(bytes: &[u8]) -> String {
+    crate::runtime::loader::digest(bytes)
+}
+
+#[test]
+fn second_lookup_hits_and_foreign_files_are_not_trusted() {
+    let dir = scratch("hits");
+    let engine = Engine::default();
+    let cache = Precompiled::open(&dir, &engine).unwrap();
+    let d = digest(EMPTY);
+    let (_, hit) = cache.component(&engine, EMPTY, &d).unwrap();
+    assert!(!hit);
+    let (_, hit) = cache.component(&engine, EMPTY, &d).unwrap();
+    assert!(hit);
+    assert_eq!((cache.hits(), cache.misses()), (1, 1));
+    // A world-writable entry is not trusted: recompiled, not loaded.
+    let entry = cache.entry(&d);
+    std::fs::set_permissions(&entry, std::fs::Permissions::from_mode(0o666)).unwrap();
+    assert!(!Precompiled::trusted(&entry));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_new_directory_is_created_private() {
+    let dir = scratch("new").join("nested");
+    Precompiled::open(&dir, &Engine::default()).unwrap();
+    let md = std::fs::metadata(&dir).unwrap();
+    assert_eq!(md.mode() & 0o777, 0o700);
+    let _ = std::fs::remove_dir_all(dir.parent().unwrap());
+}
+
+#[test]
+fn a_shared_directory_is_refused_and_left_as_it_was() {
+    let dir = scratch("shared");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o1777)).unwrap();
+    let err = Precompiled::open(&dir, &Engine::default())
+        .err()
+        .expect("refused");
+    assert!(matches!(err, OpenError::NotPrivate { mode: 0o1777, .. }), "{err}");
+    assert!(err.to_string().contains("not private"), "{err}");
+    let md = std::fs::metadata(&dir).unwrap();
+    assert_eq!(
+        md.mode() & 0o7777,
+        0o1777,
+        "the mode (sticky bit included) is untouched"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_directory_of_another_user_is_refused() {
+    // As root, make a directory another user owns; otherwise `/` is one.
+    let dir = if effective_uid() == 0 {
+        let dir = scratch("foreign");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::os::unix::fs::chown(&dir, Some(65534), Some(65534)).unwrap();
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).unwrap();
+        dir
+    } else {
+        PathBuf::from("/")
+    };
+    let err = Precompiled::open(&dir, &Engine::default())
+        .err()
+        .expect("refused");
+    assert!(matches!(err, OpenError::NotPrivate { .. }), "{err}");
+    if dir != Path::new("/") {
+        assert_eq!(std::fs::metadata(&dir).unwrap().uid(), 65534, "owner untouched");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
+
+#[test]
+fn a_file_in_place_of_the_directory_is_refused() {
+    let dir = scratch("file");
+    std::fs::write(&dir, b"x").unwrap();
+    let err = Precompiled::open(&dir, &Engine::default())
+        .err()
+        .expect("refused");
+    assert!(matches!(err, OpenError::NotADirectory { .. }), "{err}");
+    let _ = std::fs::remove_file(&dir);
+}
+
+#[test]
+fn planted_links_at_temporary_names_are_never_followed() {
+    let dir = scratch("links");
+    let engine = Engine::default();
+    let cache = Precompiled::open(&dir, &engine).unwrap();
+    let d = digest(EMPTY);
+    let victim = scratch("victim");
+    std::fs::write(&victim, b"precious").unwrap();
+    // Links at every name a writer could plausibly use for its temporary file.
+    let entry = cache.entry(&d);
+    for name in [
+        entry.with_extension(format!("tmp-{}", std::process::id())),
+        entry.with_extension("tmp"),
+        dir.join(".tmp"),
+    ] {
+        std::os::unix::fs::symlink(&victim, name).unwrap();
+    }
+    let (_, hit) = cache.component(&engine, EMPTY, &d).unwrap();
+    assert!(!hit);
+    assert_eq!(std::fs::read(&victim).unwrap(), b"precious");
+    assert!(Precompiled::trusted(&entry), "the entry itself was written");
+    let _ = std::fs::remove_dir_all(&dir);
+    let _ = std::fs::remove_file(&victim);
+}
+
+#[test]
+fn a_corrupt_entry_is_discarded_and_recompiled_never_run() {
+    let dir = scratch("corrupt");
+    let engine = Engine::default();
+    let cache = Precompiled::open(&dir, &engine).unwrap();
+    let d = digest(EMPTY);
+    cache.component(&engine, EMPTY, &d).unwrap();
+    let entry = cache.entry(&d);
+    let mut bytes = std::fs::read(&entry).unwrap();
+    let middle = HEADER + (bytes.len() - HEADER) / 2;
+    let end = (middle + 4096).min(bytes.len());
+    for b in &mut bytes[middle..end] {
+        *b = !*b;
+    }
+    std::fs::write(&entry, &bytes).unwrap();
+    let (_, hit) = cache.component(&engine, EMPTY, &d).unwrap();
+    assert!(!hit, "a corrupt entry is not a hit");
+    assert_eq!(cache.discarded(), 1);
+    let (_, hit) = cache.component(&engine, EMPTY, &d).unwrap();
+    assert!(hit, "and it was rewritten");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn an_entry_copied_over_another_components_name_is_not_run() {
+    let dir = scratch("swapped");
+    let engine = Engine::default();
+    let cache = Precompiled::open(&dir, &engine).unwrap();
+    let (a, b) = (digest(EMPTY), digest(OTHER));
+    cache.component(&engine, EMPTY, &a).unwrap();
+    std::fs::copy(cache.entry(&a), cache.entry(&b)).unwrap();
+    let (_, hit) = cache.component(&engine, OTHER, &b).unwrap();
+    assert!(!hit, "another component's code is never taken for this one");
+    assert_eq!(cache.discarded(), 1);
+    assert_eq!(
+        Precompiled::verified(&std::fs::read(cache.entry(&b)).unwrap(), &a),
+        Err(Rejected::OtherComponent),
+        "rewritten with this component's code"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn entries_are_private_under_a_permissive_umask() {
+    let dir = scratch("umask");
+    let engine = Engine::default();
+    let cache = Precompiled::open(&dir, &engine).unwrap();
+    let d = digest(EMPTY);
+    // SAFETY: umask has no preconditions (process-wide: restored at once).
+    let old = unsafe { libc::umask(0o002) };
+    let result = cache.component(&engine, EMPTY, &d);
+    unsafe { libc::umask(old) };
+    result.unwrap();
+    let mode = std::fs::metadata(cache.entry(&d)).unwrap().mode();
+    assert_eq!(mode & 0o777, 0o600);
+    let (_, hit) = cache.component(&engine, EMPTY, &d).unwrap();
+    assert!(hit, "trusted, so used");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn no_fallback_into_shared_temporary_folders() {
+    let p = |s: &str| Some(PathBuf::from(s));
+    assert_eq!(default_dir_from(None, None), None);
+    assert_eq!(default_dir_from(p("relative"), None), None);
+    assert_eq!(
+        default_dir_from(None, p("/home/u")),
+        p("/home/u/.cache/wink/components")
+    );
+    assert_eq!(default_dir_from(p("/x"), p("/home/u")), p("/x/wink/components"));
+}
