@@ -168,6 +168,23 @@ impl Wink {
     }
 }
 
+impl Wink {
+    /// Send SIGTERM and wait up to `timeout` for the process to exit; its
+    /// exit status, or none when it is still running.
+    pub fn terminate(&mut self, timeout: Duration) -> Option<std::process::ExitStatus> {
+        let pid = self.child.id().to_string();
+        let _ = Command::new("kill").args(["-TERM", &pid]).status();
+        let deadline = Instant::now() + timeout;
+        while Instant::now() < deadline {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return Some(status);
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        None
+    }
+}
+
 impl Drop for Wink {
     fn drop(&mut self) {
         let _ = self.child.kill();

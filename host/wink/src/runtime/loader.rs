@@ -1,12 +1,15 @@
 //! The component loader: turns a file into a checked, instantiable plugin
 //! component, or into one clear error naming the file and the reason.
 //!
-//! Owns reading, compiling and type-checking against the `plugin` world
-//! (imports satisfiable, `handler` exported). It never runs guest code.
+//! Owns compiling and type-checking against the `plugin` world (imports
+//! satisfiable, `handler` exported); files are read through
+//! [`plugin_file`](super::plugin_file). Only the binary component format is
+//! accepted. It never runs guest code.
 
 use super::bindings::PluginPre;
 use super::capabilities::HostState;
 use super::engine::WinkEngine;
+use super::plugin_file::{self, FileError};
 use super::precompiled::Precompiled;
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
@@ -16,9 +19,8 @@ use wasmtime::component::{Component, HasSelf, Linker};
 /// Why a file could not become a plugin.
 #[derive(Debug, thiserror::Error)]
 pub enum LoadError {
-    /// (`{:#}` adds the I/O error.)
-    #[error("{path}: cannot read")]
-    Read { path: PathBuf, source: std::io::Error },
+    #[error(transparent)]
+    File(#[from] FileError),
     #[error("{path}: not a valid WebAssembly component: {reason}")]
     NotAComponent { path: PathBuf, reason: String },
     #[error("{path}: not a wink:plugin@0.2.0 component: {reason}")]
@@ -47,13 +49,6 @@ pub fn linker(engine: &WinkEngine) -> anyhow::Result<Linker<HostState>> {
     Ok(linker)
 }
 
-/// The plugin name of a component file: its file stem.
-pub fn plugin_name(path: &Path) -> String {
-    path.file_stem()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_else(|| path.display().to_string())
-}
-
 /// The sha256 of a component's bytes, hex: its identity for reloads.
 pub fn digest(bytes: &[u8]) -> String {
     hex::encode(Sha256::digest(bytes))
@@ -63,17 +58,14 @@ fn chain(e: &wasmtime::Error) -> String {
     format!("{e:#}")
 }
 
-/// Load one component file: read, compile, check the world.
+/// Load one component file: read (checked and capped), compile, check the world.
 pub fn load(
     engine: &WinkEngine,
     linker: &Linker<HostState>,
     precompiled: Option<&Precompiled>,
     path: &Path,
 ) -> Result<LoadedComponent, LoadError> {
-    let bytes = std::fs::read(path).map_err(|source| LoadError::Read {
-        path: path.to_path_buf(),
-        source,
-    })?;
+    let bytes = plugin_file::read_regular(path, plugin_file::MAX_COMPONENT_BYTES, "component")?;
     load_bytes(engine, linker, precompiled, path, &bytes)
 }
 
@@ -102,6 +94,13 @@ pub fn load_digested(
         path: path.to_path_buf(),
         reason,
     };
+    let name = plugin_file::plugin_name(path)?;
+    if !bytes.starts_with(b"\0asm") {
+        // wasmtime would also take WebAssembly text; a plugin is a binary.
+        return Err(not_component(
+            "it does not start with the binary `\\0asm` header (only binary components are accepted)".into(),
+        ));
+    }
     if wasmparser_is_core_module(bytes) {
         return Err(not_component(
             "this is a core wasm module, not a component (build with --target wasm32-wasip2)".into(),
@@ -122,7 +121,7 @@ pub fn load_digested(
     let pre = PluginPre::new(pre).map_err(|e| wrong_world(chain(&e)))?;
     Ok(LoadedComponent {
         path: path.to_path_buf(),
-        name: plugin_name(path).into(),
+        name: name.into(),
         pre,
         digest,
         cache_hit,

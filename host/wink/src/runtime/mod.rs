@@ -2,10 +2,14 @@
 //!
 //! - [`bindings`]: the host side of the WIT world `wink:plugin/plugin`;
 //! - [`engine`]: the shared wasmtime engine and its epoch ticker;
-//! - [`loader`]: turns a file into a checked, instantiable component;
+//! - [`plugin_file`]: which files are plugins, their names, reading them safely;
+//! - [`loader`]: turns a component's bytes into a checked, instantiable component;
+//! - [`precompiled`]: compiled components on disk, trusted only when private;
 //! - [`capabilities`]: what a guest may do (log, cache queries, closed WASI);
 //! - [`instance`]: one running plugin, delivering events into the guest;
-//! - [`manager`]: the set of loaded plugins and their informer registrations.
+//! - [`manager`]: the set of loaded plugins, their lifecycle and their informer
+//!   registrations;
+//! - [`reload`]: the reload watcher on the plugin directory.
 //!
 //! Events come in only through [`crate::informer::EventHandler`]; guest
 //! queries go out only through the cache capability.
@@ -16,6 +20,7 @@ pub mod engine;
 pub mod instance;
 pub mod loader;
 pub mod manager;
+pub mod plugin_file;
 pub mod precompiled;
 pub mod reload;
 pub mod stdio;

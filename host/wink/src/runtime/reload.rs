@@ -7,6 +7,7 @@
 //! Owns only the watching and debouncing.
 
 use super::manager::PluginManager;
+use super::plugin_file;
 use notify::event::{AccessKind, AccessMode};
 use notify::{EventKind, RecursiveMode, Watcher};
 use std::collections::HashMap;
@@ -32,10 +33,6 @@ impl Drop for ReloadWatcher {
     fn drop(&mut self) {
         self.task.abort();
     }
-}
-
-fn is_plugin_file(p: &Path) -> bool {
-    p.extension().is_some_and(|x| x == "wasm" || x == "json")
 }
 
 /// Whether an event may mean a changed file. Opening or reading one (as the
@@ -67,7 +64,7 @@ pub fn watch(dir: &Path, manager: Arc<PluginManager>) -> anyhow::Result<ReloadWa
         Ok(event) if !is_change(&event.kind) => {}
         Ok(event) => {
             for p in event.paths {
-                if is_plugin_file(&p) {
+                if p.file_name().is_some_and(plugin_file::is_plugin_file_name) {
                     tracing::debug!(path = %p.display(), kind = ?event.kind, "plugin directory event");
                     let _ = tx.send((p, is_complete(&event.kind)));
                 }
@@ -96,23 +93,30 @@ pub fn watch(dir: &Path, manager: Arc<PluginManager>) -> anyhow::Result<ReloadWa
                 }
             }
             // A component and its config changed together load once.
-            let mut components: Vec<PathBuf> = pending.iter().map(|p| p.with_extension("wasm")).collect();
+            let mut components: Vec<PathBuf> = pending.iter().map(|p| plugin_file::component_of(p)).collect();
             components.sort();
             components.dedup();
             for wasm in components {
-                if wasm.is_file() {
+                // Anything under the name (a FIFO or a directory too) gets
+                // its load error; only a name with nothing under it unloads.
+                let exists = |p: &Path| std::fs::symlink_metadata(p).is_ok();
+                if exists(&wasm) {
                     match manager.load_file(&wasm).await {
                         Ok(()) => {
                             last_error.remove(&wasm);
                         }
-                        Err(_) if !wasm.is_file() => {
+                        Err(_) if !exists(&wasm) => {
                             // Removed while being loaded: its removal event follows.
                             last_error.remove(&wasm);
                         }
                         Err(e) => {
                             let msg = format!("{e:#}");
                             if last_error.get(&wasm) != Some(&msg) {
-                                tracing::error!("plugin not reloaded, the running version stays: {msg}");
+                                if manager.has_path(&wasm).await {
+                                    tracing::error!("plugin not reloaded, the running version stays: {msg}");
+                                } else {
+                                    tracing::error!("plugin not loaded: {msg}");
+                                }
                                 last_error.insert(wasm, msg);
                             }
                         }

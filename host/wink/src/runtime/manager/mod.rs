@@ -20,7 +20,8 @@ use super::bindings::types::Registration;
 use super::capabilities::HostState;
 use super::engine::{Compiler, Limits, WinkEngine};
 use super::instance::{CrashReport, PluginInstance};
-use super::loader::{self, LoadError};
+use super::loader;
+use super::plugin_file;
 use super::precompiled::Precompiled;
 use crate::informer::{SharedInformerFactory, WatchSpec};
 use anyhow::Context;
@@ -106,15 +107,6 @@ impl Default for ManagerOptions {
     }
 }
 
-/// The config text for a component: `<stem>.json` beside it, or empty.
-pub fn config_for(path: &Path) -> std::io::Result<String> {
-    match std::fs::read_to_string(path.with_extension("json")) {
-        Ok(text) => Ok(text),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(String::new()),
-        Err(e) => Err(e),
-    }
-}
-
 /// The loaded plugins and their registrations.
 pub struct PluginManager {
     me: Weak<PluginManager>,
@@ -179,22 +171,13 @@ impl PluginManager {
         self.precompiled.as_deref()
     }
 
-    /// The component files of a directory (`*.wasm`), sorted.
-    pub fn component_files(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
-        let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
-            .with_context(|| format!("cannot read plugin directory {}", dir.display()))?
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| p.is_file() && p.extension().is_some_and(|x| x == "wasm"))
-            .collect();
-        files.sort();
-        Ok(files)
-    }
-
     /// Load every component of `dir`. Each failure is logged with its file
     /// and reason and returned; the other plugins run.
     pub async fn load_dir(&self, dir: &Path) -> anyhow::Result<Vec<anyhow::Error>> {
         let mut errors = Vec::new();
-        for path in Self::component_files(dir)? {
+        let files = plugin_file::component_files(dir)
+            .with_context(|| format!("cannot read plugin directory {}", dir.display()))?;
+        for path in files {
             if let Err(e) = self.load_file(&path).await {
                 tracing::error!("plugin not loaded: {e:#}");
                 errors.push(e);
@@ -209,17 +192,20 @@ impl PluginManager {
     pub async fn load_file(&self, path: &Path) -> anyhow::Result<()> {
         let started = Instant::now();
         let owned = path.to_path_buf();
-        let (bytes, digest) = tokio::task::spawn_blocking(move || {
-            std::fs::read(&owned)
-                .map(|b| {
-                    let d = loader::digest(&b);
-                    (b, d)
-                })
-                .map_err(|source| LoadError::Read { path: owned, source })
+        // Read (checked, capped) off the async threads and before any lock.
+        let (files, digest) = tokio::task::spawn_blocking(move || {
+            plugin_file::read_plugin(&owned).map(|files| {
+                let digest = loader::digest(&files.component);
+                (files, digest)
+            })
         })
         .await
         .context("read task failed")??;
-        let name = loader::plugin_name(path);
+        let plugin_file::PluginFiles {
+            name,
+            component: bytes,
+            config,
+        } = files;
         // An unchanged plugin (same bytes, same config) is a no-op, decided
         // before anything is compiled: a running one keeps running, one
         // being restarted keeps its backoff and crash count, a quarantined
@@ -228,13 +214,11 @@ impl PluginManager {
             let plugins = self.plugins.lock().await;
             if let Some(r) = plugins.get(&name)
                 && r.digest == digest
-                && config_for(path).ok().as_deref() == Some(r.instance.config())
+                && r.instance.config() == config
             {
                 return Ok(());
             }
         }
-        let config =
-            config_for(path).with_context(|| format!("{}: cannot read its config", path.display()))?;
         let cached = self.precompiled.as_ref().is_some_and(|c| c.contains(&digest));
         let baseline = self.baseline.clone().filter(|_| !cached);
         let Some((winch, winch_linker)) = baseline else {
@@ -267,7 +251,7 @@ impl PluginManager {
             };
             if let Err(e) = result {
                 tracing::warn!(path = %path.display(), "plugin stays on Winch: its Cranelift build failed: {e:#}");
-                let name = loader::plugin_name(&path);
+                let name = plugin_file::plugin_name(&path).unwrap_or_default();
                 if let Some(r) = m
                     .plugins
                     .lock()
@@ -419,6 +403,12 @@ impl PluginManager {
             Some(n) => self.unload(&n).await,
             None => false,
         }
+    }
+
+    /// Whether a plugin loaded from `path` is in the manager (running,
+    /// restarting or quarantined).
+    pub async fn has_path(&self, path: &Path) -> bool {
+        self.plugins.lock().await.values().any(|r| r.path == path)
     }
 
     /// Every plugin's status, by name.

@@ -1,0 +1,214 @@
+//! Plugin files: which files of the plugin directory are plugins, their
+//! names, and reading them safely.
+//!
+//! A plugin is `<name>.wasm` with an optional `<name>.json` config. Files
+//! are read only when they are regular files (a FIFO, device or directory is
+//! refused without blocking; a symlink is followed and its target checked),
+//! up to a size cap ([`MAX_COMPONENT_BYTES`], [`MAX_CONFIG_BYTES`]). A name
+//! must be printable UTF-8 of a safe alphabet, so no file name can forge a
+//! log line or alias another plugin; a refused name is shown escaped. Errors
+//! never echo a file's content. Owns no state; callers run it off the async
+//! threads and outside their locks.
+
+use std::ffi::OsStr;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+/// The largest component file read (64 MiB).
+pub const MAX_COMPONENT_BYTES: u64 = 64 << 20;
+
+/// The largest config file read (1 MiB).
+pub const MAX_CONFIG_BYTES: u64 = 1 << 20;
+
+/// The longest plugin name.
+pub const MAX_NAME_LEN: usize = 100;
+
+/// Why a plugin file was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum FileError {
+    #[error(
+        "{0}: not a valid plugin name (letters, digits, '-', '_' and '.', starting with a letter or digit, at most {MAX_NAME_LEN})"
+    )]
+    BadName(String),
+    #[error("{path}: cannot read: {source}")]
+    Read { path: PathBuf, source: std::io::Error },
+    #[error("{path}: is {what}, not a regular file")]
+    NotAFile { path: PathBuf, what: &'static str },
+    #[error("{path}: is {size} bytes, more than the {limit} bytes a {kind} may have")]
+    TooLarge {
+        path: PathBuf,
+        size: u64,
+        limit: u64,
+        kind: &'static str,
+    },
+}
+
+/// The file name as the user should see it: escaped (`"a\nb.wasm"`,
+/// `"\xFF.wasm"`) so that it can neither forge a log line nor hide.
+pub fn escaped(path: &Path) -> String {
+    format!("{:?}", path.file_name().unwrap_or(path.as_os_str()))
+}
+
+fn valid_name(name: &str) -> bool {
+    name.len() <= MAX_NAME_LEN
+        && name.chars().next().is_some_and(|c| c.is_ascii_alphanumeric())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+}
+
+/// Whether a directory entry's name claims to be a component (ends in
+/// `.wasm`, the bare `.wasm` included), whatever else is wrong with it.
+pub fn is_component_name(file_name: &OsStr) -> bool {
+    file_name.as_encoded_bytes().ends_with(b".wasm")
+}
+
+/// Whether a directory entry's name is a component's or a config's.
+pub fn is_plugin_file_name(file_name: &OsStr) -> bool {
+    is_component_name(file_name) || file_name.as_encoded_bytes().ends_with(b".json")
+}
+
+/// The plugin name of `<name>.wasm` (or `<name>.json`): refused unless it
+/// is a valid name.
+pub fn plugin_name(path: &Path) -> Result<String, FileError> {
+    let bad = || FileError::BadName(escaped(path));
+    let file_name = path.file_name().and_then(OsStr::to_str).ok_or_else(bad)?;
+    let stem = file_name
+        .strip_suffix(".wasm")
+        .or_else(|| file_name.strip_suffix(".json"))
+        .ok_or_else(bad)?;
+    valid_name(stem).then(|| stem.to_string()).ok_or_else(bad)
+}
+
+/// The config file of a component: `<name>.wasm` -> `<name>.json`.
+pub fn config_path(component: &Path) -> PathBuf {
+    swap_suffix(component, b".wasm", ".json")
+}
+
+/// The component of a plugin file: `<name>.json` -> `<name>.wasm` (a
+/// component is its own).
+pub fn component_of(file: &Path) -> PathBuf {
+    swap_suffix(file, b".json", ".wasm")
+}
+
+/// `path` with the suffix `from` of its file name replaced by `to`, on the
+/// raw name (so `.json` and `..wasm` map as their names say).
+fn swap_suffix(path: &Path, from: &[u8], to: &str) -> PathBuf {
+    let name = path.file_name().unwrap_or_default().as_encoded_bytes();
+    match name.strip_suffix(from) {
+        Some(stem) => {
+            let mut swapped = std::ffi::OsString::from(String::new());
+            // SAFETY: `stem` is a prefix of an OsStr's encoded bytes ending
+            // where an ASCII suffix began, so it is itself valid.
+            swapped.push(unsafe { OsStr::from_encoded_bytes_unchecked(stem) });
+            swapped.push(to);
+            path.with_file_name(swapped)
+        }
+        None => path.to_path_buf(),
+    }
+}
+
+fn kind_of(md: &std::fs::Metadata) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    let t = md.file_type();
+    if t.is_dir() {
+        "a directory"
+    } else if t.is_fifo() {
+        "a FIFO"
+    } else if t.is_socket() {
+        "a socket"
+    } else if t.is_char_device() || t.is_block_device() {
+        "a device"
+    } else {
+        "not a regular file"
+    }
+}
+
+/// Read a regular file of at most `limit` bytes. The file is opened
+/// without blocking (a FIFO opens at once) and checked as opened, so a
+/// symlink's target is what is checked and nothing is swapped in between.
+pub fn read_regular(path: &Path, limit: u64, kind: &'static str) -> Result<Vec<u8>, FileError> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let read_error = |source| FileError::Read {
+        path: path.to_path_buf(),
+        source,
+    };
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)
+        .map_err(read_error)?;
+    let md = file.metadata().map_err(read_error)?;
+    if !md.file_type().is_file() {
+        return Err(FileError::NotAFile {
+            path: path.to_path_buf(),
+            what: kind_of(&md),
+        });
+    }
+    let too_large = |size| FileError::TooLarge {
+        path: path.to_path_buf(),
+        size,
+        limit,
+        kind,
+    };
+    if md.len() > limit {
+        return Err(too_large(md.len()));
+    }
+    let mut bytes = Vec::with_capacity(md.len() as usize);
+    // Read one byte past the limit: a file that grew meanwhile is refused too.
+    file.take(limit + 1).read_to_end(&mut bytes).map_err(read_error)?;
+    if bytes.len() as u64 > limit {
+        return Err(too_large(bytes.len() as u64));
+    }
+    Ok(bytes)
+}
+
+/// The text of a component's config: `<name>.json` beside it, or empty when
+/// there is none.
+pub fn read_config(component: &Path) -> Result<String, FileError> {
+    let path = config_path(component);
+    match read_regular(&path, MAX_CONFIG_BYTES, "config") {
+        Ok(bytes) => String::from_utf8(bytes).map_err(|_| FileError::Read {
+            path,
+            source: std::io::Error::new(std::io::ErrorKind::InvalidData, "not UTF-8 text"),
+        }),
+        Err(FileError::Read { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
+            Ok(String::new())
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// A component and its config, read.
+pub struct PluginFiles {
+    pub name: String,
+    pub component: Vec<u8>,
+    pub config: String,
+}
+
+/// Read the component `path` and its config, checked and capped.
+pub fn read_plugin(path: &Path) -> Result<PluginFiles, FileError> {
+    let name = plugin_name(path)?;
+    let component = read_regular(path, MAX_COMPONENT_BYTES, "component")?;
+    let config = read_config(path)?;
+    Ok(PluginFiles {
+        name,
+        component,
+        config,
+    })
+}
+
+/// The component files of a directory (every name ending in `.wasm`, the
+/// invalid ones included so that they get their error), sorted.
+pub fn component_files(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)?
+        .filter_map(|e| e.ok())
+        .filter(|e| is_component_name(&e.file_name()))
+        .map(|e| e.path())
+        .collect();
+    files.sort();
+    Ok(files)
+}
+
+#[cfg(test)]
+mod tests;
