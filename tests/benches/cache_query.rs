@@ -16,7 +16,6 @@ mod common;
 
 use kube::api::{ApiResource, DynamicObject};
 use kube::core::GroupVersionKind;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 use wink::informer::index::IndexSpec;
 use wink::informer::object::{CachePolicy, CachedObject};

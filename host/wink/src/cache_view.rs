@@ -2,11 +2,13 @@
 //! `GET /cache/{group}/{version}/{resource}?namespace=&index=&value=&labelSelector=`
 //! answers a Kubernetes-style List from the local stores, never from the API
 //! server. The core group is spelled `core` (e.g. `/cache/core/v1/pods`).
-//! Off unless the operator enables it; loopback by default; never serves
-//! Secrets, whatever plugins were granted. Owns only HTTP.
+//! Off unless the operator enables it; loopback only unless allowed, with
+//! its connections bounded ([`crate::listener`]); never serves Secrets,
+//! whatever plugins were granted. Owns only HTTP.
 
 use crate::informer::SharedInformerFactory;
 use crate::informer::store::selected;
+use crate::listener::BoundedListener;
 use axum::extract::{Path, Query, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -107,10 +109,9 @@ pub fn router(factory: Arc<SharedInformerFactory>) -> axum::Router {
         .with_state(factory)
 }
 
-/// Serve the cache view on `addr` until the task is dropped.
-pub async fn serve(addr: std::net::SocketAddr, factory: Arc<SharedInformerFactory>) -> anyhow::Result<()> {
-    let listener = tokio::net::TcpListener::bind(addr).await?;
-    tracing::info!(addr = %listener.local_addr()?, "cache view listening");
+/// Serve the cache view on a bound listener until the task is dropped.
+pub async fn serve(listener: BoundedListener, factory: Arc<SharedInformerFactory>) -> anyhow::Result<()> {
+    tracing::info!(addr = %axum::serve::Listener::local_addr(&listener)?, "cache view listening");
     axum::serve(listener, router(factory)).await?;
     Ok(())
 }

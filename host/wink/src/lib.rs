@@ -8,4 +8,5 @@
 pub mod cache_view;
 pub mod daemon;
 pub mod informer;
+pub mod listener;
 pub mod runtime;

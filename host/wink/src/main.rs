@@ -8,6 +8,7 @@ use std::time::Duration;
 use wink::daemon::{self, ClusterOptions, Daemon};
 use wink::informer::factory::FactoryOptions;
 use wink::informer::object::CachePolicy;
+use wink::listener::{self, ListenOptions};
 use wink::runtime::manager::ManagerOptions;
 use wink::runtime::precompiled::Precompiled;
 use wink::runtime::{Limits, reload};
@@ -94,6 +95,10 @@ struct HostArgs {
     /// Serve a read-only HTTP view of the cache on this address (e.g. 127.0.0.1:8080).
     #[arg(long)]
     cache_view: Option<SocketAddr>,
+    /// Let HTTP surfaces (the cache view) listen on a non-loopback address:
+    /// they have no authentication.
+    #[arg(long)]
+    allow_non_loopback: bool,
     /// Bring a changed plugin up on Winch (compiles ~5x faster) and swap in
     /// its Cranelift build when ready: `--tier-up` or `--tier-up=false`
     /// (default: on in `wink dev`, off in `wink run`).
@@ -144,6 +149,17 @@ impl HostArgs {
     /// Run the daemon with `client` until a signal.
     async fn serve(&self, client: kube::Client) -> anyhow::Result<()> {
         let (factory, manager) = self.options();
+        // Sockets first: one that cannot be had ends the start, clearly.
+        let cache_view = match self.cache_view {
+            Some(addr) => {
+                let options = ListenOptions {
+                    allow_non_loopback: self.allow_non_loopback,
+                    ..ListenOptions::default()
+                };
+                Some(listener::bind(addr, "the cache view", &options).await?)
+            }
+            None => None,
+        };
         std::fs::create_dir_all(&self.plugins)?;
         let d = Daemon::start(client, &self.plugins, factory, manager).await?;
         let _reload = if self.no_reload {
@@ -151,10 +167,10 @@ impl HostArgs {
         } else {
             Some(reload::watch(&self.plugins, d.manager.clone())?)
         };
-        if let Some(addr) = self.cache_view {
+        if let Some(listener) = cache_view {
             let factory = d.factory.clone();
             tokio::spawn(async move {
-                if let Err(e) = wink::cache_view::serve(addr, factory).await {
+                if let Err(e) = wink::cache_view::serve(listener, factory).await {
                     tracing::error!("cache view stopped: {e:#}");
                 }
             });

@@ -169,11 +169,21 @@ impl Wink {
 }
 
 impl Wink {
+    /// The process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// Send SIGTERM and wait up to `timeout` for the process to exit; its
     /// exit status, or none when it is still running.
     pub fn terminate(&mut self, timeout: Duration) -> Option<std::process::ExitStatus> {
         let pid = self.child.id().to_string();
         let _ = Command::new("kill").args(["-TERM", &pid]).status();
+        self.wait_exit(timeout)
+    }
+
+    /// Wait up to `timeout` for the process to exit by itself.
+    pub fn wait_exit(&mut self, timeout: Duration) -> Option<std::process::ExitStatus> {
         let deadline = Instant::now() + timeout;
         while Instant::now() < deadline {
             if let Ok(Some(status)) = self.child.try_wait() {

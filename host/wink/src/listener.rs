@@ -1,0 +1,289 @@
+//! Bounded listening sockets for wink's HTTP surfaces (the cache view):
+//! whatever clients do, a surface costs at most [`ListenOptions::max_connections`]
+//! file descriptors and no connection outlives [`ListenOptions::idle_timeout`]
+//! without traffic (a client that sends no request head, or stops reading,
+//! is closed). None of these surfaces authenticates, so a non-loopback
+//! address is refused unless the operator allows it explicitly. A bind
+//! failure is the caller's error to return, never a background log line.
+//!
+//! Owns the socket and its connections' lifetimes; knows nothing of HTTP
+//! routes (the surfaces pass the listener to `axum::serve`).
+
+use axum::serve::Listener;
+use std::io;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::time::{Instant, Sleep};
+
+/// Bounds of a listening socket.
+#[derive(Debug, Clone)]
+pub struct ListenOptions {
+    /// Open connections at most; one more is accepted and closed at once
+    /// (so the kernel's backlog does not fill and hide the refusal).
+    pub max_connections: usize,
+    /// A connection with no bytes read or written for this long is closed.
+    pub idle_timeout: Duration,
+    /// Allow an address other than loopback (the surfaces have no
+    /// authentication).
+    pub allow_non_loopback: bool,
+}
+
+impl Default for ListenOptions {
+    fn default() -> Self {
+        ListenOptions {
+            max_connections: 256,
+            idle_timeout: Duration::from_secs(10),
+            allow_non_loopback: false,
+        }
+    }
+}
+
+/// Bind `addr` for the surface `what` (e.g. "the cache view"), bounded by
+/// `options`. Refuses a non-loopback address unless allowed.
+pub async fn bind(addr: SocketAddr, what: &str, options: &ListenOptions) -> anyhow::Result<BoundedListener> {
+    if !addr.ip().is_loopback() && !options.allow_non_loopback {
+        anyhow::bail!(
+            "{what} has no authentication: refusing to listen on {addr}, which is not a loopback address \
+             (use 127.0.0.1 or [::1], or pass --allow-non-loopback to expose it anyway)"
+        );
+    }
+    let inner = TcpListener::bind(addr)
+        .await
+        .map_err(|e| anyhow::anyhow!("{what} cannot listen on {addr}: {e}"))?;
+    if !addr.ip().is_loopback() {
+        tracing::warn!(%addr, "{what} listens on a non-loopback address with no authentication");
+    }
+    Ok(BoundedListener {
+        inner,
+        permits: Arc::new(Semaphore::new(options.max_connections)),
+        idle: options.idle_timeout,
+        refused: 0,
+    })
+}
+
+/// A listener that holds at most its cap of connections open.
+pub struct BoundedListener {
+    inner: TcpListener,
+    permits: Arc<Semaphore>,
+    idle: Duration,
+    refused: u64,
+}
+
+impl Listener for BoundedListener {
+    type Io = Bounded<TcpStream>;
+    type Addr = SocketAddr;
+
+    async fn accept(&mut self) -> (Self::Io, Self::Addr) {
+        loop {
+            // TcpListener's own accept logs and backs off on errors (EMFILE).
+            let (stream, addr) = Listener::accept(&mut self.inner).await;
+            match self.permits.clone().try_acquire_owned() {
+                Ok(permit) => return (Bounded::new(stream, permit, self.idle), addr),
+                Err(_) => {
+                    self.refused += 1;
+                    if self.refused.is_power_of_two() {
+                        tracing::warn!(
+                            peer = %addr,
+                            refused = self.refused,
+                            "connection refused: the connection cap is reached"
+                        );
+                    }
+                    drop(stream);
+                }
+            }
+        }
+    }
+
+    fn local_addr(&self) -> io::Result<Self::Addr> {
+        self.inner.local_addr()
+    }
+}
+
+/// A connection that holds one place under the cap until it is dropped,
+/// and fails with `TimedOut` after its idle timeout without traffic.
+pub struct Bounded<S> {
+    inner: S,
+    _permit: OwnedSemaphorePermit,
+    idle: Duration,
+    deadline: Pin<Box<Sleep>>,
+}
+
+impl<S> Bounded<S> {
+    fn new(inner: S, permit: OwnedSemaphorePermit, idle: Duration) -> Self {
+        Bounded {
+            inner,
+            _permit: permit,
+            idle,
+            deadline: Box::pin(tokio::time::sleep(idle)),
+        }
+    }
+
+    /// After progress: the idle clock starts again.
+    fn progressed(&mut self) {
+        let at = Instant::now() + self.idle;
+        self.deadline.as_mut().reset(at);
+    }
+
+    /// While waiting: an error once the connection has idled too long.
+    fn idled(&mut self, cx: &mut Context<'_>) -> Poll<io::Error> {
+        self.deadline
+            .as_mut()
+            .poll(cx)
+            .map(|()| io::Error::new(io::ErrorKind::TimedOut, "idle connection closed"))
+    }
+}
+
+impl<S: AsyncRead + Unpin> AsyncRead for Bounded<S> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        match Pin::new(&mut self.inner).poll_read(cx, buf) {
+            Poll::Ready(r) => {
+                self.progressed();
+                Poll::Ready(r)
+            }
+            Poll::Pending => self.idled(cx).map(Err),
+        }
+    }
+}
+
+impl<S: AsyncWrite + Unpin> AsyncWrite for Bounded<S> {
+    fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+        match Pin::new(&mut self.inner).poll_write(cx, buf) {
+            Poll::Ready(r) => {
+                self.progressed();
+                Poll::Ready(r)
+            }
+            Poll::Pending => self.idled(cx).map(Err),
+        }
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    fn options(max_connections: usize, idle_ms: u64) -> ListenOptions {
+        ListenOptions {
+            max_connections,
+            idle_timeout: Duration::from_millis(idle_ms),
+            allow_non_loopback: false,
+        }
+    }
+
+    async fn serve(options: ListenOptions) -> SocketAddr {
+        let listener = bind("127.0.0.1:0".parse().unwrap(), "test", &options)
+            .await
+            .unwrap();
+        let addr = listener.local_addr().unwrap();
+        let router = axum::Router::new().route("/", axum::routing::get(|| async { "ok" }));
+        tokio::spawn(async move { axum::serve(listener, router).await });
+        addr
+    }
+
+    /// Whether the server closes `stream` (EOF or reset) within `within`.
+    async fn closed(stream: &mut TcpStream, within: Duration) -> bool {
+        let mut byte = [0u8; 1];
+        matches!(
+            tokio::time::timeout(within, stream.read(&mut byte)).await,
+            Ok(Ok(0)) | Ok(Err(_))
+        )
+    }
+
+    async fn get(addr: SocketAddr) -> io::Result<String> {
+        let mut s = TcpStream::connect(addr).await?;
+        s.write_all(b"GET / HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n")
+            .await?;
+        let mut out = String::new();
+        s.read_to_string(&mut out).await?;
+        Ok(out)
+    }
+
+    #[tokio::test]
+    async fn connections_past_the_cap_are_closed_and_idle_ones_time_out() {
+        let addr = serve(options(4, 300)).await;
+        let mut idle = Vec::new();
+        for _ in 0..4 {
+            idle.push(TcpStream::connect(addr).await.unwrap());
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let mut extra = TcpStream::connect(addr).await.unwrap();
+        assert!(
+            closed(&mut extra, Duration::from_millis(200)).await,
+            "past the cap: closed at once"
+        );
+        for s in &mut idle {
+            assert!(
+                closed(s, Duration::from_secs(3)).await,
+                "idle: closed after the timeout"
+            );
+        }
+        let answer = get(addr).await.unwrap();
+        assert!(
+            answer.starts_with("HTTP/1.1 200") && answer.ends_with("ok"),
+            "{answer}"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_connection_that_talks_is_not_idle() {
+        let addr = serve(options(4, 300)).await;
+        let mut s = TcpStream::connect(addr).await.unwrap();
+        for _ in 0..3 {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            s.write_all(b"GET / HTTP/1.1\r\nhost: x\r\n\r\n").await.unwrap();
+            let mut buf = [0u8; 256];
+            let n = s.read(&mut buf).await.unwrap();
+            assert!(buf[..n].starts_with(b"HTTP/1.1 200"));
+        }
+    }
+
+    #[tokio::test]
+    async fn a_non_loopback_address_needs_an_explicit_allowance() {
+        let err = bind("0.0.0.0:0".parse().unwrap(), "the cache view", &options(4, 300))
+            .await
+            .err()
+            .expect("refused");
+        assert!(err.to_string().contains("not a loopback address"), "{err}");
+        let allowed = ListenOptions {
+            allow_non_loopback: true,
+            ..options(4, 300)
+        };
+        assert!(
+            bind("0.0.0.0:0".parse().unwrap(), "the cache view", &allowed)
+                .await
+                .is_ok()
+        );
+    }
+
+    #[tokio::test]
+    async fn a_port_in_use_is_an_error() {
+        let taken = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = taken.local_addr().unwrap();
+        let err = bind(addr, "the cache view", &options(4, 300))
+            .await
+            .err()
+            .expect("in use");
+        assert!(
+            err.to_string().starts_with("the cache view cannot listen on"),
+            "{err}"
+        );
+    }
+}
