@@ -177,7 +177,7 @@ async fn wink(handlers: Vec<Arc<dyn EventHandler>>) -> (f64, (usize, usize)) {
     })
     .await;
     let rate = events as f64 / start.elapsed().as_secs_f64();
-    let objects = informer.store().list();
+    let objects = informer.store().list(None, None);
     let json: usize = objects.iter().map(|o| o.json_len()).sum();
     let n = objects.len().max(1);
     let bytes = (informer.store().object_bytes() / n, json / n);

@@ -10,8 +10,11 @@ fn labels(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
         .collect()
 }
 
+/// Labels as written in a case.
+type Pairs = &'static [(&'static str, &'static str)];
+
 /// (selector, labels, whether it matches)
-const MATCHES: &[(&str, &[(&str, &str)], bool)] = &[
+const MATCHES: &[(&str, Pairs, bool)] = &[
     // The documentation's equality- and set-based examples.
     ("environment = production", &[("environment", "production")], true),
     ("environment = production", &[("environment", "qa")], false),
