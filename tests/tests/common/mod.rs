@@ -42,11 +42,34 @@ fn run_cargo(args: &[&str]) {
     assert!(status.success(), "cargo {args:?} failed");
 }
 
+/// rustup adds the targets of `rust-toolchain.toml` only when it installs
+/// the toolchain itself: on a machine that already had the toolchain, add
+/// the plugins' target here (a no-op when present, or without rustup).
+fn ensure_wasm_target() {
+    let installed = Command::new("rustup")
+        .args(["target", "list", "--installed"])
+        .current_dir(root())
+        .output();
+    let Ok(installed) = installed else { return };
+    if !String::from_utf8_lossy(&installed.stdout)
+        .lines()
+        .any(|t| t.trim() == "wasm32-wasip2")
+    {
+        let status = Command::new("rustup")
+            .args(["target", "add", "wasm32-wasip2"])
+            .current_dir(root())
+            .status()
+            .expect("run rustup");
+        assert!(status.success(), "rustup target add wasm32-wasip2 failed");
+    }
+}
+
 /// Build every example plugin (release, wasm32-wasip2) once; returns the
 /// directory holding `<crate>.wasm` files.
 pub fn plugins_dir() -> &'static Path {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {
+        ensure_wasm_target();
         run_cargo(&[
             "build",
             "--release",
