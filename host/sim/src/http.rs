@@ -8,9 +8,10 @@
 
 use super::Shared;
 use super::discovery;
+use super::limits;
 use super::meta::parse_rv;
 use super::openapi;
-use super::patch::{self, PatchType};
+use super::patch::{Patch, PatchType};
 use super::resources::ResourceDef;
 use super::scale;
 use super::status::ApiError;
@@ -24,7 +25,6 @@ use bytes::{Bytes, BytesMut};
 use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::Duration;
 use wink_selector::{FieldSelector, LabelSelector};
 
 type Resp = Response<Body>;
@@ -144,11 +144,17 @@ pub async fn handle(shared: Arc<Shared>, req: Request<hyper::body::Incoming>) ->
         .to_string();
     let result = match (segs.as_slice(), resource) {
         (_, Some(rp)) => {
-            let bytes = match axum::body::to_bytes(Body::new(body), 64 << 20).await {
+            let bytes = match limits::read_body(Body::new(body)).await {
                 Ok(b) => b,
-                Err(e) => return error_response(&ApiError::bad_request(e.to_string())),
+                Err(e) => return error_response(&e),
             };
-            serve_resource(&shared, &parts.method, rp, &query, &ct, bytes, watching)
+            let off_thread = limits::off_thread(&ct, bytes.len());
+            let (shared, method) = (shared.clone(), parts.method);
+            let serve = move || {
+                super::depth::check(&ct, &bytes)?;
+                serve_resource(&shared, &method, rp, &query, &ct, bytes, watching)
+            };
+            limits::serve_body(off_thread, serve).await
         }
         (["version"], _) => Ok(value_response(200, &discovery::version())),
         (["healthz" | "livez" | "readyz", ..], _) => Ok(Response::new(Body::from("ok"))),
@@ -245,6 +251,10 @@ fn serve_resource(
             "dryRun is not supported by the wink simulator",
         ));
     }
+    let timeout = match (method, &rp.name) {
+        (&Method::GET | &Method::DELETE, None) => limits::timeout_seconds(q.get("timeoutSeconds"))?,
+        _ => None,
+    };
     let api_version = def.api_version(&rp.version);
     let ns = rp.ns.as_deref();
     if let (Some("scale"), Some(name)) = (rp.sub.as_deref(), rp.name.as_deref()) {
@@ -259,10 +269,7 @@ fn serve_resource(
                 resource_version_match: q.get("resourceVersionMatch").cloned(),
                 send_initial_events: q.get("sendInitialEvents").map(|s| s == "true" || s == "1"),
                 bookmarks: matches!(qparam(q, "allowWatchBookmarks"), Some("true" | "1")),
-                timeout: qparam(q, "timeoutSeconds")
-                    .and_then(|s| s.parse::<u64>().ok())
-                    .filter(|s| *s > 0)
-                    .map(Duration::from_secs),
+                timeout,
                 labels,
                 fields,
             };
@@ -298,6 +305,8 @@ fn serve_resource(
             let ty = PatchType::from_content_type(ct).ok_or_else(|| {
                 ApiError::new(415, "UnsupportedMediaType", format!("the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml; got {ct}"))
             })?;
+            // Parsed before locking the store; a malformed patch matters once the object exists.
+            let parsed = Patch::parse(&body, ty);
             let mut st = shared.store.lock();
             let key = super::store::key(ns.filter(|_| def.namespaced), name);
             let current = st
@@ -306,15 +315,16 @@ fn serve_resource(
                 .cloned();
             let o = match current {
                 Some(cur) => {
-                    let mut new = patch::apply(&cur.value, &body, ty)?;
+                    let p = parsed?;
+                    let mut new = p.apply(&cur.value)?;
                     // A patch without resourceVersion is unconditional.
-                    if patch::sets_resource_version(&body, ty).is_none() {
+                    if p.resource_version().is_none() {
                         new["metadata"]["resourceVersion"] = json!(cur.rv.to_string());
                     }
                     write::update(&mut st, &def, ns, name, new, status)?
                 }
                 None if ty == PatchType::Apply && !status => {
-                    let mut v = patch::apply(&json!({}), &body, ty)?;
+                    let mut v = parsed?.apply(&json!({}))?;
                     v["metadata"]["name"] = json!(name);
                     write::create(&mut st, &def, ns, &api_version, v)?
                 }
@@ -392,7 +402,8 @@ fn serve_scale(
                     format!("unsupported patch type {ct}"),
                 )
             })?;
-            scale::patch(&mut shared.store.lock(), def, ns, name, body, ty)?
+            let parsed = Patch::parse(body, ty);
+            scale::patch(&mut shared.store.lock(), def, ns, name, parsed)?
         }
         _ => return Err(ApiError::method_not_allowed()),
     };

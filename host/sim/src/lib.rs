@@ -15,14 +15,18 @@
 //! `write` (create/update/delete semantics), `patch`,
 //! `resources` (built-in types + CRDs), `scale` (the /scale subresource), `discovery`, `http` (routing),
 //! `watch` (event streams), `faults`, `admin` (`/_sim` paths), `stats`,
-//! `status` (Status errors), `demo` (seed + churn), `kubeconfig`.
+//! `status` (Status errors), `demo` (seed + churn), `kubeconfig`, `limits`
+//! (body size, `timeoutSeconds`, command-line values), `depth` (nesting
+//! pre-scan of bodies).
 
 mod admin;
 mod demo;
+mod depth;
 mod discovery;
 mod faults;
 mod http;
 mod kubeconfig;
+mod limits;
 mod meta;
 mod openapi;
 mod patch;
@@ -347,35 +351,39 @@ pub struct SimArgs {
     /// Directory of YAML/JSON manifests to load at start.
     #[arg(long)]
     pub seed: Option<PathBuf>,
-    /// Demo churn: pod/deployment writes per second in `default`.
-    #[arg(long)]
+    /// Demo churn: pod/deployment writes per second in `default` (0: none).
+    #[arg(long, value_parser = limits::churn_arg)]
     pub churn: Option<f64>,
-    /// Events kept per resource type (older resumes get 410 Expired).
-    #[arg(long, default_value_t = 10_000)]
+    /// Events kept per resource type, at least 1 (older resumes get 410 Expired).
+    #[arg(long, default_value_t = 10_000, value_parser = limits::history_arg)]
     pub history: usize,
-    /// Seconds between watch BOOKMARK events.
-    #[arg(long, default_value_t = 5.0)]
+    /// Seconds between watch BOOKMARK events (above 0, at most 86400).
+    #[arg(long, default_value_t = 5.0, value_parser = limits::bookmark_interval_arg)]
     pub bookmark_interval: f64,
 }
 
 impl SimArgs {
-    pub fn config(&self) -> SimConfig {
-        SimConfig {
+    /// The configuration these arguments ask for; an error names a value
+    /// that cannot be used (clap already refuses them on the command line).
+    pub fn config(&self) -> anyhow::Result<SimConfig> {
+        let bad = |e: String| anyhow::anyhow!("wink sim: {e}");
+        Ok(SimConfig {
             port: self.port,
-            history: self.history,
-            bookmark_interval: Duration::from_secs_f64(self.bookmark_interval.max(0.01)),
+            history: limits::history(self.history).map_err(bad)?,
+            bookmark_interval: limits::bookmark_interval(self.bookmark_interval).map_err(bad)?,
             seed_dir: self.seed.clone(),
-            churn_per_sec: self.churn,
-        }
+            churn_per_sec: self.churn.map(limits::churn_rate).transpose().map_err(bad)?,
+        })
     }
 }
 
 /// Run the simulator until ctrl-c.
 pub async fn run(args: SimArgs) -> anyhow::Result<()> {
+    let config = args.config()?;
     if let Some(dir) = &args.seed {
         demo::check_dir(dir)?;
     }
-    let sim = Sim::start(args.config()).await?;
+    let sim = Sim::start(config).await?;
     println!("wink sim: Kubernetes API at {}", sim.url());
     if let Some(path) = &args.kubeconfig_out {
         sim.write_kubeconfig(path)?;
@@ -393,4 +401,59 @@ pub async fn run(args: SimArgs) -> anyhow::Result<()> {
     tokio::signal::ctrl_c().await?;
     sim.shutdown().await;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        sim: SimArgs,
+    }
+
+    fn parse(args: &[&str]) -> Result<SimArgs, clap::Error> {
+        Cli::try_parse_from(std::iter::once("wink-sim").chain(args.iter().copied())).map(|c| c.sim)
+    }
+
+    #[test]
+    fn unusable_cli_values_are_errors_not_panics() {
+        for bad in [
+            &["--bookmark-interval", "inf"][..],
+            &["--bookmark-interval", "NaN"],
+            &["--bookmark-interval=-1"],
+            &["--bookmark-interval", "0"],
+            &["--churn", "inf"],
+            &["--churn=-2"],
+            &["--history", "0"],
+        ] {
+            let e = parse(bad).err().unwrap_or_else(|| panic!("{bad:?} accepted"));
+            assert_eq!(e.kind(), clap::error::ErrorKind::ValueValidation, "{bad:?}");
+        }
+        let e = parse(&["--bookmark-interval", "inf"]).err().unwrap().to_string();
+        assert!(e.contains("above 0 and at most 86400"), "{e}");
+        let ok = parse(&["--bookmark-interval", "0.5", "--churn", "0", "--history", "1"]).unwrap();
+        let c = ok.config().unwrap();
+        assert_eq!(
+            (c.bookmark_interval, c.churn_per_sec, c.history),
+            (Duration::from_millis(500), Some(0.0), 1)
+        );
+        let defaults = parse(&[]).unwrap().config().unwrap();
+        assert_eq!(defaults.bookmark_interval, Duration::from_secs(5));
+        // Arguments built in Rust, bypassing clap, are checked too.
+        for interval in [f64::INFINITY, f64::NAN, -1.0] {
+            let args = SimArgs {
+                bookmark_interval: interval,
+                ..parse(&[]).unwrap()
+            };
+            assert!(args.config().is_err(), "{interval}");
+        }
+        let args = SimArgs {
+            churn: Some(f64::NAN),
+            ..parse(&[]).unwrap()
+        };
+        assert!(args.config().unwrap_err().to_string().contains("churn"));
+    }
 }

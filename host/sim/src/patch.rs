@@ -29,35 +29,75 @@ impl PatchType {
     }
 }
 
-/// Apply `patch` to `current`.
-pub fn apply(current: &Value, patch: &[u8], ty: PatchType) -> Result<Value, ApiError> {
-    let bad = |e: String| ApiError::bad_request(e);
-    let mut out = current.clone();
-    match ty {
-        PatchType::Json => {
-            let p: json_patch::Patch = serde_json::from_slice(patch).map_err(|e| bad(e.to_string()))?;
-            json_patch::patch(&mut out, &p).map_err(|e| {
-                ApiError::new(
-                    422,
-                    "Invalid",
-                    format!("the server rejected our request due to an error in our request: {e}"),
-                )
-            })?;
-        }
-        PatchType::Merge | PatchType::Apply => {
-            let p: Value = if ty == PatchType::Apply {
-                serde_yaml::from_slice(patch).map_err(|e| bad(e.to_string()))?
-            } else {
-                serde_json::from_slice(patch).map_err(|e| bad(e.to_string()))?
-            };
-            json_patch::merge(&mut out, &p);
-        }
-        PatchType::Strategic => {
-            let p: Value = serde_json::from_slice(patch).map_err(|e| bad(e.to_string()))?;
-            strategic_merge(&mut out, &p);
-        }
+/// A parsed PATCH body (parsed once, before the store is locked).
+#[derive(Debug)]
+pub struct Patch {
+    doc: PatchDoc,
+    resource_version: Option<String>,
+}
+
+#[derive(Debug)]
+enum PatchDoc {
+    Json(json_patch::Patch),
+    Merge(Value),
+    Strategic(Value),
+}
+
+impl Patch {
+    pub fn parse(body: &[u8], ty: PatchType) -> Result<Patch, ApiError> {
+        let bad = |e: String| ApiError::bad_request(e);
+        let v: Value = if ty == PatchType::Apply {
+            serde_yaml::from_slice(body).map_err(|e| bad(e.to_string()))?
+        } else {
+            serde_json::from_slice(body).map_err(|e| bad(e.to_string()))?
+        };
+        let resource_version = if ty == PatchType::Json {
+            v.as_array().and_then(|ops| {
+                ops.iter().find_map(|op| {
+                    (op.get("path")?.as_str()? == "/metadata/resourceVersion")
+                        .then(|| op.get("value")?.as_str().map(String::from))
+                        .flatten()
+                })
+            })
+        } else {
+            v.pointer("/metadata/resourceVersion")
+                .and_then(Value::as_str)
+                .map(String::from)
+        };
+        let doc = match ty {
+            PatchType::Json => PatchDoc::Json(serde_json::from_value(v).map_err(|e| bad(e.to_string()))?),
+            PatchType::Merge | PatchType::Apply => PatchDoc::Merge(v),
+            PatchType::Strategic => PatchDoc::Strategic(v),
+        };
+        Ok(Patch {
+            doc,
+            resource_version,
+        })
     }
-    Ok(out)
+
+    /// The `metadata.resourceVersion` the patch sets, if any (a precondition).
+    pub fn resource_version(&self) -> Option<&str> {
+        self.resource_version.as_deref()
+    }
+
+    /// Apply the patch to `current`.
+    pub fn apply(&self, current: &Value) -> Result<Value, ApiError> {
+        let mut out = current.clone();
+        match &self.doc {
+            PatchDoc::Json(p) => {
+                json_patch::patch(&mut out, p).map_err(|e| {
+                    ApiError::new(
+                        422,
+                        "Invalid",
+                        format!("the server rejected our request due to an error in our request: {e}"),
+                    )
+                })?;
+            }
+            PatchDoc::Merge(p) => json_patch::merge(&mut out, p),
+            PatchDoc::Strategic(p) => strategic_merge(&mut out, p),
+        }
+        Ok(out)
+    }
 }
 
 fn named(v: &Value) -> Option<&str> {
@@ -140,28 +180,14 @@ pub fn strategic_merge(target: &mut Value, patch: &Value) {
     }
 }
 
-/// The `metadata.resourceVersion` a patch sets, if any (a precondition).
-pub fn sets_resource_version(body: &[u8], ty: PatchType) -> Option<String> {
-    if ty == PatchType::Json {
-        let ops: Value = serde_json::from_slice(body).ok()?;
-        return ops.as_array()?.iter().find_map(|op| {
-            (op.get("path")?.as_str()? == "/metadata/resourceVersion")
-                .then(|| op.get("value")?.as_str().map(String::from))
-                .flatten()
-        });
-    }
-    let v: Value = if ty == PatchType::Apply {
-        serde_yaml::from_slice(body).ok()?
-    } else {
-        serde_json::from_slice(body).ok()?
-    };
-    v.pointer("/metadata/resourceVersion")?.as_str().map(String::from)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
+
+    fn apply(current: &Value, body: &[u8], ty: PatchType) -> Result<Value, ApiError> {
+        Patch::parse(body, ty)?.apply(current)
+    }
 
     #[test]
     fn merge_json_and_strategic() {

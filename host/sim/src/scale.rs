@@ -4,7 +4,7 @@
 //!
 //! Owns: Scale rendering and replica writes. Must not touch: routing.
 
-use super::patch::{self, PatchType};
+use super::patch::Patch;
 use super::resources::{ResourceDef, ScalePaths};
 use super::status::ApiError;
 use super::store::{Obj, State, key};
@@ -152,12 +152,13 @@ pub fn patch(
     def: &Arc<ResourceDef>,
     ns: Option<&str>,
     name: &str,
-    body: &[u8],
-    ty: PatchType,
+    patch: Result<Patch, ApiError>,
 ) -> Result<Value, ApiError> {
     let cur = get(st, def, ns, name)?;
-    let mut new = patch::apply(&cur, body, ty)?;
-    if patch::sets_resource_version(body, ty).is_none() {
+    // A malformed patch matters only once the object is known to exist.
+    let patch = patch?;
+    let mut new = patch.apply(&cur)?;
+    if patch.resource_version().is_none() {
         new["metadata"]["resourceVersion"] = cur["metadata"]["resourceVersion"].clone();
     }
     apply(st, def, ns, name, &new)
@@ -166,6 +167,7 @@ pub fn patch(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::patch::PatchType;
 
     #[test]
     fn scale_reads_and_writes_replicas() {
@@ -192,8 +194,7 @@ mod tests {
             &deps,
             Some("d"),
             "web",
-            br#"{"spec":{"replicas":5}}"#,
-            PatchType::Merge,
+            Patch::parse(br#"{"spec":{"replicas":5}}"#, PatchType::Merge),
         )
         .unwrap();
         assert_eq!(s["spec"]["replicas"], 5);

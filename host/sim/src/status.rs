@@ -86,6 +86,18 @@ impl ApiError {
         }
     }
 
+    /// `namespaces "default" is forbidden: this namespace may not be deleted` (403 Forbidden).
+    pub fn forbidden(qualified: &str, name: &str, why: &str) -> Self {
+        ApiError {
+            details: Some(details(qualified, name)),
+            ..Self::new(
+                403,
+                "Forbidden",
+                format!("{qualified} \"{name}\" is forbidden: {why}"),
+            )
+        }
+    }
+
     pub fn bad_request(message: impl Into<String>) -> Self {
         Self::new(400, "BadRequest", message)
     }

@@ -9,6 +9,7 @@
 //! writes to the store, routing, discovery.
 
 use super::Shared;
+use super::limits;
 use super::meta::parse_rv;
 use super::resources::ResourceDef;
 use super::status::ApiError;
@@ -260,7 +261,7 @@ impl Watcher {
             .shared
             .config
             .bookmark_interval
-            .max(Duration::from_millis(10));
+            .clamp(limits::MIN_BOOKMARK_INTERVAL, limits::MAX_BOOKMARK_INTERVAL);
         let mut bookmark = tokio::time::interval_at(tokio::time::Instant::now() + interval, interval);
         let mut want_bookmark = false;
         loop {

@@ -268,8 +268,12 @@ pub struct Preconditions {
     pub resource_version: Option<String>,
 }
 
+/// Namespaces the real server's NamespaceLifecycle admission refuses to
+/// delete (before looking at the object or the preconditions).
+const IMMORTAL_NAMESPACES: [&str; 3] = ["default", "kube-system", "kube-public"];
+
 /// Delete an object. Returns it and whether it is gone (false: finalizers
-/// hold it, deletionTimestamp set).
+/// hold it, deletionTimestamp set); 403 for the immortal namespaces.
 pub fn delete(
     st: &mut State,
     def: &Arc<ResourceDef>,
@@ -278,6 +282,9 @@ pub fn delete(
     pre: &Preconditions,
 ) -> Result<(Arc<Obj>, bool), ApiError> {
     let q = def.qualified();
+    if def.group.is_empty() && def.plural == "namespaces" && IMMORTAL_NAMESPACES.contains(&name) {
+        return Err(ApiError::forbidden(&q, name, "this namespace may not be deleted"));
+    }
     let k = key(ns.filter(|_| def.namespaced), name);
     let table = st.table(&q).ok_or_else(ApiError::no_route)?;
     let old = table
@@ -452,15 +459,29 @@ mod tests {
             vec![EvType::Added, EvType::Modified, EvType::Deleted]
         );
         assert!(a.rv < h[2].rv);
-        create(
-            &mut st,
-            &cm,
-            Some("default"),
-            "v1",
-            json!({"metadata":{"name":"b"}}),
-        )
-        .unwrap();
-        delete(&mut st, &ns, None, "default", &Preconditions::default()).unwrap();
+        create(&mut st, &ns, None, "v1", json!({"metadata":{"name":"team"}})).unwrap();
+        create(&mut st, &cm, Some("team"), "v1", json!({"metadata":{"name":"b"}})).unwrap();
+        delete(&mut st, &ns, None, "team", &Preconditions::default()).unwrap();
         assert!(st.table("configmaps").unwrap().objects.is_empty());
+    }
+
+    #[test]
+    fn immortal_namespaces_are_forbidden_to_delete() {
+        let (mut st, ns, _) = state();
+        for name in ["kube-system", "kube-public", "kube-node-lease"] {
+            create(&mut st, &ns, None, "v1", json!({"metadata":{"name":name}})).unwrap();
+        }
+        for name in ["default", "kube-system", "kube-public"] {
+            let e = delete(&mut st, &ns, None, name, &Preconditions::default()).unwrap_err();
+            assert_eq!((e.code, e.reason), (403, "Forbidden"));
+            assert_eq!(
+                e.message,
+                format!("namespaces \"{name}\" is forbidden: this namespace may not be deleted")
+            );
+            assert_eq!(e.details.unwrap(), json!({"name": name, "kind": "namespaces"}));
+            assert!(st.namespace_exists(name));
+        }
+        delete(&mut st, &ns, None, "kube-node-lease", &Preconditions::default()).unwrap();
+        assert!(!st.namespace_exists("kube-node-lease"));
     }
 }
