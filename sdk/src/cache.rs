@@ -162,7 +162,8 @@ pub fn by_index_objects(resource: &Resource, index: &str, value: &str) -> Result
 
 /// Keys whose index `index` holds `value`, sorted.
 pub fn index_keys(resource: &Resource, index: &str, value: &str) -> Result<Vec<String>, CacheError> {
-    wit::index_keys(resource.as_wit(), index, value)
+    let keys = wit::index_keys(resource.as_wit(), index, value)?;
+    Ok(keys.lines().map(str::to_string).collect())
 }
 
 /// Every value index `index` holds, sorted.

@@ -3,7 +3,7 @@
 //! A wink plugin is a WebAssembly component that reacts to Kubernetes events
 //! delivered by the wink host's shared informers, with client-go's
 //! `ResourceEventHandler` meaning. This crate hides the WIT bindings
-//! (`wink:plugin@0.2.0`, see `wit/plugin.wit`) behind a [`Handler`] trait,
+//! (`wink:plugin@0.3.0`, see `wit/plugin.wit`) behind a [`Handler`] trait,
 //! an [`Object`] handle whose accessors copy only what they return and never
 //! parse JSON, typed decoding
 //! through serde, [`cache`] queries and log macros.
@@ -64,10 +64,12 @@ mod object;
 mod registration;
 
 pub mod cache;
+pub mod events;
 pub mod log;
+pub mod write;
 
 pub use object::Object;
-pub use registration::{IndexBy, Registration, Resource, Watch};
+pub use registration::{IndexBy, Registration, Resource, Verb, Watch};
 
 /// A Kubernetes kind known at compile time: its apiVersion and kind.
 /// Implemented for every `k8s-openapi` type with the `k8s-openapi` feature;
@@ -111,6 +113,11 @@ pub trait Handler: Sized + 'static {
     fn on_delete(&mut self, obj: &Object, final_state_unknown: bool) {
         let _ = (obj, final_state_unknown);
     }
+
+    /// Every object of the initial lists of all watches and reads has been
+    /// delivered (client-go's HasSynced): the moment to act on the whole
+    /// picture. Called once per instance.
+    fn on_synced(&mut self) {}
 }
 
 /// True when an update is a resync: the same object version delivered again.
@@ -177,6 +184,9 @@ macro_rules! export_plugin {
                     // SAFETY: as in `on_add`.
                     let obj = unsafe { $crate::Object::lent(obj.handle(), key) };
                     __wink_with(|h| $crate::Handler::on_delete(h, &obj, final_state_unknown));
+                }
+                fn on_synced() {
+                    __wink_with(|h| $crate::Handler::on_synced(h));
                 }
             }
 

@@ -105,7 +105,7 @@ impl Object {
         Object::new(Handle::Lent(handle), Some(key))
     }
 
-    fn handle(&self) -> &types::Object {
+    pub(crate) fn handle(&self) -> &types::Object {
         match &self.handle {
             Handle::Lent(h) => h,
             Handle::Owned(h) => h,

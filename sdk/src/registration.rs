@@ -112,6 +112,16 @@ impl Watch {
         self
     }
 
+    fn into_read(self) -> types::Read {
+        types::Read {
+            resource: self.resource.0,
+            namespace: self.namespace,
+            label_selector: self.label_selector,
+            field_selector: self.field_selector,
+            indexes: self.indexes,
+        }
+    }
+
     fn into_wit(self) -> types::Watch {
         let secs = self.resync.as_secs_f64().ceil();
         types::Watch {
@@ -125,11 +135,15 @@ impl Watch {
     }
 }
 
+pub use types::Verb;
+
 /// Everything a plugin registers from `init`.
 #[derive(Debug, Clone, Default)]
 pub struct Registration {
     watches: Vec<Watch>,
     reads: Vec<Watch>,
+    writes: Vec<types::WriteDecl>,
+    records_events: bool,
 }
 
 impl Registration {
@@ -151,11 +165,29 @@ impl Registration {
         self
     }
 
+    /// Declare writes this plugin makes to `resource` (the operator grants
+    /// them; an undeclared or ungranted write answers `not-permitted`).
+    pub fn writes(mut self, resource: Resource, verbs: &[Verb]) -> Self {
+        self.writes.push(types::WriteDecl {
+            resource: resource.0,
+            verbs: verbs.to_vec(),
+        });
+        self
+    }
+
+    /// Declare that this plugin records Events.
+    pub fn records_events(mut self) -> Self {
+        self.records_events = true;
+        self
+    }
+
     #[doc(hidden)]
     pub fn into_wit(self) -> types::Registration {
         types::Registration {
             watches: self.watches.into_iter().map(Watch::into_wit).collect(),
-            reads: self.reads.into_iter().map(Watch::into_wit).collect(),
+            reads: self.reads.into_iter().map(Watch::into_read).collect(),
+            writes: self.writes,
+            records_events: self.records_events,
         }
     }
 }

@@ -18,6 +18,7 @@ use super::status::ApiError;
 use super::store::{ListQuery, Obj};
 use super::watch::{self, WatchQuery, json_as};
 use super::write::{self, Preconditions};
+use super::write_mode;
 use axum::body::Body;
 use axum::http::{Method, Request, Response, header};
 use base64::Engine;
@@ -246,11 +247,7 @@ fn serve_resource(
         Some("scale") if def.scale.is_some() && rp.name.is_some() => {}
         Some(_) => return Err(ApiError::no_route()),
     }
-    if qparam(q, "dryRun").is_some() {
-        return Err(ApiError::bad_request(
-            "dryRun is not supported by the wink simulator",
-        ));
-    }
+    let mode = write_mode::of(q, method, ct)?;
     let timeout = match (method, &rp.name) {
         (&Method::GET | &Method::DELETE, None) => limits::timeout_seconds(q.get("timeoutSeconds"))?,
         _ => None,
@@ -293,12 +290,12 @@ fn serve_resource(
         }
         (&Method::POST, None) => {
             let v = parse_body(ct, &body)?;
-            let o = write::create(&mut shared.store.lock(), &def, ns, &api_version, v)?;
+            let o = write::create(&mut shared.store.lock_for_write(mode), &def, ns, &api_version, v)?;
             Ok(obj_response(201, &o, &api_version))
         }
         (&Method::PUT, Some(name)) => {
             let v = parse_body(ct, &body)?;
-            let o = write::update(&mut shared.store.lock(), &def, ns, name, v, status)?;
+            let o = write::update(&mut shared.store.lock_for_write(mode), &def, ns, name, v, status)?;
             Ok(obj_response(200, &o, &api_version))
         }
         (&Method::PATCH, Some(name)) => {
@@ -307,7 +304,7 @@ fn serve_resource(
             })?;
             // Parsed before locking the store; a malformed patch matters once the object exists.
             let parsed = Patch::parse(&body, ty);
-            let mut st = shared.store.lock();
+            let mut st = shared.store.lock_for_write(mode);
             let key = super::store::key(ns.filter(|_| def.namespaced), name);
             let current = st
                 .table(&def.qualified())
@@ -334,7 +331,8 @@ fn serve_resource(
         }
         (&Method::DELETE, Some(name)) => {
             let pre = preconditions(&body)?;
-            let (o, gone) = write::delete(&mut shared.store.lock(), &def, ns, name, &pre)?;
+            let mode = write_mode::with_delete_options(mode, &body);
+            let (o, gone) = write::delete(&mut shared.store.lock_for_write(mode), &def, ns, name, &pre)?;
             let code = if gone { 200 } else { 202 };
             if returns_object(&def) || !gone {
                 Ok(obj_response(code, &o, &api_version))

@@ -37,6 +37,7 @@ mod status;
 mod store;
 mod watch;
 mod write;
+mod write_mode;
 
 pub use faults::Faults;
 

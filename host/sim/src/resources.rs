@@ -164,6 +164,9 @@ pub fn builtins() -> Vec<ResourceDef> {
             false,
         ),
         builtin("", "v1", "events", "Event", true, &["ev"], false),
+        // The events API of client-go's current recorder (kept apart from
+        // core/v1 Events here; a real server serves both views of one store).
+        builtin("events.k8s.io", "v1", "events", "Event", true, &[], false),
         builtin("apps", "v1", "deployments", "Deployment", true, &["deploy"], true),
         builtin("apps", "v1", "replicasets", "ReplicaSet", true, &["rs"], true),
         builtin("apps", "v1", "statefulsets", "StatefulSet", true, &["sts"], true),

@@ -137,6 +137,57 @@ pub struct State {
     pub registry: Registry,
     pub tables: HashMap<String, Table>,
     pub history_cap: usize,
+    /// How the write being served asked to be made (reset after it).
+    pub mode: WriteMode,
+}
+
+/// How a write request asked to be made: `dryRun=All` validates as for a
+/// real write and persists nothing (no event, no new resourceVersion); a
+/// `fieldManager` is recorded in `metadata.managedFields`.
+#[derive(Debug, Clone, Default)]
+pub struct WriteMode {
+    pub dry_run: bool,
+    /// The manager and its operation (`Update` or `Apply`).
+    pub field_manager: Option<(String, &'static str)>,
+}
+
+/// The store locked for one write in a [`WriteMode`], reset when dropped.
+pub struct WriteGuard<'a>(MutexGuard<'a, State>);
+
+impl std::ops::Deref for WriteGuard<'_> {
+    type Target = State;
+    fn deref(&self) -> &State {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for WriteGuard<'_> {
+    fn deref_mut(&mut self) -> &mut State {
+        &mut self.0
+    }
+}
+
+impl Drop for WriteGuard<'_> {
+    fn drop(&mut self) {
+        self.0.mode = WriteMode::default();
+    }
+}
+
+/// Replace `manager`'s entry of `operation` in `metadata.managedFields`.
+fn record_manager(value: &mut Value, manager: &str, operation: &str) {
+    let entry = serde_json::json!({
+        "manager": manager,
+        "operation": operation,
+        "apiVersion": value["apiVersion"],
+        "time": super::meta::now(),
+        "fieldsType": "FieldsV1",
+        "fieldsV1": {},
+    });
+    let fields = &mut value["metadata"]["managedFields"];
+    let mut entries: Vec<Value> = fields.as_array().cloned().unwrap_or_default();
+    entries.retain(|e| !(e["manager"] == manager && e["operation"] == operation));
+    entries.push(entry);
+    *fields = Value::Array(entries);
 }
 
 impl State {
@@ -152,6 +203,7 @@ impl State {
             registry,
             tables,
             history_cap: history_cap.max(1),
+            mode: WriteMode::default(),
         }
     }
 
@@ -183,7 +235,27 @@ impl State {
 
     /// Commit one write at the next resourceVersion and record its event.
     /// `value` is the new state (for `Deleted`: the last state).
-    pub fn commit(&mut self, qualified: &str, key: Arc<str>, ty: EvType, value: Value) -> Arc<Obj> {
+    pub fn commit(&mut self, qualified: &str, key: Arc<str>, ty: EvType, mut value: Value) -> Arc<Obj> {
+        if self.mode.dry_run {
+            // What the write would have stored, at the version it has now
+            // (none for a create); nothing changes.
+            let current = self
+                .tables
+                .get(qualified)
+                .and_then(|t| t.objects.get(&key))
+                .map(|o| o.rv);
+            let Some(rv) = current else {
+                if let Some(m) = value["metadata"].as_object_mut() {
+                    m.remove("resourceVersion");
+                }
+                let json = Bytes::from(serde_json::to_vec(&value).expect("json value serializes"));
+                return Arc::new(Obj { value, json, rv: 0 });
+            };
+            return Obj::new(value, rv);
+        }
+        if let (Some((manager, operation)), false) = (&self.mode.field_manager, ty == EvType::Deleted) {
+            record_manager(&mut value, manager, operation);
+        }
         self.rv += 1;
         let rv = self.rv;
         let obj = Obj::new(value, rv);
@@ -322,6 +394,13 @@ impl Store {
 
     pub fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Lock for one write made in `mode`.
+    pub fn lock_for_write(&self, mode: WriteMode) -> WriteGuard<'_> {
+        let mut guard = self.lock();
+        guard.mode = mode;
+        WriteGuard(guard)
     }
 
     pub fn current_rv(&self) -> u64 {

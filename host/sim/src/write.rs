@@ -92,7 +92,7 @@ pub fn create(
         m.insert("generation".into(), json!(1));
     }
     prepare_for_create(def, &mut body, new_def.as_ref());
-    if let Some(nd) = new_def {
+    if let Some(nd) = new_def.filter(|_| !st.mode.dry_run) {
         st.add_table(nd);
     }
     Ok(st.commit(&q, k, EvType::Added, body))

@@ -21,8 +21,8 @@ pub struct ClusterOptions {
     pub context: Option<String>,
 }
 
-/// Build a client from the options.
-pub async fn client(opts: &ClusterOptions) -> anyhow::Result<kube::Client> {
+/// The cluster's client configuration from the options.
+pub async fn config(opts: &ClusterOptions) -> anyhow::Result<kube::Config> {
     let kco = KubeConfigOptions {
         context: opts.context.clone(),
         ..Default::default()
@@ -36,7 +36,7 @@ pub async fn client(opts: &ClusterOptions) -> anyhow::Result<kube::Client> {
         None if opts.context.is_some() => kube::Config::from_kubeconfig(&kco).await?,
         None => kube::Config::infer().await?,
     };
-    Ok(kube::Client::try_from(config)?)
+    Ok(config)
 }
 
 /// A running wink: factory, engine and plugins.
@@ -46,14 +46,21 @@ pub struct Daemon {
 }
 
 impl Daemon {
-    /// Start with `client`, load every plugin of `plugins` (failures are logged;
-    /// the others run).
+    /// Start against the cluster of `config`, load every plugin of `plugins`
+    /// (failures are logged; the others run). Informers use a client that
+    /// retries what the server asks to retry, as kube's does; plugins' writes
+    /// use one that does not, so the write capability decides how long a
+    /// plugin waits (see `capabilities::cluster`).
     pub async fn start(
-        client: kube::Client,
+        config: kube::Config,
         plugins: &Path,
         factory_options: FactoryOptions,
-        manager_options: ManagerOptions,
+        mut manager_options: ManagerOptions,
     ) -> anyhow::Result<Daemon> {
+        let client = kube::Client::try_from(config.clone())?;
+        let mut writes = config;
+        writes.default_retry = false;
+        manager_options.writes_client = Some(kube::Client::try_from(writes)?);
         let factory = SharedInformerFactory::new(client, factory_options);
         let engine = WinkEngine::new()?;
         let manager = PluginManager::new(engine, factory.clone(), manager_options)?;

@@ -9,6 +9,7 @@ use wink::daemon::{self, ClusterOptions, Daemon};
 use wink::informer::factory::FactoryOptions;
 use wink::informer::object::CachePolicy;
 use wink::listener::{self, ListenOptions};
+use wink::runtime::grants::Grants;
 use wink::runtime::manager::ManagerOptions;
 use wink::runtime::precompiled::Precompiled;
 use wink::runtime::{Limits, reload};
@@ -85,9 +86,17 @@ struct HostArgs {
     /// Consecutive crashes before a plugin is quarantined.
     #[arg(long, default_value_t = 5)]
     max_restarts: u32,
-    /// Plugins allowed to watch or read Secrets (`*` for all).
+    /// Plugins allowed to watch or read Secrets (`*` for all); the same as
+    /// `secrets: true` in their grant.
     #[arg(long)]
     allow_secrets: Vec<String>,
+    /// The operator's grants (YAML): writes, Events, Secrets, audit mode and
+    /// write rates per plugin. Without it, plugins may only read.
+    #[arg(long)]
+    grants: Option<PathBuf>,
+    /// Grant whatever plugins declare (`wink dev` without `--grants`).
+    #[arg(skip)]
+    grant_declared: bool,
     /// Pending notifications per plugin past which they coalesce per object
     /// (0: never coalesce, an unbounded backlog like client-go's).
     #[arg(long, default_value_t = wink::informer::factory::DEFAULT_COALESCE_AFTER)]
@@ -111,7 +120,22 @@ struct HostArgs {
 }
 
 impl HostArgs {
-    fn options(&self) -> (FactoryOptions, ManagerOptions) {
+    /// The grants: the file's, `--allow-secrets` folded in; in `wink dev`
+    /// without a file, whatever plugins declare.
+    fn grants(&self) -> anyhow::Result<Grants> {
+        let mut grants = match &self.grants {
+            Some(path) => Grants::load(path)?,
+            None if self.grant_declared => Grants::whatever_is_declared(),
+            None => Grants::default(),
+        };
+        for plugin in &self.allow_secrets {
+            let base = grants.plugins.get("*").cloned().unwrap_or_default();
+            grants.plugins.entry(plugin.clone()).or_insert(base).secrets = true;
+        }
+        Ok(grants)
+    }
+
+    fn options(&self) -> anyhow::Result<(FactoryOptions, ManagerOptions)> {
         let factory = FactoryOptions {
             streaming_lists: self.streaming_lists,
             coalesce_after: (self.coalesce_after > 0).then_some(self.coalesce_after),
@@ -137,18 +161,18 @@ impl HostArgs {
                 memory_bytes: self.memory_mib << 20,
             },
             namespace: self.namespace.clone(),
-            allow_secrets: self.allow_secrets.clone(),
+            grants: self.grants()?,
             precompiled,
             max_restarts: self.max_restarts,
             tier_up: self.tier_up.unwrap_or(false),
             ..Default::default()
         };
-        (factory, manager)
+        Ok((factory, manager))
     }
 
     /// Run the daemon with `client` until a signal.
-    async fn serve(&self, client: kube::Client) -> anyhow::Result<()> {
-        let (factory, manager) = self.options();
+    async fn serve(&self, config: kube::Config) -> anyhow::Result<()> {
+        let (factory, manager) = self.options()?;
         // Sockets first: one that cannot be had ends the start, clearly.
         let cache_view = match self.cache_view {
             Some(addr) => {
@@ -161,7 +185,7 @@ impl HostArgs {
             None => None,
         };
         std::fs::create_dir_all(&self.plugins)?;
-        let d = Daemon::start(client, &self.plugins, factory, manager).await?;
+        let d = Daemon::start(config, &self.plugins, factory, manager).await?;
         let _reload = if self.no_reload {
             None
         } else {
@@ -210,8 +234,8 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             context,
             host,
         } => {
-            let client = daemon::client(&ClusterOptions { kubeconfig, context }).await?;
-            host.serve(client).await
+            let config = daemon::config(&ClusterOptions { kubeconfig, context }).await?;
+            host.serve(config).await
         }
         Command::Dev {
             churn,
@@ -265,6 +289,7 @@ async fn dev(
     mut host: HostArgs,
 ) -> anyhow::Result<()> {
     host.tier_up.get_or_insert(true);
+    host.grant_declared = true;
     let sim = wink_sim::Sim::start(wink_sim::SimConfig {
         churn_per_sec: (churn > 0.0).then_some(churn),
         seed_dir: seed,
@@ -277,7 +302,7 @@ async fn dev(
         "wink dev: try `KUBECONFIG={} kubectl get pods -w`",
         kubeconfig_out.display()
     );
-    let result = host.serve(sim.client()).await;
+    let result = host.serve(sim.kube_config()).await;
     sim.shutdown().await;
     result
 }

@@ -74,7 +74,6 @@ fn list_of(config: &Value, key: &str) -> Vec<Value> {
 fn describe(e: &CacheError) -> String {
     match e {
         CacheError::NotPermitted(m) => format!("not-permitted: {m}"),
-        CacheError::UnknownResource(m) => format!("unknown-resource: {m}"),
         CacheError::UnknownIndex(m) => format!("unknown-index: {m}"),
         CacheError::InvalidArgument(m) => format!("invalid-argument: {m}"),
     }

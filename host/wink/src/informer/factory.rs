@@ -103,6 +103,11 @@ impl SharedInformerFactory {
         })
     }
 
+    /// The client every informer lists and watches with.
+    pub fn client(&self) -> &Client {
+        &self.client
+    }
+
     /// Resolve apiVersion + kind through discovery (cached).
     pub async fn resolve(&self, api_version: &str, kind: &str) -> anyhow::Result<(ApiResource, Scope)> {
         let cache_key = (api_version.to_string(), kind.to_string());

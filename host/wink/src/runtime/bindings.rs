@@ -1,4 +1,4 @@
-//! Host bindings generated from `wit/plugin.wit` (`wink:plugin@0.2.0`).
+//! Host bindings generated from `wit/plugin.wit` (`wink:plugin@0.3.0`).
 //! The WIT `object` and `object-list` resources are backed by slots of the
 //! Store's host state (see `capabilities`): a handle the guest holds points
 //! at the cache's shared object versions, with no per-plugin copy on the host. Every import may trap (a bad handle, the handle cap), which

@@ -10,7 +10,7 @@
 
 use super::bindings::types::Registration;
 use super::bindings::{Plugin, PluginPre};
-use super::capabilities::{CacheScope, HostState};
+use super::capabilities::{CacheScope, CallClock, HostState, WriteScope};
 use super::engine::{Limits, WinkEngine};
 use crate::informer::{EventHandler, ObjRef};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -49,6 +49,7 @@ pub struct PluginInstance {
     config: String,
     limits: Limits,
     cache: CacheScope,
+    writes: WriteScope,
     live: Mutex<Option<Live>>,
     synced: AtomicBool,
     crashed: AtomicBool,
@@ -87,6 +88,7 @@ impl PluginInstance {
             config,
             limits,
             cache: CacheScope::default(),
+            writes: WriteScope::default(),
             live: Mutex::new(None),
             synced: AtomicBool::new(false),
             crashed: AtomicBool::new(false),
@@ -101,9 +103,26 @@ impl PluginInstance {
 
     fn instantiate(&self) -> Result<(Live, Registration), InitError> {
         let plugin = self.name.to_string();
-        let state = HostState::new(self.name.clone(), self.limits.memory_bytes, self.cache.clone());
+        let state = HostState::new(
+            self.name.clone(),
+            self.limits.memory_bytes,
+            self.cache.clone(),
+            self.writes.clone(),
+        );
         let mut store = Store::new(self.engine.engine(), state);
         store.limiter(|s| &mut s.limits);
+        // The deadline counts the guest's own time: when the epoch deadline
+        // comes, time the host spent on I/O for the guest in this call
+        // (writes waiting on the API server) is given back.
+        let deadline = self.limits.call_deadline;
+        store.epoch_deadline_callback(move |ctx| {
+            let guest = ctx.data().clock.guest_time();
+            if guest >= deadline {
+                return Err(wasmtime::Trap::Interrupt.into());
+            }
+            let left = (deadline - guest).as_millis() / super::engine::EPOCH_TICK.as_millis();
+            Ok(wasmtime::UpdateDeadline::Continue((left as u64).max(1)))
+        });
         // wasmtime's own store-wide cap on component handles (100,000 by
         // default) sits above ours, so ours, with its clear message, trips
         // first; the margin covers WASI's handles and lent objects.
@@ -118,6 +137,7 @@ impl PluginInstance {
                 reason: format!("{e:#}"),
             })?;
         store.set_epoch_deadline(self.limits.deadline_ticks());
+        store.data_mut().clock = CallClock::start();
         let registration = instance
             .wink_plugin_handler()
             .call_init(&mut store, &self.config)
@@ -161,6 +181,11 @@ impl PluginInstance {
         &self.cache
     }
 
+    /// What the instance may write (shared by its Store).
+    pub fn write_scope(&self) -> &WriteScope {
+        &self.writes
+    }
+
     /// Calls made into the guest (events).
     pub fn calls(&self) -> u64 {
         self.calls.load(Ordering::Relaxed)
@@ -190,20 +215,23 @@ impl PluginInstance {
         self.id
     }
 
-    /// Call into the guest about `obj`; `f` gets the Store, the bindings and
-    /// `obj`'s key.
+    /// Call into the guest about `obj` (none for `on-synced`); `f` gets the
+    /// Store, the bindings and `obj`'s key.
     fn call(
         &self,
         what: &str,
-        obj: &ObjRef,
+        obj: Option<&ObjRef>,
         f: impl FnOnce(&mut Store<HostState>, &Plugin, &str) -> wasmtime::Result<()>,
     ) {
         let mut live = self.live.lock().unwrap();
         let Some(l) = live.as_mut() else { return };
         self.calls.fetch_add(1, Ordering::Relaxed);
         l.store.set_epoch_deadline(self.limits.deadline_ticks());
+        l.store.data_mut().clock = CallClock::start();
         l.key.clear();
-        crate::informer::object::push_key_of(&mut l.key, obj.namespace(), obj.name());
+        if let Some(obj) = obj {
+            crate::informer::object::push_key_of(&mut l.key, obj.namespace(), obj.name());
+        }
         let Err(err) = f(&mut l.store, &l.plugin, &l.key) else {
             return;
         };
@@ -221,8 +249,8 @@ impl PluginInstance {
         tracing::error!(
             plugin = %self.name,
             call = %what,
-            object = %obj.key(),
-            resource_version = %obj.resource_version(),
+            object = %obj.map_or_else(String::new, |o| o.key()),
+            resource_version = %obj.map_or("", |o| o.resource_version()),
             backtrace = %backtrace,
             "plugin trapped: {summary}"
         );
@@ -270,7 +298,7 @@ fn lend<const N: usize, R>(
 
 impl EventHandler for PluginInstance {
     fn on_add(&self, obj: &ObjRef, in_initial_list: bool) {
-        self.call("on-add", obj, |store, p, key| {
+        self.call("on-add", Some(obj), |store, p, key| {
             lend(store, [obj], |store, [o]| {
                 p.wink_plugin_handler()
                     .call_on_add(store, key, o, in_initial_list)
@@ -279,7 +307,7 @@ impl EventHandler for PluginInstance {
     }
 
     fn on_update(&self, old: &ObjRef, new: &ObjRef) {
-        self.call("on-update", new, |store, p, key| {
+        self.call("on-update", Some(new), |store, p, key| {
             lend(store, [old, new], |store, [o, n]| {
                 p.wink_plugin_handler().call_on_update(store, key, o, n)
             })
@@ -287,11 +315,18 @@ impl EventHandler for PluginInstance {
     }
 
     fn on_delete(&self, obj: &ObjRef, final_state_unknown: bool) {
-        self.call("on-delete", obj, |store, p, key| {
+        self.call("on-delete", Some(obj), |store, p, key| {
             lend(store, [obj], |store, [o]| {
                 p.wink_plugin_handler()
                     .call_on_delete(store, key, o, final_state_unknown)
             })
+        });
+    }
+
+    /// Every watch and read of this instance delivered its initial list.
+    fn on_synced(&self) {
+        self.call("on-synced", None, |store, p, _| {
+            p.wink_plugin_handler().call_on_synced(store)
         });
     }
 }

@@ -23,7 +23,7 @@ pub enum LoadError {
     File(#[from] FileError),
     #[error("{path}: not a valid WebAssembly component: {reason}")]
     NotAComponent { path: PathBuf, reason: String },
-    #[error("{path}: not a wink:plugin@0.2.0 component: {reason}")]
+    #[error("{path}: not a wink:plugin@{CONTRACT_VERSION} component: {reason}")]
     WrongWorld { path: PathBuf, reason: String },
 }
 
@@ -115,6 +115,12 @@ pub fn load_digested(
         path: path.to_path_buf(),
         reason,
     };
+    if let Some(other) = contract_version(&component, engine).filter(|v| v != CONTRACT_VERSION) {
+        return Err(wrong_world(format!(
+            "it was built against wink:plugin@{other}; this host serves wink:plugin@{CONTRACT_VERSION}: \
+             rebuild it with a wink-sdk for {CONTRACT_VERSION} (cargo build --release --target wasm32-wasip2)"
+        )));
+    }
     let pre = linker
         .instantiate_pre(&component)
         .map_err(|e| wrong_world(chain(&e)))?;
@@ -128,8 +134,59 @@ pub fn load_digested(
     })
 }
 
+/// The version of the `wink:plugin` package this host serves.
+pub const CONTRACT_VERSION: &str = "0.3.0";
+
+/// The `wink:plugin` version a component was built against, from the names
+/// of its imports and exports (`wink:plugin/handler@0.2.0`).
+fn contract_version(component: &Component, engine: &WinkEngine) -> Option<String> {
+    let ty = component.component_type();
+    let engine = engine.engine();
+    let names = ty
+        .imports(engine)
+        .map(|(name, _)| name.to_string())
+        .chain(ty.exports(engine).map(|(name, _)| name.to_string()));
+    names
+        .filter_map(|name| {
+            name.strip_prefix("wink:plugin/")?
+                .split_once('@')
+                .map(|(_, v)| v.to_string())
+        })
+        .next()
+}
+
 /// A core module starts with the wasm magic and version 1; a component with
 /// the magic and a layer-1 version.
 fn wasmparser_is_core_module(bytes: &[u8]) -> bool {
     bytes.len() >= 8 && bytes[0..4] == *b"\0asm" && bytes[4..8] == [1, 0, 0, 0]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_component_of_another_contract_version_is_refused_naming_both() {
+        let engine = WinkEngine::new().unwrap();
+        let linker = linker(&engine).unwrap();
+        let old = wat::parse_str(r#"(component (import "wink:plugin/log@0.2.0" (instance)))"#).unwrap();
+        let err = load_bytes(&engine, &linker, None, Path::new("/p/old.wasm"), &old)
+            .err()
+            .expect("refused")
+            .to_string();
+        assert!(err.contains("built against wink:plugin@0.2.0"), "{err}");
+        assert!(err.contains("this host serves wink:plugin@0.3.0"), "{err}");
+        assert!(err.contains("rebuild"), "{err}");
+    }
+
+    #[test]
+    fn text_is_not_a_component() {
+        let engine = WinkEngine::new().unwrap();
+        let linker = linker(&engine).unwrap();
+        let err = load_bytes(&engine, &linker, None, Path::new("/p/t.wasm"), b"(component)")
+            .err()
+            .expect("refused")
+            .to_string();
+        assert!(err.contains("only binary components are accepted"), "{err}");
+    }
 }

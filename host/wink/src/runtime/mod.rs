@@ -17,6 +17,7 @@
 pub mod bindings;
 pub mod capabilities;
 pub mod engine;
+pub mod grants;
 pub mod instance;
 pub mod loader;
 pub mod manager;

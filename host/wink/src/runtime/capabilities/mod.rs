@@ -1,59 +1,35 @@
-//! Capabilities: everything a guest may do, and nothing more.
+//! Capabilities: everything a guest may do, and nothing more. One module per
+//! WIT interface (Spin's factors are the model):
 //!
-//! Owns the per-Store host state ([`HostState`]): a closed WASI context (no
-//! files, sockets or environment; clocks and random allowed; stdout/stderr
-//! into the host log), the memory limiter, the `log` import, and the `cache`
-//! import scoped to the resources the plugin registered. Reads go to the
-//! informers' stores only; nothing here reaches the API server.
+//! - this module: the per-Store host state ([`HostState`]): a closed WASI
+//!   context (no files, sockets or environment; clocks and random allowed;
+//!   stdout/stderr into the host log), the memory limiter, and the `object`
+//!   and `object-list` handles every interface answers with;
+//! - [`log`]: the `log` import;
+//! - [`cache`]: the `cache` import, scoped to what the plugin watches and
+//!   reads; it reads the informers' stores only;
+//! - [`write`] and [`events`]: the `write` and `events` imports, the only
+//!   way a guest reaches the API server, within the operator's grants.
 
-use super::bindings::types::{Answer, CacheError, Level, ObjectMeta, ResourceType as Resource_};
-use super::bindings::wink::plugin::{cache, log, types};
+mod cache;
+pub mod cluster;
+pub mod events;
+mod log;
+pub mod write;
+
+pub use cache::CacheScope;
+pub use write::{WriteAccess, WriteScope};
+
+use super::bindings::types::{Answer, ObjectMeta};
+use super::bindings::wink::plugin::types;
 use super::stdio::{Channel, GuestOutput};
-use crate::informer::store::StoreError;
-use crate::informer::{ObjRef, Store};
-use std::sync::{Arc, RwLock};
+use crate::informer::ObjRef;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 use wasmtime::StoreLimits;
 use wasmtime::component::Resource;
 use wasmtime::component::ResourceTable;
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
-
-/// The stores a plugin may query, by (apiVersion, kind). Filled when the
-/// plugin's registrations are known; shared by every Store of the plugin.
-/// A plugin grants a handful of resources, so a short list searched with
-/// `&str` comparisons answers a query without allocating or hashing.
-#[derive(Clone, Default)]
-pub struct CacheScope {
-    stores: Arc<RwLock<Vec<Granted>>>,
-}
-
-/// One granted resource: (apiVersion, kind, store).
-type Granted = (String, String, Store);
-
-impl CacheScope {
-    /// Allow queries of one resource, answered from `store`.
-    pub fn grant(&self, api_version: &str, kind: &str, store: Store) {
-        let mut stores = self.stores.write().unwrap();
-        match stores.iter_mut().find(|(v, k, _)| v == api_version && k == kind) {
-            Some(granted) => granted.2 = store,
-            None => stores.push((api_version.to_string(), kind.to_string(), store)),
-        }
-    }
-
-    fn store(&self, resource: &Resource_) -> Result<Store, CacheError> {
-        self.stores
-            .read()
-            .unwrap()
-            .iter()
-            .find(|(v, k, _)| *v == resource.api_version && *k == resource.kind)
-            .map(|(_, _, store)| store.clone())
-            .ok_or_else(|| {
-                CacheError::NotPermitted(format!(
-                    "{} {} is not watched by this plugin",
-                    resource.api_version, resource.kind
-                ))
-            })
-    }
-}
 
 /// The host type of a WIT `object` handle. Its `rep` indexes the Store's
 /// [`Handles`], which hold the cached object version (an `Arc`, never a copy).
@@ -142,11 +118,41 @@ pub struct HostState {
     pub(crate) objects: Handles<ObjRef>,
     /// Answer handles (`object-list`).
     lists: Handles<Vec<ObjRef>>,
+    /// What the plugin may write (nothing until granted).
+    writes: WriteScope,
+    /// The plugin's recorded Events, for aggregation.
+    recorder: events::Recorder,
+    /// The current call's clock.
+    pub(crate) clock: CallClock,
+}
+
+/// The clock of one call into the guest: when it started and how much of
+/// it the host spent on I/O for the guest (rate limits, the API server),
+/// which does not count against the call deadline.
+#[derive(Debug, Clone, Copy)]
+pub struct CallClock {
+    started: Instant,
+    pub(crate) io: Duration,
+}
+
+impl CallClock {
+    /// A call starting now.
+    pub fn start() -> Self {
+        CallClock {
+            started: Instant::now(),
+            io: Duration::ZERO,
+        }
+    }
+
+    /// Time the guest itself has run in this call.
+    pub fn guest_time(&self) -> Duration {
+        self.started.elapsed().saturating_sub(self.io)
+    }
 }
 
 impl HostState {
     /// A closed sandbox for `plugin`, with a memory cap and a cache scope.
-    pub fn new(plugin: Arc<str>, memory_bytes: usize, cache: CacheScope) -> Self {
+    pub fn new(plugin: Arc<str>, memory_bytes: usize, cache: CacheScope, writes: WriteScope) -> Self {
         let mut wasi = WasiCtx::builder();
         wasi.stdout(GuestOutput::new(plugin.clone(), Channel::Stdout));
         wasi.stderr(GuestOutput::new(plugin.clone(), Channel::Stderr));
@@ -162,6 +168,9 @@ impl HostState {
             cache,
             objects: Handles::default(),
             lists: Handles::default(),
+            writes,
+            recorder: events::Recorder::default(),
+            clock: CallClock::start(),
         }
     }
 
@@ -277,104 +286,5 @@ impl types::HostObjectList for HostState {
             Some(_) => Ok(()),
             None => wasmtime::bail!("unknown object-list handle {}", list.rep()),
         }
-    }
-}
-
-impl log::Host for HostState {
-    fn log(&mut self, level: Level, message: String) -> wasmtime::Result<()> {
-        let p = &self.plugin;
-        match level {
-            Level::Trace => tracing::trace!(target: "wink::plugin", "[{p}] {message}"),
-            Level::Debug => tracing::debug!(target: "wink::plugin", "[{p}] {message}"),
-            Level::Info => tracing::info!(target: "wink::plugin", "[{p}] {message}"),
-            Level::Warn => tracing::warn!(target: "wink::plugin", "[{p}] {message}"),
-            Level::Error => tracing::error!(target: "wink::plugin", "[{p}] {message}"),
-        }
-        Ok(())
-    }
-}
-
-/// A query's reply: a trap (`Err`) or the guest-visible result.
-type Reply<T> = wasmtime::Result<Result<T, CacheError>>;
-
-impl cache::Host for HostState {
-    fn get(&mut self, resource: Resource_, key: String) -> Reply<Option<Resource<ObjectHandle>>> {
-        let store = match self.refuse_logged(self.cache.store(&resource)) {
-            Ok(store) => store,
-            Err(e) => return Ok(Err(e)),
-        };
-        let found = store.get(&key);
-        Ok(Ok(match found {
-            Some(obj) => Some(self.push_object(&obj)?),
-            None => None,
-        }))
-    }
-
-    fn list(
-        &mut self,
-        resource: Resource_,
-        namespace: Option<String>,
-        label_selector: Option<String>,
-    ) -> Reply<Answer> {
-        let objects = match self.list_objects(&resource, namespace, label_selector) {
-            Ok(objects) => objects,
-            Err(e) => return Ok(Err(e)),
-        };
-        Ok(Ok(self.answer(objects)?))
-    }
-
-    fn by_index(&mut self, resource: Resource_, index: String, value: String) -> Reply<Answer> {
-        let objects = match self
-            .refuse_logged(self.cache.store(&resource))
-            .and_then(|store| store.by_index(&index, &value).map_err(store_error))
-        {
-            Ok(objects) => objects,
-            Err(e) => return Ok(Err(e)),
-        };
-        Ok(Ok(self.answer(objects)?))
-    }
-
-    fn index_keys(&mut self, resource: Resource_, index: String, value: String) -> Reply<Vec<String>> {
-        Ok(self
-            .refuse_logged(self.cache.store(&resource))
-            .and_then(|store| store.index_keys(&index, &value).map_err(store_error)))
-    }
-
-    fn list_index_values(&mut self, resource: Resource_, index: String) -> Reply<Vec<String>> {
-        Ok(self
-            .refuse_logged(self.cache.store(&resource))
-            .and_then(|store| store.list_index_values(&index).map_err(store_error)))
-    }
-}
-
-impl HostState {
-    fn list_objects(
-        &self,
-        resource: &Resource_,
-        namespace: Option<String>,
-        label_selector: Option<String>,
-    ) -> Result<Vec<ObjRef>, CacheError> {
-        let store = self.refuse_logged(self.cache.store(resource))?;
-        let selector = match label_selector.as_deref().map(str::trim) {
-            None | Some("") => None,
-            Some(s) => Some(wink_selector::LabelSelector::parse(s).map_err(CacheError::InvalidArgument)?),
-        };
-        Ok(store.list(namespace.as_deref(), selector.as_ref()))
-    }
-}
-
-fn store_error(e: StoreError) -> CacheError {
-    match e {
-        StoreError::UnknownIndex(name) => CacheError::UnknownIndex(name),
-        other => CacheError::InvalidArgument(other.to_string()),
-    }
-}
-
-impl HostState {
-    fn refuse_logged<T>(&self, r: Result<T, CacheError>) -> Result<T, CacheError> {
-        if let Err(CacheError::NotPermitted(why)) = &r {
-            tracing::warn!(plugin = %self.plugin, "cache query refused: {why}");
-        }
-        r
     }
 }

@@ -18,7 +18,9 @@ pub use lifecycle::{CrashPolicy, PluginState};
 
 use super::bindings::types::Registration;
 use super::capabilities::HostState;
+use super::capabilities::cluster::{ClusterAccess, TokenBucket};
 use super::engine::{Compiler, Limits, WinkEngine};
+use super::grants::Grants;
 use super::instance::{CrashReport, PluginInstance};
 use super::loader;
 use super::plugin_file;
@@ -58,13 +60,16 @@ pub struct PluginStatus {
 }
 
 /// Options for the manager.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct ManagerOptions {
     pub limits: Limits,
     /// Narrow watches that name no namespace to this one.
     pub namespace: Option<String>,
-    /// Plugins allowed to watch or read Secrets (`*` for all); deny by default.
-    pub allow_secrets: Vec<String>,
+    /// What plugins may do beyond reading what they watch: writes, Events,
+    /// Secrets (deny by default).
+    pub grants: Grants,
+    /// The client plugins' writes go through (default: the informers').
+    pub writes_client: Option<kube::Client>,
     /// Where precompiled components are kept; none to always compile.
     pub precompiled: Option<PathBuf>,
     /// Consecutive crashes before quarantine.
@@ -97,7 +102,8 @@ impl Default for ManagerOptions {
         ManagerOptions {
             limits: Limits::default(),
             namespace: None,
-            allow_secrets: Vec::new(),
+            grants: Grants::default(),
+            writes_client: None,
             precompiled: None,
             max_restarts: 5,
             restart_backoff: Duration::from_millis(100),
@@ -119,6 +125,8 @@ pub struct PluginManager {
     precompiled: Option<Arc<Precompiled>>,
     plugins: tokio::sync::Mutex<BTreeMap<String, LoadedPlugin>>,
     crash_tx: UnboundedSender<CrashReport>,
+    /// How plugins reach the API server (writes, Events).
+    cluster: Arc<ClusterAccess>,
 }
 
 impl PluginManager {
@@ -150,6 +158,16 @@ impl PluginManager {
             }
             false => None,
         };
+        let daemon_rate = options.grants.daemon_rate();
+        let cluster = Arc::new(ClusterAccess::new(
+            factory.clone(),
+            options.writes_client.clone(),
+            tokio::runtime::Handle::current(),
+            TokenBucket::new(daemon_rate.qps, daemon_rate.burst),
+        ));
+        if options.grants.grants_whatever_is_declared() {
+            tracing::info!("every plugin is granted whatever it declares (writes, Events, Secrets)");
+        }
         let (crash_tx, crash_rx) = unbounded_channel();
         let manager = Arc::new_cyclic(|me| PluginManager {
             me: me.clone(),
@@ -157,6 +175,7 @@ impl PluginManager {
             linker,
             baseline,
             factory,
+            cluster,
             options,
             precompiled,
             plugins: tokio::sync::Mutex::new(BTreeMap::new()),
@@ -304,10 +323,17 @@ impl PluginManager {
         let (instance, registration) = self
             .start_instance(loaded.name.clone(), loaded.pre.clone(), engine, config)
             .await?;
-        let wanted = self
+        let resolution = self
             .resolve(instance.name(), &registration)
             .await
             .with_context(|| format!("{}: registration failed", path.display()))?;
+        if !resolution.missing.is_empty() && tier_up_of.is_none() {
+            tracing::warn!(
+                plugin = %instance.name(),
+                "plugin declares writes the operator has not granted; they will be refused. To allow them, grant: {}",
+                resolution.missing.snippet(instance.name())
+            );
+        }
         let mut plugins = self.plugins.lock().await;
         if let Some(digest) = tier_up_of {
             let current = plugins.get_mut(instance.name()).filter(|r| r.digest == digest);
@@ -322,7 +348,7 @@ impl PluginManager {
         let previous = plugins.remove(instance.name());
         let registered = self.attach(
             &instance,
-            wanted,
+            resolution,
             previous.as_ref().map(|p| p.registered.as_slice()),
         );
         let what = match (previous.is_some(), tier_up_of.is_some()) {

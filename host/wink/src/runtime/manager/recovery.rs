@@ -42,7 +42,7 @@ impl PluginManager {
                 .await
             {
                 Ok((instance, registration)) => match self.resolve(&name, &registration).await {
-                    Ok(wanted) => Ok((instance, wanted)),
+                    Ok(resolution) => Ok((instance, resolution)),
                     Err(e) => Err(format!("plugin could not be re-registered: {e:#}")),
                 },
                 Err(e) => Err(format!("plugin could not be restarted: {e:#}")),
@@ -53,8 +53,8 @@ impl PluginManager {
                 return; // reloaded or unloaded meanwhile
             }
             match started {
-                Ok((instance, wanted)) => {
-                    r.registered = self.attach(&instance, wanted, Some(&r.registered));
+                Ok((instance, resolution)) => {
+                    r.registered = self.attach(&instance, resolution, Some(&r.registered));
                     r.instance = instance;
                     r.lifecycle.restarted(Instant::now());
                     tracing::info!(plugin = %name, restarts = r.lifecycle.restarts(), "plugin restarted; the cache is replayed to it");

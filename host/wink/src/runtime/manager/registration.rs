@@ -12,7 +12,9 @@
 use super::PluginManager;
 use crate::informer::index::IndexSpec;
 use crate::informer::{EventHandler, ObjRef, SharedInformer, WatchSpec};
-use crate::runtime::bindings::types::{IndexBy, Registration};
+use crate::runtime::bindings::types::{IndexBy, Registration, Verb as WitVerb};
+use crate::runtime::capabilities::WriteAccess;
+use crate::runtime::grants::{Declared, Missing, Permissions, Verb};
 use crate::runtime::instance::PluginInstance;
 use anyhow::Context;
 use std::sync::Arc;
@@ -55,7 +57,27 @@ impl EventHandler for InstanceEventHandler {
         if self.pending_syncs.fetch_sub(1, Ordering::AcqRel) == 1 {
             self.instance.set_synced();
             tracing::info!(plugin = %self.instance.name(), "plugin synced");
+            // Its last initial add was delivered (this thread delivered it,
+            // the others' before they counted down).
+            self.instance.on_synced();
         }
+    }
+}
+
+/// A registration resolved: its watches and reads as informers, and what
+/// the plugin may write (and what it declared but was not granted).
+pub(super) struct Resolution {
+    pub(super) wanted: Vec<Wanted>,
+    pub(super) permissions: Permissions,
+    pub(super) missing: Missing,
+}
+
+fn verb(v: WitVerb) -> Verb {
+    match v {
+        WitVerb::Create => Verb::Create,
+        WitVerb::Update => Verb::Update,
+        WitVerb::Patch => Verb::Patch,
+        WitVerb::Delete => Verb::Delete,
     }
 }
 
@@ -84,35 +106,40 @@ impl PluginManager {
         &self,
         plugin: &str,
         registration: &Registration,
-    ) -> anyhow::Result<Vec<Wanted>> {
+    ) -> anyhow::Result<Resolution> {
         let mut wanted = Vec::new();
-        let all = registration
-            .watches
-            .iter()
-            .map(|w| (w, true))
-            .chain(registration.reads.iter().map(|w| (w, false)));
-        for (w, handles_events) in all {
+        let watches = registration.watches.iter().map(|w| {
+            let selectors = (&w.namespace, &w.label_selector, &w.field_selector);
+            (&w.resource, selectors, &w.indexes, w.resync_seconds, true)
+        });
+        let reads = registration.reads.iter().map(|r| {
+            let selectors = (&r.namespace, &r.label_selector, &r.field_selector);
+            (&r.resource, selectors, &r.indexes, 0, false)
+        });
+        for (resource, (namespace, labels, fields), indexes, resync_seconds, handles_events) in
+            watches.chain(reads)
+        {
             let spec = WatchSpec {
-                api_version: w.resource.api_version.clone(),
-                kind: w.resource.kind.clone(),
-                namespace: w.namespace.clone().or_else(|| self.options.namespace.clone()),
-                label_selector: w.label_selector.clone().filter(|s| !s.is_empty()),
-                field_selector: w.field_selector.clone().filter(|s| !s.is_empty()),
+                api_version: resource.api_version.clone(),
+                kind: resource.kind.clone(),
+                namespace: namespace.clone().or_else(|| self.options.namespace.clone()),
+                label_selector: labels.clone().filter(|s| !s.is_empty()),
+                field_selector: fields.clone().filter(|s| !s.is_empty()),
             };
-            if spec.api_version == "v1" && spec.kind == "Secret" && !self.secrets_allowed(plugin) {
+            if spec.api_version == "v1" && spec.kind == "Secret" && !self.options.grants.secrets(plugin) {
                 anyhow::bail!(
-                    "plugin {plugin} asks for Secrets, which the operator has not granted (--allow-secrets {plugin})"
+                    "plugin {plugin} asks for Secrets, which the operator has not granted (--allow-secrets {plugin}, or `secrets: true` in its grant)"
                 );
             }
             let informer = self.factory.informer_for(&spec).await?;
-            for index in &w.indexes {
+            for index in indexes {
                 let by = index_spec(&index.by);
                 informer
                     .ensure_index(&index.name, &by.to_string(), by.func())
                     .with_context(|| format!("index {:?} on {}", index.name, spec.describe()))?;
             }
-            let resync = (handles_events && w.resync_seconds > 0)
-                .then(|| Duration::from_secs(w.resync_seconds.into()));
+            let resync =
+                (handles_events && resync_seconds > 0).then(|| Duration::from_secs(resync_seconds.into()));
             wanted.push(Wanted {
                 spec,
                 resync,
@@ -120,7 +147,24 @@ impl PluginManager {
                 informer,
             });
         }
-        Ok(wanted)
+        let declared: Vec<Declared> = registration
+            .writes
+            .iter()
+            .map(|w| Declared {
+                api_version: w.resource.api_version.clone(),
+                kind: w.resource.kind.clone(),
+                verbs: w.verbs.iter().map(|&v| verb(v)).collect(),
+            })
+            .collect();
+        let (permissions, missing) =
+            self.options
+                .grants
+                .permissions(plugin, &declared, registration.records_events);
+        Ok(Resolution {
+            wanted,
+            permissions,
+            missing,
+        })
     }
 
     /// Attach an instance to its informers. Where `previous` has a listener on
@@ -129,14 +173,24 @@ impl PluginManager {
     pub(super) fn attach(
         &self,
         instance: &Arc<PluginInstance>,
-        wanted: Vec<Wanted>,
+        resolution: Resolution,
         previous: Option<&[Registered]>,
     ) -> Vec<Registered> {
+        let Resolution {
+            wanted, permissions, ..
+        } = resolution;
+        instance.write_scope().grant(WriteAccess::new(
+            instance.name().into(),
+            self.cluster.clone(),
+            permissions,
+        ));
         let pending = Arc::new(AtomicUsize::new(wanted.len()));
         if wanted.is_empty() {
             // Nothing to list: synced at once, and said like any other.
             instance.set_synced();
             tracing::info!(plugin = %instance.name(), "plugin synced");
+            let instance = instance.clone();
+            tokio::task::spawn_blocking(move || instance.on_synced());
         }
         let mut previous: Vec<Registered> = previous.map(<[Registered]>::to_vec).unwrap_or_default();
         let mut registered = Vec::new();
@@ -168,9 +222,5 @@ impl PluginManager {
             self.factory.release(&old.spec, old.listener_id);
         }
         registered
-    }
-
-    fn secrets_allowed(&self, plugin: &str) -> bool {
-        self.options.allow_secrets.iter().any(|p| p == "*" || p == plugin)
     }
 }

@@ -1,0 +1,143 @@
+//! The `cache` import: read-only queries of the informers' stores, scoped
+//! to the resources the plugin watches or reads ([`CacheScope`]). Answers
+//! are handles to the cached versions; nothing here reaches the API server.
+//! Errors are values, never traps.
+
+use super::{HostState, ObjectHandle};
+use crate::informer::store::StoreError;
+use crate::informer::{ObjRef, Store};
+use crate::runtime::bindings::types::{Answer, CacheError, ResourceType as Resource_};
+use crate::runtime::bindings::wink::plugin::cache;
+use std::sync::{Arc, RwLock};
+use wasmtime::component::Resource;
+
+/// The stores a plugin may query, by (apiVersion, kind). Filled when the
+/// plugin's registrations are known; shared by every Store of the plugin.
+/// A plugin grants a handful of resources, so a short list searched with
+/// `&str` comparisons answers a query without allocating or hashing.
+#[derive(Clone, Default)]
+pub struct CacheScope {
+    stores: Arc<RwLock<Vec<Granted>>>,
+}
+
+/// One granted resource: (apiVersion, kind, store).
+type Granted = (String, String, Store);
+
+impl CacheScope {
+    /// Allow queries of one resource, answered from `store`.
+    pub fn grant(&self, api_version: &str, kind: &str, store: Store) {
+        let mut stores = self.stores.write().unwrap();
+        match stores.iter_mut().find(|(v, k, _)| v == api_version && k == kind) {
+            Some(granted) => granted.2 = store,
+            None => stores.push((api_version.to_string(), kind.to_string(), store)),
+        }
+    }
+
+    fn store(&self, resource: &Resource_) -> Result<Store, CacheError> {
+        self.stores
+            .read()
+            .unwrap()
+            .iter()
+            .find(|(v, k, _)| *v == resource.api_version && *k == resource.kind)
+            .map(|(_, _, store)| store.clone())
+            .ok_or_else(|| {
+                CacheError::NotPermitted(format!(
+                    "{} {} is not watched by this plugin",
+                    resource.api_version, resource.kind
+                ))
+            })
+    }
+}
+
+/// A query's reply: a trap (`Err`) or the guest-visible result.
+type Reply<T> = wasmtime::Result<Result<T, CacheError>>;
+
+impl cache::Host for HostState {
+    fn get(&mut self, resource: Resource_, key: String) -> Reply<Option<Resource<ObjectHandle>>> {
+        let store = match self.refuse_logged(self.cache.store(&resource)) {
+            Ok(store) => store,
+            Err(e) => return Ok(Err(e)),
+        };
+        let found = store.get(&key);
+        Ok(Ok(match found {
+            Some(obj) => Some(self.push_object(&obj)?),
+            None => None,
+        }))
+    }
+
+    fn list(
+        &mut self,
+        resource: Resource_,
+        namespace: Option<String>,
+        label_selector: Option<String>,
+    ) -> Reply<Answer> {
+        let objects = match self.list_objects(&resource, namespace, label_selector) {
+            Ok(objects) => objects,
+            Err(e) => return Ok(Err(e)),
+        };
+        Ok(Ok(self.answer(objects)?))
+    }
+
+    fn by_index(&mut self, resource: Resource_, index: String, value: String) -> Reply<Answer> {
+        let objects = match self
+            .refuse_logged(self.cache.store(&resource))
+            .and_then(|store| store.by_index(&index, &value).map_err(store_error))
+        {
+            Ok(objects) => objects,
+            Err(e) => return Ok(Err(e)),
+        };
+        Ok(Ok(self.answer(objects)?))
+    }
+
+    fn index_keys(&mut self, resource: Resource_, index: String, value: String) -> Reply<String> {
+        Ok(self
+            .refuse_logged(self.cache.store(&resource))
+            .and_then(|store| store.index_keys(&index, &value).map_err(store_error))
+            .map(|keys| {
+                let mut text = String::with_capacity(keys.iter().map(|k| k.len() + 1).sum());
+                for k in keys {
+                    text.push_str(&k);
+                    text.push('\n');
+                }
+                text
+            }))
+    }
+
+    fn list_index_values(&mut self, resource: Resource_, index: String) -> Reply<Vec<String>> {
+        Ok(self
+            .refuse_logged(self.cache.store(&resource))
+            .and_then(|store| store.list_index_values(&index).map_err(store_error)))
+    }
+}
+
+impl HostState {
+    fn list_objects(
+        &self,
+        resource: &Resource_,
+        namespace: Option<String>,
+        label_selector: Option<String>,
+    ) -> Result<Vec<ObjRef>, CacheError> {
+        let store = self.refuse_logged(self.cache.store(resource))?;
+        let selector = match label_selector.as_deref().map(str::trim) {
+            None | Some("") => None,
+            Some(s) => Some(wink_selector::LabelSelector::parse(s).map_err(CacheError::InvalidArgument)?),
+        };
+        Ok(store.list(namespace.as_deref(), selector.as_ref()))
+    }
+}
+
+fn store_error(e: StoreError) -> CacheError {
+    match e {
+        StoreError::UnknownIndex(name) => CacheError::UnknownIndex(name),
+        other => CacheError::InvalidArgument(other.to_string()),
+    }
+}
+
+impl HostState {
+    fn refuse_logged<T>(&self, r: Result<T, CacheError>) -> Result<T, CacheError> {
+        if let Err(CacheError::NotPermitted(why)) = &r {
+            tracing::warn!(plugin = %self.plugin, "cache query refused: {why}");
+        }
+        r
+    }
+}

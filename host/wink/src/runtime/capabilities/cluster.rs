@@ -1,0 +1,318 @@
+//! The API server as the `write` and `events` capabilities reach it: one
+//! request at a time from a plugin's own delivery thread, as that plugin
+//! (its user agent and field manager), paced by token buckets, and answered
+//! as a typed `write-error` when the server refuses.
+//!
+//! Owns request building (paths, dry runs, field managers, content types),
+//! the mapping of a `Status` answer to a `write-error`, and rate limiting.
+//! Permission checks are the callers'.
+
+use crate::informer::ObjRef;
+use crate::informer::SharedInformerFactory;
+use crate::informer::object::{CachePolicy, CachedObject};
+use crate::runtime::bindings::types::{ApiStatus, StatusCause, WriteError};
+use axum::http::{self, HeaderValue, Method};
+use kube::api::{ApiResource, DynamicObject};
+use kube::discovery::Scope;
+use serde_json::Value;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// How often a 429 is retried before the plugin sees it.
+pub const RETRIES_429: u32 = 2;
+
+/// The longest Retry-After a write waits for by itself.
+pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(5);
+
+/// A token bucket: `burst` requests at once, `qps` sustained.
+pub struct TokenBucket {
+    qps: f64,
+    burst: f64,
+    state: Mutex<(f64, Instant)>,
+}
+
+impl TokenBucket {
+    /// A full bucket.
+    pub fn new(qps: f64, burst: u32) -> Self {
+        let burst = f64::from(burst.max(1));
+        TokenBucket {
+            qps: qps.max(0.001),
+            burst,
+            state: Mutex::new((burst, Instant::now())),
+        }
+    }
+
+    /// Take one token; returns how long the caller must wait before using it.
+    pub fn reserve(&self) -> Duration {
+        let mut state = self.state.lock().unwrap();
+        let now = Instant::now();
+        let (tokens, at) = *state;
+        let tokens = (tokens + now.duration_since(at).as_secs_f64() * self.qps).min(self.burst) - 1.0;
+        *state = (tokens, now);
+        if tokens >= 0.0 {
+            Duration::ZERO
+        } else {
+            Duration::from_secs_f64(-tokens / self.qps)
+        }
+    }
+}
+
+/// Everything plugins share to reach the API server.
+pub struct ClusterAccess {
+    client: kube::Client,
+    factory: Arc<SharedInformerFactory>,
+    runtime: tokio::runtime::Handle,
+    /// Every plugin's writes together.
+    pub daemon_rate: TokenBucket,
+    /// How long one request may take.
+    pub timeout: Duration,
+}
+
+/// A write a plugin asks for, resolved to a request.
+pub struct Request {
+    pub method: Method,
+    /// Path and query.
+    pub uri: String,
+    pub content_type: &'static str,
+    pub body: Vec<u8>,
+}
+
+/// A resource resolved through discovery.
+#[derive(Clone)]
+pub struct Resolved {
+    pub ar: ApiResource,
+    pub namespaced: bool,
+}
+
+impl Resolved {
+    /// The collection path: `/api/v1/namespaces/ns/configmaps`.
+    pub fn collection(&self, namespace: Option<&str>) -> String {
+        use kube::Resource;
+        DynamicObject::url_path(&self.ar, namespace.filter(|_| self.namespaced))
+    }
+}
+
+fn status(code: u16, reason: &str, message: String) -> ApiStatus {
+    ApiStatus {
+        code,
+        reason: reason.to_string(),
+        message,
+        causes: Vec::new(),
+        retry_after_seconds: None,
+    }
+}
+
+/// The `write-error` of a failed answer: its Status body (or what can be
+/// said without one) and its Retry-After header.
+pub fn error_of(code: u16, retry_after: Option<u32>, body: &[u8]) -> WriteError {
+    let parsed: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
+    let text = |v: &Value| v.as_str().unwrap_or_default().to_string();
+    let mut st = status(
+        code,
+        parsed["reason"].as_str().unwrap_or(""),
+        text(&parsed["message"]),
+    );
+    if st.message.is_empty() {
+        st.message = String::from_utf8_lossy(&body[..body.len().min(512)]).into_owned();
+    }
+    st.causes = parsed["details"]["causes"]
+        .as_array()
+        .map(|causes| {
+            causes
+                .iter()
+                .map(|c| StatusCause {
+                    reason: text(&c["reason"]),
+                    message: text(&c["message"]),
+                    field: text(&c["field"]),
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    st.retry_after_seconds = retry_after.or_else(|| {
+        parsed["details"]["retryAfterSeconds"]
+            .as_u64()
+            .map(|s| s.min(u32::MAX.into()) as u32)
+    });
+    let reason = st.reason.clone();
+    match (code, reason.as_str()) {
+        (_, "AlreadyExists") => WriteError::AlreadyExists(st),
+        (_, "Conflict") | (409, _) => WriteError::Conflict(st),
+        (_, "NotFound") | (404, _) => WriteError::NotFound(st),
+        (_, "Invalid") | (422, _) => WriteError::Invalid(st),
+        (_, "Forbidden") | (403, _) => WriteError::Forbidden(st),
+        (_, "TooManyRequests") | (429, _) => WriteError::TooManyRequests(st),
+        (_, "Timeout") | (504, _) => WriteError::Timeout(st),
+        (_, "InternalError") | (500, _) => WriteError::InternalError(st),
+        _ => WriteError::Other(st),
+    }
+}
+
+impl ClusterAccess {
+    /// Access through `client` (default: `factory`'s), its requests run on
+    /// `runtime`.
+    pub fn new(
+        factory: Arc<SharedInformerFactory>,
+        client: Option<kube::Client>,
+        runtime: tokio::runtime::Handle,
+        daemon_rate: TokenBucket,
+    ) -> Self {
+        ClusterAccess {
+            client: client.unwrap_or_else(|| factory.client().clone()),
+            factory,
+            runtime,
+            daemon_rate,
+            timeout: Duration::from_secs(10),
+        }
+    }
+
+    /// Resolve a resource type through discovery (cached by the factory).
+    pub fn resolve(&self, api_version: &str, kind: &str) -> Result<Resolved, WriteError> {
+        self.runtime
+            .block_on(self.factory.resolve(api_version, kind))
+            .map(|(ar, scope)| Resolved {
+                ar,
+                namespaced: matches!(scope, Scope::Namespaced),
+            })
+            .map_err(|e| WriteError::InvalidArgument(format!("{e:#}")))
+    }
+
+    /// Send `request` as `user_agent` and wait for the answer (on the
+    /// calling thread, which is the plugin's own). A 429 whose Retry-After
+    /// is at most [`MAX_RETRY_AFTER`] is retried after it, up to
+    /// [`RETRIES_429`] times; then the plugin gets `too-many-requests` with
+    /// the server's retry-after, to decide for itself.
+    pub fn send(&self, request: Request, user_agent: &HeaderValue) -> Result<(u16, Vec<u8>), WriteError> {
+        let mut retries = 0;
+        loop {
+            match self.send_once(&request, user_agent) {
+                Err(WriteError::TooManyRequests(st)) if retries < RETRIES_429 => {
+                    let wait = Duration::from_secs(st.retry_after_seconds.unwrap_or(1).into());
+                    if wait > MAX_RETRY_AFTER {
+                        return Err(WriteError::TooManyRequests(st));
+                    }
+                    retries += 1;
+                    std::thread::sleep(wait);
+                }
+                answer => return answer,
+            }
+        }
+    }
+
+    fn send_once(&self, request: &Request, user_agent: &HeaderValue) -> Result<(u16, Vec<u8>), WriteError> {
+        let req = http::Request::builder()
+            .method(request.method.clone())
+            .uri(request.uri.as_str())
+            .header(http::header::CONTENT_TYPE, request.content_type)
+            .header(http::header::ACCEPT, "application/json")
+            .header(http::header::USER_AGENT, user_agent)
+            .body(kube::client::Body::from(request.body.clone()))
+            .map_err(|e| WriteError::InvalidArgument(e.to_string()))?;
+        let client = self.client.clone();
+        let exchange = async move {
+            let resp = client.send(req).await.map_err(|e| e.to_string())?;
+            let code = resp.status().as_u16();
+            let retry_after = resp
+                .headers()
+                .get(http::header::RETRY_AFTER)
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.trim().parse().ok());
+            let body = resp
+                .into_body()
+                .collect_bytes()
+                .await
+                .map_err(|e| e.to_string())?;
+            Ok::<_, String>((code, retry_after, body.to_vec()))
+        };
+        let answer = self
+            .runtime
+            .block_on(async { tokio::time::timeout(self.timeout, exchange).await });
+        match answer {
+            Err(_) => Err(WriteError::Unavailable(format!(
+                "no answer from the API server within {:?}",
+                self.timeout
+            ))),
+            Ok(Err(e)) => Err(WriteError::Unavailable(e)),
+            Ok(Ok((code, _, body))) if (200..300).contains(&code) => Ok((code, body)),
+            Ok(Ok((code, retry_after, body))) => Err(error_of(code, retry_after, &body)),
+        }
+    }
+}
+
+/// The object of a successful answer, as a cached object for a handle; none
+/// when the answer is a `Status` (a delete that completed).
+pub fn answer_object(body: &[u8], ar: &ApiResource) -> Result<Option<ObjRef>, WriteError> {
+    let value: Value = serde_json::from_slice(body)
+        .map_err(|e| WriteError::InvalidArgument(format!("unreadable answer: {e}")))?;
+    if value["kind"] == "Status" {
+        return Ok(None);
+    }
+    let obj: DynamicObject = serde_json::from_value(value)
+        .map_err(|e| WriteError::InvalidArgument(format!("unreadable answer: {e}")))?;
+    let policy = CachePolicy {
+        compress: false,
+        ..CachePolicy::default()
+    };
+    Ok(Some(CachedObject::from_dynamic(obj, ar, policy)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn statuses_map_to_the_matching_error() {
+        let body = |reason: &str| {
+            serde_json::json!({"kind": "Status", "reason": reason, "message": "m",
+                "details": {"causes": [{"reason": "FieldValueRequired", "message": "Required value", "field": "spec.x"}],
+                            "retryAfterSeconds": 3}})
+            .to_string()
+            .into_bytes()
+        };
+        assert!(matches!(
+            error_of(409, None, &body("AlreadyExists")),
+            WriteError::AlreadyExists(_)
+        ));
+        assert!(matches!(
+            error_of(409, None, &body("Conflict")),
+            WriteError::Conflict(_)
+        ));
+        assert!(matches!(
+            error_of(404, None, &body("NotFound")),
+            WriteError::NotFound(_)
+        ));
+        assert!(matches!(
+            error_of(500, None, &body("InternalError")),
+            WriteError::InternalError(_)
+        ));
+        match error_of(422, None, &body("Invalid")) {
+            WriteError::Invalid(st) => {
+                assert_eq!((st.code, st.causes.len()), (422, 1));
+                assert_eq!(st.causes[0].field, "spec.x");
+            }
+            other => panic!("{other:?}"),
+        }
+        match error_of(429, Some(7), &body("TooManyRequests")) {
+            WriteError::TooManyRequests(st) => assert_eq!(st.retry_after_seconds, Some(7), "the header wins"),
+            other => panic!("{other:?}"),
+        }
+        match error_of(502, None, b"bad gateway") {
+            WriteError::Other(st) => assert_eq!((st.code, st.message.as_str()), (502, "bad gateway")),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_token_bucket_allows_its_burst_then_paces() {
+        let b = TokenBucket::new(10.0, 3);
+        for _ in 0..3 {
+            assert_eq!(b.reserve(), Duration::ZERO);
+        }
+        let wait = b.reserve();
+        assert!(
+            wait > Duration::from_millis(50) && wait <= Duration::from_millis(100),
+            "{wait:?}"
+        );
+        let next = b.reserve();
+        assert!(next > wait, "each reservation waits its turn: {next:?}");
+    }
+}

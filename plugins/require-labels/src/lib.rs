@@ -1,0 +1,91 @@
+//! `require-labels`: a policy that acts. It watches apps/v1 Deployments in
+//! every namespace; a Deployment missing a required label gets a Warning
+//! Event (`MissingLabel`, the note names the label) and the label, set to
+//! its default by a merge patch. It converges: the patched Deployment comes
+//! back as an update that needs nothing.
+//!
+//! Config (these are the defaults): `{"labels": ["team"], "default": "unassigned"}`.
+//! It declares `patch` on Deployments and Events; the operator grants them.
+
+use serde::Deserialize;
+use wink_sdk::write::{self, WriteError};
+use wink_sdk::{Handler, Object, Registration, Resource, Verb, Watch, events};
+
+#[derive(Deserialize)]
+#[serde(default, deny_unknown_fields)]
+struct Config {
+    labels: Vec<String>,
+    default: String,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            labels: vec!["team".into()],
+            default: "unassigned".into(),
+        }
+    }
+}
+
+struct RequireLabels {
+    config: Config,
+}
+
+fn deployments() -> Resource {
+    Resource::new("apps/v1", "Deployment")
+}
+
+impl RequireLabels {
+    fn check(&self, obj: &Object) {
+        let missing: Vec<&String> = self
+            .config
+            .labels
+            .iter()
+            .filter(|l| obj.label(l).is_none())
+            .collect();
+        if missing.is_empty() {
+            return;
+        }
+        let mut labels = serde_json::Map::new();
+        for label in &missing {
+            wink_sdk::info!("require-labels: {} missing {label}", obj.key());
+            let note = format!("missing label {label}: set to {:?}", self.config.default);
+            if let Err(e) = events::warning(obj, "MissingLabel", "Labeled", &note) {
+                wink_sdk::warn!("require-labels: Event about {} not recorded: {e:?}", obj.key());
+            }
+            labels.insert(label.to_string(), self.config.default.clone().into());
+        }
+        let patch = serde_json::json!({"metadata": {"labels": labels}});
+        match write::merge_patch(&deployments(), obj.key(), &patch) {
+            Ok(_) => {}
+            // Deleted meanwhile: nothing to label.
+            Err(WriteError::NotFound(_)) => {}
+            Err(e) => wink_sdk::warn!("require-labels: {} not labeled: {e:?}", obj.key()),
+        }
+    }
+}
+
+impl Handler for RequireLabels {
+    fn init(config: &str) -> Result<(Self, Registration), String> {
+        let config: Config = if config.trim().is_empty() {
+            Config::default()
+        } else {
+            serde_json::from_str(config).map_err(|e| format!("bad config: {e}"))?
+        };
+        let registration = Registration::new()
+            .watch(Watch::new("apps/v1", "Deployment"))
+            .writes(deployments(), &[Verb::Patch])
+            .records_events();
+        Ok((RequireLabels { config }, registration))
+    }
+
+    fn on_add(&mut self, obj: &Object, _in_initial_list: bool) {
+        self.check(obj);
+    }
+
+    fn on_update(&mut self, _old: &Object, new: &Object) {
+        self.check(new);
+    }
+}
+
+wink_sdk::export_plugin!(RequireLabels);
