@@ -2,7 +2,11 @@
 //! It logs every pod event like `pod-logger`, and when the event's pod is
 //! named `trigger` (and the event kind matches `on`) it misbehaves:
 //!
-//! config: `{"mode": "loop" | "alloc" | "panic" | "stack" | "leak", "trigger": "bomb", "on": "add" | "update" | "any"}`
+//! config: `{"mode": "loop" | "alloc" | "panic" | "stack" | "leak" | "escape" | "flood", "trigger": "bomb", "on": "add" | "update" | "any", "target": "127.0.0.1:6443"}`
+//!
+//! `escape` tries to leave the sandbox (read a file, read the environment,
+//! open a socket to `target`) and prints what each attempt got; `flood`
+//! prints 20,000 lines of 100 bytes in one call.
 //!
 //! `leak` keeps every object handle the cache gives it (clones of the pods it
 //! lists, forever), until the host's handle cap stops it.
@@ -13,6 +17,7 @@ struct Misbehave {
     mode: String,
     trigger: String,
     on: String,
+    target: String,
 }
 
 #[inline(never)]
@@ -64,6 +69,29 @@ impl Misbehave {
                     std::mem::forget(answer.objects);
                 }
             }
+            "escape" => {
+                match std::fs::read_to_string("/etc/passwd") {
+                    Ok(text) => println!("escape: file read, {} bytes", text.len()),
+                    Err(e) => println!("escape: file refused: {e}"),
+                }
+                match std::env::var("HOME") {
+                    Ok(v) => println!("escape: env read, HOME={v}"),
+                    Err(e) => println!(
+                        "escape: env refused: {e} ({} variables)",
+                        std::env::vars().count()
+                    ),
+                }
+                match std::net::TcpStream::connect(self.target.as_str()) {
+                    Ok(_) => println!("escape: socket connected to {}", self.target),
+                    Err(e) => println!("escape: socket refused: {e}"),
+                }
+            }
+            "flood" => {
+                let line = "x".repeat(100);
+                for i in 0..20_000 {
+                    println!("flood {i} {line}");
+                }
+            }
             _ => {}
         }
     }
@@ -82,6 +110,7 @@ impl Handler for Misbehave {
             mode: get("mode", "panic"),
             trigger: get("trigger", "bomb"),
             on: get("on", "any"),
+            target: get("target", "127.0.0.1:6443"),
         };
         Ok((me, Registration::new().watch(Watch::new("v1", "Pod"))))
     }

@@ -23,6 +23,7 @@ pub mod loader;
 pub mod manager;
 pub mod plugin_file;
 pub mod precompiled;
+pub mod rate;
 pub mod reload;
 pub mod stdio;
 

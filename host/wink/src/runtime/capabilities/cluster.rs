@@ -11,51 +11,19 @@ use crate::informer::ObjRef;
 use crate::informer::SharedInformerFactory;
 use crate::informer::object::{CachePolicy, CachedObject};
 use crate::runtime::bindings::types::{ApiStatus, StatusCause, WriteError};
+pub use crate::runtime::rate::TokenBucket;
 use axum::http::{self, HeaderValue, Method};
 use kube::api::{ApiResource, DynamicObject};
 use kube::discovery::Scope;
 use serde_json::Value;
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
+use std::time::Duration;
 
 /// How often a 429 is retried before the plugin sees it.
 pub const RETRIES_429: u32 = 2;
 
 /// The longest Retry-After a write waits for by itself.
 pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(5);
-
-/// A token bucket: `burst` requests at once, `qps` sustained.
-pub struct TokenBucket {
-    qps: f64,
-    burst: f64,
-    state: Mutex<(f64, Instant)>,
-}
-
-impl TokenBucket {
-    /// A full bucket.
-    pub fn new(qps: f64, burst: u32) -> Self {
-        let burst = f64::from(burst.max(1));
-        TokenBucket {
-            qps: qps.max(0.001),
-            burst,
-            state: Mutex::new((burst, Instant::now())),
-        }
-    }
-
-    /// Take one token; returns how long the caller must wait before using it.
-    pub fn reserve(&self) -> Duration {
-        let mut state = self.state.lock().unwrap();
-        let now = Instant::now();
-        let (tokens, at) = *state;
-        let tokens = (tokens + now.duration_since(at).as_secs_f64() * self.qps).min(self.burst) - 1.0;
-        *state = (tokens, now);
-        if tokens >= 0.0 {
-            Duration::ZERO
-        } else {
-            Duration::from_secs_f64(-tokens / self.qps)
-        }
-    }
-}
 
 /// Everything plugins share to reach the API server.
 pub struct ClusterAccess {
@@ -299,20 +267,5 @@ mod tests {
             WriteError::Other(st) => assert_eq!((st.code, st.message.as_str()), (502, "bad gateway")),
             other => panic!("{other:?}"),
         }
-    }
-
-    #[test]
-    fn a_token_bucket_allows_its_burst_then_paces() {
-        let b = TokenBucket::new(10.0, 3);
-        for _ in 0..3 {
-            assert_eq!(b.reserve(), Duration::ZERO);
-        }
-        let wait = b.reserve();
-        assert!(
-            wait > Duration::from_millis(50) && wait <= Duration::from_millis(100),
-            "{wait:?}"
-        );
-        let next = b.reserve();
-        assert!(next > wait, "each reservation waits its turn: {next:?}");
     }
 }

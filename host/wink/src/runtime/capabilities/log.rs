@@ -7,7 +7,11 @@ use crate::runtime::bindings::wink::plugin::log;
 
 impl log::Host for HostState {
     fn log(&mut self, level: Level, message: String) -> wasmtime::Result<()> {
+        if !self.log_budget.admit() {
+            return Ok(());
+        }
         let p = &self.plugin;
+        let message = crate::runtime::stdio::printable(&message);
         match level {
             Level::Trace => tracing::trace!(target: "wink::plugin", "[{p}] {message}"),
             Level::Debug => tracing::debug!(target: "wink::plugin", "[{p}] {message}"),

@@ -22,7 +22,7 @@ pub use write::{WriteAccess, WriteScope};
 
 use super::bindings::types::{Answer, ObjectMeta};
 use super::bindings::wink::plugin::types;
-use super::stdio::{Channel, GuestOutput};
+use super::stdio::{Channel, GuestOutput, LogBudget};
 use crate::informer::ObjRef;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -120,6 +120,8 @@ pub struct HostState {
     lists: Handles<Vec<ObjRef>>,
     /// What the plugin may write (nothing until granted).
     writes: WriteScope,
+    /// Every line the plugin logs, by any means.
+    log_budget: LogBudget,
     /// The plugin's recorded Events, for aggregation.
     recorder: events::Recorder,
     /// The current call's clock.
@@ -154,8 +156,17 @@ impl HostState {
     /// A closed sandbox for `plugin`, with a memory cap and a cache scope.
     pub fn new(plugin: Arc<str>, memory_bytes: usize, cache: CacheScope, writes: WriteScope) -> Self {
         let mut wasi = WasiCtx::builder();
-        wasi.stdout(GuestOutput::new(plugin.clone(), Channel::Stdout));
-        wasi.stderr(GuestOutput::new(plugin.clone(), Channel::Stderr));
+        let log_budget = LogBudget::new(plugin.clone());
+        wasi.stdout(GuestOutput::new(
+            plugin.clone(),
+            Channel::Stdout,
+            log_budget.clone(),
+        ));
+        wasi.stderr(GuestOutput::new(
+            plugin.clone(),
+            Channel::Stderr,
+            log_budget.clone(),
+        ));
         let limits = wasmtime::StoreLimitsBuilder::new()
             .memory_size(memory_bytes)
             .instances(16)
@@ -169,6 +180,7 @@ impl HostState {
             objects: Handles::default(),
             lists: Handles::default(),
             writes,
+            log_budget,
             recorder: events::Recorder::default(),
             clock: CallClock::start(),
         }
