@@ -10,7 +10,7 @@
 //!   "ops": [
 //!     {"op": "create", "api_version": "v1", "kind": "ConfigMap", "body": {"metadata": {"name": "a", "namespace": "default"}}},
 //!     {"op": "replace", "api_version": "v1", "kind": "ConfigMap", "body": {...}},
-//!     {"op": "patch", "api_version": "v1", "kind": "ConfigMap", "key": "default/a", "type": "merge", "body": {...}, "repeat": 1},
+//!     {"op": "patch", "api_version": "v1", "kind": "ConfigMap", "key": "default/a", "type": "merge", "body": {...}, "repeat": 1, "quiet": false},
 //!     {"op": "delete", "api_version": "v1", "kind": "ConfigMap", "key": "default/a", "uid": "..."},
 //!     {"op": "event", "type": "warning", "reason": "Probe", "action": "Probed", "note": "n", "repeat": 10}
 //!   ]
@@ -69,6 +69,9 @@ fn describe(e: &WriteError) -> String {
 }
 
 fn run(i: usize, q: &Value) {
+    // `quiet`: only errors and one summary line (for benchmarks).
+    let quiet = q.get("quiet").and_then(Value::as_bool) == Some(true);
+    let mut ok = 0u64;
     let op = text(q, "op");
     let resource = Resource::new(text(q, "api_version"), text(q, "kind"));
     let body = q.get("body").map(Value::to_string).unwrap_or_default();
@@ -119,9 +122,13 @@ fn run(i: usize, q: &Value) {
             other => Ok(format!("unknown op {other:?}")),
         };
         match answer {
+            Ok(_) if quiet => ok += 1,
             Ok(k) => println!("write {i} {op}: ok {k}"),
             Err(e) => println!("write {i} {op}: error {}", describe(&e)),
         }
+    }
+    if quiet {
+        println!("write {i} {op}: {ok} ok");
     }
 }
 

@@ -181,6 +181,14 @@ impl PluginInstance {
         &self.cache
     }
 
+    /// A plugin that writes is told when its events are mostly its own
+    /// writes coming back.
+    fn note_delivery(&self, obj: &ObjRef) {
+        if let Some(access) = self.writes.get() {
+            access.delivered(obj.resource_version());
+        }
+    }
+
     /// What the instance may write (shared by its Store).
     pub fn write_scope(&self) -> &WriteScope {
         &self.writes
@@ -298,6 +306,7 @@ fn lend<const N: usize, R>(
 
 impl EventHandler for PluginInstance {
     fn on_add(&self, obj: &ObjRef, in_initial_list: bool) {
+        self.note_delivery(obj);
         self.call("on-add", Some(obj), |store, p, key| {
             lend(store, [obj], |store, [o]| {
                 p.wink_plugin_handler()
@@ -307,6 +316,7 @@ impl EventHandler for PluginInstance {
     }
 
     fn on_update(&self, old: &ObjRef, new: &ObjRef) {
+        self.note_delivery(new);
         self.call("on-update", Some(new), |store, p, key| {
             lend(store, [old, new], |store, [o, n]| {
                 p.wink_plugin_handler().call_on_update(store, key, o, n)

@@ -13,6 +13,7 @@
 
 mod cache;
 pub mod cluster;
+mod echo;
 pub mod events;
 mod log;
 pub mod write;

@@ -29,6 +29,7 @@ pub struct WriteAccess {
     pub(super) user_agent: HeaderValue,
     field_manager: String,
     refused: Mutex<HashSet<String>>,
+    echoes: Mutex<super::echo::EchoTracker>,
 }
 
 impl WriteAccess {
@@ -46,6 +47,15 @@ impl WriteAccess {
             rate: TokenBucket::new(rate.qps, rate.burst),
             user_agent,
             refused: Mutex::new(HashSet::new()),
+            echoes: Mutex::default(),
+        }
+    }
+
+    /// The plugin is handed an object at `resource_version`: an echo of its
+    /// own write or not; logs when most of its events are echoes.
+    pub fn delivered(&self, resource_version: &str) {
+        if let Some(warning) = self.echoes.lock().unwrap().delivered(resource_version) {
+            tracing::warn!(plugin = %self.plugin, "{warning}");
         }
     }
 
@@ -201,7 +211,12 @@ impl HostState {
             answer_object(&body, &resolved.ar)?.ok_or_else(|| invalid("the server answered with a Status"))
         });
         match object {
-            Ok(obj) => Ok(Ok(self.push_object(&obj)?)),
+            Ok(obj) => {
+                if let Some(access) = self.writes.get().filter(|a| !a.audit()) {
+                    access.echoes.lock().unwrap().written(obj.resource_version());
+                }
+                Ok(Ok(self.push_object(&obj)?))
+            }
             Err(e) => Ok(Err(e)),
         }
     }
