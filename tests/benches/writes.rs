@@ -51,7 +51,10 @@ fn main() {
     let sim = rt.block_on(Sim::start(SimConfig::default())).unwrap();
     let mut config = sim.kube_config();
     config.default_retry = false;
-    let client = kube::Client::try_from(config).unwrap();
+    let client = {
+        let _guard = rt.enter();
+        kube::Client::try_from(config).unwrap()
+    };
     let api: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
     let target: ConfigMap =
         serde_json::from_value(serde_json::json!({"metadata": {"name": "target", "namespace": "default"}}))

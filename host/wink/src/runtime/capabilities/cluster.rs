@@ -29,6 +29,8 @@ pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(5);
 pub struct ClusterAccess {
     client: kube::Client,
     factory: Arc<SharedInformerFactory>,
+    /// Resources resolved so far (discovery is asked once per resource).
+    resolved: std::sync::Mutex<std::collections::HashMap<(String, String), Resolved>>,
     runtime: tokio::runtime::Handle,
     /// Every plugin's writes together.
     pub daemon_rate: TokenBucket,
@@ -126,6 +128,7 @@ impl ClusterAccess {
     ) -> Self {
         ClusterAccess {
             client: client.unwrap_or_else(|| factory.client().clone()),
+            resolved: Default::default(),
             factory,
             runtime,
             daemon_rate,
@@ -135,13 +138,20 @@ impl ClusterAccess {
 
     /// Resolve a resource type through discovery (cached by the factory).
     pub fn resolve(&self, api_version: &str, kind: &str) -> Result<Resolved, WriteError> {
-        self.runtime
+        let key = (api_version.to_string(), kind.to_string());
+        if let Some(found) = self.resolved.lock().unwrap().get(&key) {
+            return Ok(found.clone());
+        }
+        let resolved = self
+            .runtime
             .block_on(self.factory.resolve(api_version, kind))
             .map(|(ar, scope)| Resolved {
                 ar,
                 namespaced: matches!(scope, Scope::Namespaced),
             })
-            .map_err(|e| WriteError::InvalidArgument(format!("{e:#}")))
+            .map_err(|e| WriteError::InvalidArgument(format!("{e:#}")))?;
+        self.resolved.lock().unwrap().insert(key, resolved.clone());
+        Ok(resolved)
     }
 
     /// Send `request` as `user_agent` and wait for the answer (on the
@@ -209,13 +219,11 @@ impl ClusterAccess {
 /// The object of a successful answer, as a cached object for a handle; none
 /// when the answer is a `Status` (a delete that completed).
 pub fn answer_object(body: &[u8], ar: &ApiResource) -> Result<Option<ObjRef>, WriteError> {
-    let value: Value = serde_json::from_slice(body)
+    let obj: DynamicObject = serde_json::from_slice(body)
         .map_err(|e| WriteError::InvalidArgument(format!("unreadable answer: {e}")))?;
-    if value["kind"] == "Status" {
+    if obj.types.as_ref().is_some_and(|t| t.kind == "Status") {
         return Ok(None);
     }
-    let obj: DynamicObject = serde_json::from_value(value)
-        .map_err(|e| WriteError::InvalidArgument(format!("unreadable answer: {e}")))?;
     let policy = CachePolicy {
         compress: false,
         ..CachePolicy::default()

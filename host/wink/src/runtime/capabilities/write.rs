@@ -187,14 +187,16 @@ impl HostState {
             let query = access.query(force);
             let request = build(&resolved, &query, &access)?;
             access.pace();
-            let (method, uri) = (request.method.clone(), request.uri.clone());
+            let audit = access
+                .audit()
+                .then(|| format!("{} {}", request.method, request.uri));
             let answer = access.cluster.send(request, &access.user_agent);
-            if access.audit() {
+            if let Some(what) = audit {
                 let outcome = match &answer {
                     Ok((code, _)) => format!("the server accepted it ({code})"),
                     Err(e) => format!("the server refused it: {e:?}"),
                 };
-                tracing::info!(plugin = %self.plugin, "audit: would {method} {uri}: {outcome}");
+                tracing::info!(plugin = %self.plugin, "audit: would {what}: {outcome}");
             }
             answer.map(|(_, body)| (body, resolved))
         })();
@@ -254,7 +256,8 @@ impl HostState {
         subresource: &str,
     ) -> Result<(Vec<u8>, Resolved), WriteError> {
         let (ns, name) = split_key(key);
-        serde_json::from_str::<Value>(&body).map_err(|e| invalid(format!("the patch is not JSON: {e}")))?;
+        serde_json::from_str::<serde::de::IgnoredAny>(&body)
+            .map_err(|e| invalid(format!("the patch is not JSON: {e}")))?;
         let (content_type, force) = patch_content_type(patch);
         self.perform(
             Verb::Patch,
