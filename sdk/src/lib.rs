@@ -120,6 +120,16 @@ pub trait Handler: Sized + 'static {
     fn on_synced(&mut self) {}
 }
 
+/// A plugin's config (the text `init` gets) as `T`: `T::default()` when the
+/// text is empty (no `<name>.json`, or `wink dev`), else parsed as JSON, with
+/// the error worded for the host's log (`bad config: ...`).
+pub fn config<T: serde::de::DeserializeOwned + Default>(text: &str) -> Result<T, String> {
+    if text.trim().is_empty() {
+        return Ok(T::default());
+    }
+    serde_json::from_str(text).map_err(|e| format!("bad config: {e}"))
+}
+
 /// True when an update is a resync: the same object version delivered again.
 pub fn is_resync(old: &Object, new: &Object) -> bool {
     old.uid() == new.uid() && old.resource_version() == new.resource_version()

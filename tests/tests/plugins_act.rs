@@ -245,22 +245,28 @@ async fn ttl_reaper_deletes_what_expired_after_it_synced() {
     assert!(cms.get_opt("plain").await.unwrap().is_some());
 }
 
-/// `write-probe` with `config`, triggered once; its answer lines.
-async fn probe(sim: &Sim, test: &str, config: serde_json::Value, grant: &str, extra: &[&str]) -> Vec<String> {
+/// `write-probe` with `config` under `grant`, triggered once, with `fault`
+/// (how many requests fail, with which status) armed first; its answers.
+/// The trigger is written in process (no HTTP, no fault), so the plugin's
+/// writes are the next requests the server sees.
+async fn probe(
+    sim: &Sim,
+    test: &str,
+    config: serde_json::Value,
+    grant: &str,
+    fault: Option<(usize, u16)>,
+) -> Vec<String> {
     let s = Setup::new(test, sim);
     s.install("write_probe", "probe", Some(&config));
     let file = grants(&s, grant);
-    let mut args = vec!["--grants", file.as_str()];
-    args.extend_from_slice(extra);
-    let wink = s.run(&args);
+    let wink = s.run(&["--grants", &file]);
     wait_synced(&wink, "probe");
-    Api::<ConfigMap>::namespaced(sim.client(), "default")
-        .create(
-            &PostParams::default(),
-            &config_map("default", "trigger", json!({})),
-        )
-        .await
-        .unwrap();
+    if let Some((n, status)) = fault {
+        sim.faults().fail_next(n, status);
+    }
+    let trigger = json!({"apiVersion": "v1", "kind": "ConfigMap",
+                         "metadata": {"name": "trigger", "namespace": "default"}});
+    sim.insert(trigger).unwrap();
     wink.wait_for_line("[probe] probe done", WAIT);
     lines_starting(&wink, "probe", "write ")
 }
@@ -299,7 +305,7 @@ async fn failed_writes_are_typed_errors_the_guest_can_match() {
         {"op": "create", "api_version": "v1", "kind": "Secret", "body": cm("s")},
         {"op": "patch", "api_version": "v1", "kind": "ConfigMap", "key": "default/taken", "type": "merge", "body": {"data": {"ok": "yes"}}},
     ]);
-    let answers = probe(&sim, "act_typed_errors", probe_config(ops), PROBE_GRANT, &[]).await;
+    let answers = probe(&sim, "act_typed_errors", probe_config(ops), PROBE_GRANT, None).await;
     assert_eq!(answers.len(), 6, "{answers:#?}");
     assert!(
         answers[0].starts_with("write 0 create: error already-exists 409 AlreadyExists"),
@@ -329,24 +335,6 @@ async fn failed_writes_are_typed_errors_the_guest_can_match() {
     assert_eq!(cms.get("taken").await.unwrap().data.unwrap()["ok"], "yes");
 }
 
-/// `write-probe` running `ops` with `fault` (how many, which status) armed
-/// for the next requests; its answers.
-async fn probe_with_fault(sim: &Sim, test: &str, ops: serde_json::Value, fault: (usize, u16)) -> Vec<String> {
-    let s = Setup::new(test, sim);
-    s.install("write_probe", "probe", Some(&probe_config(ops)));
-    let file = grants(&s, PROBE_GRANT);
-    let wink = s.run(&["--grants", &file]);
-    wait_synced(&wink, "probe");
-    // Armed first; the trigger is written in process (no HTTP, no fault),
-    // so the plugin's write is the next request the server sees.
-    sim.faults().fail_next(fault.0, fault.1);
-    let trigger = json!({"apiVersion": "v1", "kind": "ConfigMap",
-                         "metadata": {"name": "trigger", "namespace": "default"}});
-    sim.insert(trigger).unwrap();
-    wink.wait_for_line("[probe] probe done", WAIT);
-    lines_starting(&wink, "probe", "write ")
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn throttling_and_server_errors_are_typed_errors_too() {
     let create = |name: &str| {
@@ -355,7 +343,14 @@ async fn throttling_and_server_errors_are_typed_errors_too() {
     };
     let sim = Sim::start(SimConfig::default()).await.unwrap();
     // A 429 is retried after its Retry-After twice; the third reaches the guest.
-    let answers = probe_with_fault(&sim, "act_429", create("a"), (3, 429)).await;
+    let answers = probe(
+        &sim,
+        "act_429",
+        probe_config(create("a")),
+        PROBE_GRANT,
+        Some((3, 429)),
+    )
+    .await;
     assert_eq!(answers.len(), 1, "{answers:#?}");
     assert_eq!(sim.request_count("create", "configmaps"), 3, "two retries");
     assert!(
@@ -363,7 +358,14 @@ async fn throttling_and_server_errors_are_typed_errors_too() {
         "{answers:#?}"
     );
     let sim = Sim::start(SimConfig::default()).await.unwrap();
-    let answers = probe_with_fault(&sim, "act_500", create("b"), (1, 500)).await;
+    let answers = probe(
+        &sim,
+        "act_500",
+        probe_config(create("b")),
+        PROBE_GRANT,
+        Some((1, 500)),
+    )
+    .await;
     assert!(
         answers[0].starts_with("write 0 create: error internal-error 500 InternalError"),
         "{answers:#?}"
@@ -375,7 +377,7 @@ async fn ten_identical_warnings_are_one_event_with_a_series() {
     let sim = Sim::start(SimConfig::default()).await.unwrap();
     let ops = json!([{"op": "event", "key": "default/trigger", "type": "warning", "reason": "Probe",
                       "action": "Probed", "note": "the same note", "repeat": 10}]);
-    let answers = probe(&sim, "act_event_series", probe_config(ops), PROBE_GRANT, &[]).await;
+    let answers = probe(&sim, "act_event_series", probe_config(ops), PROBE_GRANT, None).await;
     assert_eq!(answers.len(), 10, "{answers:#?}");
     assert!(
         answers.iter().all(|a| a == "write 0 event: ok default/trigger"),

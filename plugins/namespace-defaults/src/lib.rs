@@ -22,11 +22,7 @@ struct NamespaceDefaults {
 
 impl Handler for NamespaceDefaults {
     fn init(config: &str) -> Result<(Self, Registration), String> {
-        let config: Config = if config.trim().is_empty() {
-            Config::default()
-        } else {
-            serde_json::from_str(config).map_err(|e| format!("bad config: {e}"))?
-        };
+        let config: Config = wink_sdk::config(config)?;
         let registration = Registration::new()
             .watch(Watch::new("v1", "Namespace"))
             .writes(Resource::new("v1", "ConfigMap"), &[Verb::Create]);

@@ -67,11 +67,7 @@ impl RequireLabels {
 
 impl Handler for RequireLabels {
     fn init(config: &str) -> Result<(Self, Registration), String> {
-        let config: Config = if config.trim().is_empty() {
-            Config::default()
-        } else {
-            serde_json::from_str(config).map_err(|e| format!("bad config: {e}"))?
-        };
+        let config: Config = wink_sdk::config(config)?;
         let registration = Registration::new()
             .watch(Watch::new("apps/v1", "Deployment"))
             .writes(deployments(), &[Verb::Patch])

@@ -113,11 +113,7 @@ impl TtlReaper {
 
 impl Handler for TtlReaper {
     fn init(config: &str) -> Result<(Self, Registration), String> {
-        let config: Config = if config.trim().is_empty() {
-            Config::default()
-        } else {
-            serde_json::from_str(config).map_err(|e| format!("bad config: {e}"))?
-        };
+        let config: Config = wink_sdk::config(config)?;
         let registration = Registration::new()
             .watch(Watch::new("v1", "ConfigMap").resync(Duration::from_secs(config.resync_seconds.max(1))))
             .writes(Resource::new("v1", "ConfigMap"), &[Verb::Delete]);

@@ -134,11 +134,7 @@ fn run(i: usize, q: &Value) {
 
 impl Handler for Probe {
     fn init(config: &str) -> Result<(Self, Registration), String> {
-        let config: Value = if config.trim().is_empty() {
-            Value::Object(Default::default())
-        } else {
-            serde_json::from_str(config).map_err(|e| format!("bad config: {e}"))?
-        };
+        let config: Value = wink_sdk::config(config)?;
         let mut registration = Registration::new()
             .watch(Watch::new("v1", "ConfigMap"))
             .read(Watch::new("apps/v1", "Deployment"));
