@@ -66,7 +66,8 @@ impl Daemon {
         let manager = PluginManager::new(engine, factory.clone(), manager_options)?;
         let errors = manager.load_dir(plugins).await?;
         let loaded = manager.status().await.len();
-        tracing::info!(loaded, failed = errors.len(), dir = %plugins.display(), "plugins loaded");
+        let waiting = manager.waiting();
+        tracing::info!(loaded, failed = errors.len(), waiting, dir = %plugins.display(), "plugins loaded");
         Ok(Daemon { factory, manager })
     }
 

@@ -184,7 +184,12 @@ impl HostArgs {
             }
             None => None,
         };
-        std::fs::create_dir_all(&self.plugins)?;
+        // A mistyped directory is a mistake to say, not one to create.
+        anyhow::ensure!(
+            self.plugins.is_dir(),
+            "the plugin directory {} does not exist (create it, or give another with --plugins DIR)",
+            self.plugins.display()
+        );
         let d = Daemon::start(config, &self.plugins, factory, manager).await?;
         let _reload = if self.no_reload {
             None

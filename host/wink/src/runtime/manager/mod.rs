@@ -13,6 +13,7 @@
 mod lifecycle;
 mod recovery;
 mod registration;
+mod waiting;
 
 pub use lifecycle::{CrashPolicy, PluginState};
 
@@ -127,6 +128,8 @@ pub struct PluginManager {
     crash_tx: UnboundedSender<CrashReport>,
     /// How plugins reach the API server (writes, Events).
     cluster: Arc<ClusterAccess>,
+    /// Plugins waiting for the API server.
+    waiting: waiting::WaitingPlugins,
 }
 
 impl PluginManager {
@@ -179,6 +182,7 @@ impl PluginManager {
             options,
             precompiled,
             plugins: tokio::sync::Mutex::new(BTreeMap::new()),
+            waiting: Default::default(),
             crash_tx,
         });
         tokio::spawn(Self::supervise(Arc::downgrade(&manager), crash_rx));
@@ -207,8 +211,27 @@ impl PluginManager {
 
     /// Load the plugin in `path`, or reload it if it runs: a failure leaves
     /// the running version untouched. An unchanged component with an
-    /// unchanged config is a no-op, whatever the plugin's state.
+    /// unchanged config is a no-op, whatever the plugin's state. A plugin
+    /// whose resources the API server cannot resolve now (unreachable, 5xx,
+    /// not served yet) waits and is loaded again with backoff: not an error.
     pub async fn load_file(&self, path: &Path) -> anyhow::Result<()> {
+        let done = self.load_file_once(path).await;
+        if let Err(e) = &done
+            && let Some(why) = e.downcast_ref::<waiting::Unresolved>()
+        {
+            self.retry_later(path, why);
+            return Ok(());
+        }
+        self.waiting.stop(path);
+        done
+    }
+
+    /// Plugins waiting for the API server to resolve their resources.
+    pub fn waiting(&self) -> usize {
+        self.waiting.len()
+    }
+
+    async fn load_file_once(&self, path: &Path) -> anyhow::Result<()> {
         let started = Instant::now();
         let owned = path.to_path_buf();
         // Read (checked, capped) off the async threads and before any lock.
@@ -416,8 +439,9 @@ impl PluginManager {
         true
     }
 
-    /// Unload the plugin loaded from `path`, if any.
+    /// Unload the plugin loaded from `path`, if any (and stop waiting for it).
     pub async fn unload_path(&self, path: &Path) -> bool {
+        self.waiting.stop(path);
         let name = self
             .plugins
             .lock()

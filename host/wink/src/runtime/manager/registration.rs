@@ -131,7 +131,11 @@ impl PluginManager {
                     "plugin {plugin} asks for Secrets, which the operator has not granted (--allow-secrets {plugin}, or `secrets: true` in its grant)"
                 );
             }
-            let informer = self.factory.informer_for(&spec).await?;
+            let informer = self
+                .factory
+                .informer_for(&spec)
+                .await
+                .map_err(|e| super::waiting::unresolved(e, &spec))?;
             for index in indexes {
                 let by = index_spec(&index.by);
                 informer

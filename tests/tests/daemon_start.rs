@@ -1,0 +1,101 @@
+//! End-to-end: wink comes up whatever its API server is doing. Started
+//! before its server, it waits and loads its plugins within a few seconds of
+//! the server answering; a plugin watching a kind the server does not serve
+//! yet loads once its CRD is created; a mistyped plugin directory is an
+//! error at start, not a new empty directory.
+
+mod cache_support;
+mod common;
+
+use cache_support::*;
+use common::{Wink, scratch};
+use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{Api, ApiResource, DynamicObject, PostParams};
+use kube::core::GroupVersionKind;
+use serde_json::json;
+use std::time::Duration;
+use wink_sim::{Sim, SimConfig};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn started_before_its_api_server_it_loads_when_the_server_answers() {
+    // A server that was there (its kubeconfig is written), then is not.
+    let first = Sim::start(SimConfig::default()).await.unwrap();
+    let port = first.port();
+    let s = Setup::new("start_before_server", &first);
+    s.install("pod_logger", "good", None);
+    first.shutdown().await;
+
+    let wink = s.run(&[]);
+    wink.wait_for_line("plugin waits: the API server is unavailable", WAIT);
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let sim = Sim::start(SimConfig {
+        port,
+        ..SimConfig::default()
+    })
+    .await
+    .unwrap();
+    wait_synced(&wink, "good");
+    let load = up.elapsed();
+    assert!(
+        load < Duration::from_secs(35),
+        "loaded {load:?} after the server came up"
+    );
+    let pods: Api<Pod> = Api::namespaced(sim.client(), "default");
+    let pod: Pod =
+        from_json(json!({"metadata": {"name": "p1"}, "spec": {"containers": [{"name": "c", "image": "i"}]}}));
+    pods.create(&PostParams::default(), &pod).await.unwrap();
+    wink.wait_for_line("[good] OnAdd: p1", WAIT);
+    let waits = wink.lines().iter().filter(|l| l.contains("plugin waits")).count();
+    assert_eq!(waits, 1, "said once per reason, not once per attempt");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plugin_watching_a_kind_not_served_yet_loads_once_its_crd_exists() {
+    let sim = Sim::start(SimConfig::default()).await.unwrap();
+    let s = Setup::new("start_crd_later", &sim);
+    let watch = json!([{"api_version": "example.com/v1", "kind": "Widget"}]);
+    s.install(
+        "cache_probe",
+        "widgets",
+        Some(&json!({"watches": watch, "reads": [], "trigger": "probe", "queries": []})),
+    );
+    let wink = s.run(&[]);
+    wink.wait_for_line(
+        "plugin waits: the API server does not serve a resource it watches (yet)",
+        WAIT,
+    );
+    let crd: CustomResourceDefinition = from_json(json!({
+        "metadata": {"name": "widgets.example.com"},
+        "spec": {"group": "example.com", "scope": "Namespaced",
+            "names": {"plural": "widgets", "kind": "Widget", "singular": "widget"},
+            "versions": [{"name": "v1", "served": true, "storage": true,
+                "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]}}));
+    Api::<CustomResourceDefinition>::all(sim.client())
+        .create(&PostParams::default(), &crd)
+        .await
+        .unwrap();
+    wait_synced(&wink, "widgets");
+    let ar =
+        ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk("example.com", "v1", "Widget"), "widgets");
+    let widgets: Api<DynamicObject> = Api::namespaced_with(sim.client(), "default", &ar);
+    widgets
+        .create(&PostParams::default(), &DynamicObject::new("probe", &ar))
+        .await
+        .unwrap();
+    wink.wait_for_line("[widgets] probe done", WAIT);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_missing_plugin_directory_is_an_error_at_start() {
+    let sim = Sim::start(SimConfig::default()).await.unwrap();
+    let dir = scratch("start_missing_dir");
+    let kubeconfig = dir.join("kubeconfig");
+    sim.write_kubeconfig(&kubeconfig).unwrap();
+    let missing = dir.join("no-such-dir");
+    let mut wink = Wink::run_on(&missing, &kubeconfig, &[]);
+    let status = wink.wait_exit(WAIT).expect("the start ends");
+    assert!(!status.success());
+    wink.wait_for_line("does not exist", WAIT);
+    assert!(!missing.exists(), "not created");
+}
