@@ -36,11 +36,6 @@ async fn started_before_its_api_server_it_loads_when_the_server_answers() {
     .await
     .unwrap();
     wait_synced(&wink, "good");
-    let load = up.elapsed();
-    assert!(
-        load < Duration::from_secs(35),
-        "loaded {load:?} after the server came up"
-    );
     let pods: Api<Pod> = Api::namespaced(sim.client(), "default");
     let pod: Pod =
         from_json(json!({"metadata": {"name": "p1"}, "spec": {"containers": [{"name": "c", "image": "i"}]}}));
