@@ -5,6 +5,7 @@
 //! processor) -> [`runtime`] (engine, plugin instances) -> guest. Guest
 //! queries come back only through the runtime's cache capability.
 
+pub mod admin;
 pub mod cache_view;
 pub mod daemon;
 pub mod informer;

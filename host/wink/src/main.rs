@@ -21,8 +21,18 @@ use wink::runtime::{Limits, reload};
     about = "Kubernetes shared informers feeding WebAssembly plugins"
 )]
 struct Cli {
+    /// `text` for people, `json` for a cluster's log pipeline (one object a
+    /// line; a plugin's lines carry the plugin as a field).
+    #[arg(long, global = true, value_enum, default_value_t = LogFormat::Text)]
+    log_format: LogFormat,
     #[command(subcommand)]
     command: Command,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum LogFormat {
+    Text,
+    Json,
 }
 
 #[derive(Subcommand)]
@@ -104,7 +114,12 @@ struct HostArgs {
     /// Serve a read-only HTTP view of the cache on this address (e.g. 127.0.0.1:8080).
     #[arg(long)]
     cache_view: Option<SocketAddr>,
-    /// Let HTTP surfaces (the cache view) listen on a non-loopback address:
+    /// Serve the admin endpoints (/healthz, /readyz, /metrics,
+    /// /debug/plugins, and the cache view's /cache/...) on this address
+    /// (e.g. 127.0.0.1:9090).
+    #[arg(long)]
+    admin_addr: Option<SocketAddr>,
+    /// Let HTTP surfaces (the admin server, the cache view) listen on a non-loopback address:
     /// they have no authentication.
     #[arg(long)]
     allow_non_loopback: bool,
@@ -174,14 +189,16 @@ impl HostArgs {
     async fn serve(&self, config: kube::Config) -> anyhow::Result<()> {
         let (factory, manager) = self.options()?;
         // Sockets first: one that cannot be had ends the start, clearly.
+        let options = ListenOptions {
+            allow_non_loopback: self.allow_non_loopback,
+            ..ListenOptions::default()
+        };
         let cache_view = match self.cache_view {
-            Some(addr) => {
-                let options = ListenOptions {
-                    allow_non_loopback: self.allow_non_loopback,
-                    ..ListenOptions::default()
-                };
-                Some(listener::bind(addr, "the cache view", &options).await?)
-            }
+            Some(addr) => Some(listener::bind(addr, "the cache view", &options).await?),
+            None => None,
+        };
+        let admin = match self.admin_addr {
+            Some(addr) => Some(listener::bind(addr, "the admin server", &options).await?),
             None => None,
         };
         // A mistyped directory is a mistake to say, not one to create.
@@ -196,6 +213,17 @@ impl HostArgs {
         } else {
             Some(reload::watch(&self.plugins, d.manager.clone())?)
         };
+        if let Some(listener) = admin {
+            let admin = wink::admin::Admin {
+                factory: d.factory.clone(),
+                manager: d.manager.clone(),
+            };
+            tokio::spawn(async move {
+                if let Err(e) = wink::admin::serve(listener, admin).await {
+                    tracing::error!("admin server stopped: {e:#}");
+                }
+            });
+        }
         if let Some(listener) = cache_view {
             let factory = d.factory.clone();
             tokio::spawn(async move {
@@ -210,20 +238,25 @@ impl HostArgs {
     }
 }
 
-fn init_tracing() {
+fn init_tracing(format: LogFormat) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_ansi(false)
-        .init();
+    let fmt = tracing_subscriber::fmt().with_env_filter(filter).with_ansi(false);
+    match format {
+        LogFormat::Text => fmt.init(),
+        LogFormat::Json => {
+            wink::runtime::stdio::set_structured(true);
+            fmt.json().flatten_event(true).init()
+        }
+    }
 }
 
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
-    init_tracing();
+    let cli = Cli::parse();
+    init_tracing(cli.log_format);
     // One line a person can read (the cause chain), not a debug dump.
-    match run(Cli::parse()).await {
+    match run(cli).await {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {e:#}");

@@ -103,6 +103,11 @@ impl SharedInformerFactory {
         })
     }
 
+    /// Every running informer (for health and metrics).
+    pub fn informers(&self) -> Vec<Arc<SharedInformer>> {
+        self.informers.lock().unwrap().values().cloned().collect()
+    }
+
     /// The client every informer lists and watches with.
     pub fn client(&self) -> &Client {
         &self.client

@@ -97,6 +97,15 @@ impl SharedInformer {
         self.writer.ensure_index(name, definition, func)
     }
 
+    /// Whether its list+watch task runs (it ends only when stopped).
+    pub fn is_alive(&self) -> bool {
+        self.task
+            .lock()
+            .unwrap()
+            .as_ref()
+            .is_some_and(|t| !t.is_finished())
+    }
+
     /// Whether the initial list has been applied.
     pub fn has_synced(&self) -> bool {
         self.synced.load(Ordering::Acquire)

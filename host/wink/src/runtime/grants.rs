@@ -141,7 +141,7 @@ pub struct Declared {
 }
 
 /// What a plugin may do: its declaration intersected with its grant.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct Permissions {
     pub mode: Mode,
     pub events: bool,

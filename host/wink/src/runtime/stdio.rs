@@ -9,7 +9,7 @@
 use super::rate::TokenBucket;
 use std::borrow::Cow;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use wasmtime_wasi::cli::{IsTerminal, StdoutStream};
@@ -66,6 +66,37 @@ impl LogBudget {
     }
 }
 
+/// Whether the log is read by machines (`--log-format json`): guest lines
+/// then carry the plugin as a field instead of a `[plugin]` prefix.
+static STRUCTURED: AtomicBool = AtomicBool::new(false);
+
+/// Log guest lines for machines (the plugin as a field) or for people.
+pub fn set_structured(on: bool) {
+    STRUCTURED.store(on, Ordering::Relaxed);
+}
+
+/// One guest line into the host's log, at `level`, escaped, with its
+/// plugin: every guest line (stdout, stderr, the `log` import) goes here.
+pub fn guest_line(plugin: &str, level: tracing::Level, line: &str) {
+    let line = printable(line);
+    macro_rules! emit {
+        ($mac:ident) => {
+            if STRUCTURED.load(Ordering::Relaxed) {
+                tracing::$mac!(target: "wink::plugin", plugin, "{line}")
+            } else {
+                tracing::$mac!(target: "wink::plugin", "[{plugin}] {line}")
+            }
+        };
+    }
+    match level {
+        tracing::Level::TRACE => emit!(trace),
+        tracing::Level::DEBUG => emit!(debug),
+        tracing::Level::INFO => emit!(info),
+        tracing::Level::WARN => emit!(warn),
+        _ => emit!(error),
+    }
+}
+
 /// `line` with control characters (but tab) escaped: one log line stays one.
 pub fn printable(line: &str) -> Cow<'_, str> {
     if !line.chars().any(|c| c.is_control() && c != '\t') {
@@ -113,11 +144,11 @@ impl GuestOutput {
             return;
         }
         let line = String::from_utf8_lossy(line);
-        let line = printable(line.trim_end_matches('\r'));
-        match self.channel {
-            Channel::Stdout => tracing::info!(target: "wink::plugin", "[{}] {}", self.plugin, line),
-            Channel::Stderr => tracing::warn!(target: "wink::plugin", "[{}] {}", self.plugin, line),
-        }
+        let level = match self.channel {
+            Channel::Stdout => tracing::Level::INFO,
+            Channel::Stderr => tracing::Level::WARN,
+        };
+        guest_line(&self.plugin, level, line.trim_end_matches('\r'));
     }
 
     fn write_bytes(&self, bytes: &[u8]) {

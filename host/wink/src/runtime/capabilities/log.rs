@@ -10,15 +10,14 @@ impl log::Host for HostState {
         if !self.log_budget.admit() {
             return Ok(());
         }
-        let p = &self.plugin;
-        let message = crate::runtime::stdio::printable(&message);
-        match level {
-            Level::Trace => tracing::trace!(target: "wink::plugin", "[{p}] {message}"),
-            Level::Debug => tracing::debug!(target: "wink::plugin", "[{p}] {message}"),
-            Level::Info => tracing::info!(target: "wink::plugin", "[{p}] {message}"),
-            Level::Warn => tracing::warn!(target: "wink::plugin", "[{p}] {message}"),
-            Level::Error => tracing::error!(target: "wink::plugin", "[{p}] {message}"),
-        }
+        let level = match level {
+            Level::Trace => tracing::Level::TRACE,
+            Level::Debug => tracing::Level::DEBUG,
+            Level::Info => tracing::Level::INFO,
+            Level::Warn => tracing::Level::WARN,
+            Level::Error => tracing::Level::ERROR,
+        };
+        crate::runtime::stdio::guest_line(&self.plugin, level, &message);
         Ok(())
     }
 }

@@ -30,6 +30,8 @@ pub struct WriteAccess {
     field_manager: String,
     refused: Mutex<HashSet<String>>,
     echoes: Mutex<super::echo::EchoTracker>,
+    /// Writes made, by (verb, resource, outcome: HTTP code or reason).
+    counts: Mutex<std::collections::BTreeMap<(&'static str, String, String), u64>>,
 }
 
 impl WriteAccess {
@@ -48,6 +50,7 @@ impl WriteAccess {
             user_agent,
             refused: Mutex::new(HashSet::new()),
             echoes: Mutex::default(),
+            counts: Mutex::default(),
         }
     }
 
@@ -57,6 +60,42 @@ impl WriteAccess {
         if let Some(warning) = self.echoes.lock().unwrap().delivered(resource_version) {
             tracing::warn!(plugin = %self.plugin, "{warning}");
         }
+    }
+
+    /// What the plugin may do.
+    pub fn permissions(&self) -> &Permissions {
+        &self.permissions
+    }
+
+    /// Writes made so far: (verb, resource, outcome, count).
+    pub fn write_counts(&self) -> Vec<(&'static str, String, String, u64)> {
+        let counts = self.counts.lock().unwrap();
+        counts
+            .iter()
+            .map(|((v, r, o), n)| (*v, r.clone(), o.clone(), *n))
+            .collect()
+    }
+
+    fn count(&self, verb: Verb, resource: &str, outcome: &Result<(Vec<u8>, Resolved), WriteError>) {
+        let outcome = match outcome {
+            Ok(_) => "2xx".to_string(),
+            Err(e) => match e {
+                WriteError::NotPermitted(_) => "not-permitted".to_string(),
+                WriteError::InvalidArgument(_) => "invalid-argument".to_string(),
+                WriteError::Unavailable(_) => "unavailable".to_string(),
+                WriteError::AlreadyExists(s)
+                | WriteError::Conflict(s)
+                | WriteError::NotFound(s)
+                | WriteError::Invalid(s)
+                | WriteError::Forbidden(s)
+                | WriteError::TooManyRequests(s)
+                | WriteError::Timeout(s)
+                | WriteError::InternalError(s)
+                | WriteError::Other(s) => s.code.to_string(),
+            },
+        };
+        let key = (verb.as_str(), resource.to_string(), outcome);
+        *self.counts.lock().unwrap().entry(key).or_default() += 1;
     }
 
     /// Whether writes are server-side dry runs.
@@ -200,6 +239,7 @@ impl HostState {
             }
             answer.map(|(_, body)| (body, resolved))
         })();
+        access.count(verb, &what, &result);
         self.clock.io += started.elapsed();
         result
     }

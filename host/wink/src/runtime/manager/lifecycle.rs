@@ -65,6 +65,8 @@ pub struct Lifecycle {
     state: PluginState,
     consecutive_crashes: u32,
     restarts: u32,
+    /// Crashes since it was installed (every instance's).
+    crashes: u64,
     started: Instant,
     /// A Cranelift build is on the way for the Winch build that runs.
     tier_up_pending: bool,
@@ -82,6 +84,7 @@ impl Lifecycle {
             },
             consecutive_crashes: 0,
             restarts: 0,
+            crashes: 0,
             started: now,
             tier_up_pending: tiering_up,
         }
@@ -95,6 +98,11 @@ impl Lifecycle {
     /// Restarts after crashes so far.
     pub fn restarts(&self) -> u32 {
         self.restarts
+    }
+
+    /// Crashes since the plugin was installed, every instance's.
+    pub fn crashes(&self) -> u64 {
+        self.crashes
     }
 
     /// Whether a Cranelift build may be handed over now.
@@ -123,6 +131,7 @@ impl Lifecycle {
         if matches!(self.state, PluginState::Quarantined(_)) {
             return AfterCrash::Nothing;
         }
+        self.crashes += 1;
         self.consecutive_crashes = if now.duration_since(self.started) < policy.healthy_after {
             self.consecutive_crashes + 1
         } else {
@@ -192,6 +201,7 @@ mod tests {
         );
         assert_eq!(l.state(), &PluginState::Quarantined(why));
         assert_eq!(l.crashed(&POLICY, "again", t0), AfterCrash::Nothing);
+        assert_eq!(l.crashes(), 4, "every crash counted, none after quarantine");
         l.restarted(t0);
         assert!(
             matches!(l.state(), PluginState::Quarantined(_)),

@@ -52,12 +52,22 @@ struct LoadedPlugin {
 pub struct PluginStatus {
     pub name: String,
     pub path: PathBuf,
+    /// sha256 of the component.
+    pub digest: String,
+    /// The compiler of its running code.
+    pub compiler: Compiler,
     pub state: PluginState,
     pub synced: bool,
     pub calls: u64,
     pub traps: u64,
     pub restarts: u32,
+    /// Crashes since it was loaded, every instance's.
+    pub crashes: u64,
     pub watches: Vec<WatchSpec>,
+    /// What it may write (declared and granted), when anything.
+    pub permissions: Option<super::grants::Permissions>,
+    /// Writes made: (verb, resource, outcome, count).
+    pub writes: Vec<(&'static str, String, String, u64)>,
 }
 
 /// Options for the manager.
@@ -470,12 +480,22 @@ impl PluginManager {
             .map(|(name, r)| PluginStatus {
                 name: name.clone(),
                 path: r.path.clone(),
+                digest: r.digest.clone(),
+                compiler: r.instance.engine().compiler(),
                 state: r.lifecycle.state().clone(),
                 synced: r.instance.has_synced(),
                 calls: r.instance.calls(),
                 traps: r.instance.traps(),
                 restarts: r.lifecycle.restarts(),
+                crashes: r.lifecycle.crashes(),
                 watches: r.registered.iter().map(|x| x.spec.clone()).collect(),
+                permissions: r.instance.write_scope().get().map(|a| a.permissions().clone()),
+                writes: r
+                    .instance
+                    .write_scope()
+                    .get()
+                    .map(|a| a.write_counts())
+                    .unwrap_or_default(),
             })
             .collect()
     }
