@@ -114,6 +114,10 @@ struct HostArgs {
     /// Serve a read-only HTTP view of the cache on this address (e.g. 127.0.0.1:8080).
     #[arg(long)]
     cache_view: Option<SocketAddr>,
+    /// How long a shutdown waits for plugins to finish their current calls,
+    /// milliseconds.
+    #[arg(long, default_value_t = 10_000)]
+    shutdown_timeout_ms: u64,
     /// Serve the admin endpoints (/healthz, /readyz, /metrics,
     /// /debug/plugins, and the cache view's /cache/...) on this address
     /// (e.g. 127.0.0.1:9090).
@@ -233,7 +237,12 @@ impl HostArgs {
             });
         }
         daemon::shutdown_signal().await;
-        d.shutdown();
+        tracing::info!("shutting down: no more events; each plugin finishes its current call");
+        let timeout = Duration::from_millis(self.shutdown_timeout_ms);
+        let stopping = tokio::task::spawn_blocking(move || d.shutdown());
+        if tokio::time::timeout(timeout, stopping).await.is_err() {
+            tracing::warn!("plugins still busy after {timeout:?}: exiting anyway");
+        }
         Ok(())
     }
 }
