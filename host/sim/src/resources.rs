@@ -71,7 +71,16 @@ impl ResourceDef {
         self.crd.is_some()
             || !matches!(
                 self.plural.as_str(),
-                "configmaps" | "secrets" | "events" | "leases" | "serviceaccounts" | "endpoints"
+                "configmaps"
+                    | "secrets"
+                    | "events"
+                    | "leases"
+                    | "serviceaccounts"
+                    | "endpoints"
+                    | "roles"
+                    | "rolebindings"
+                    | "clusterroles"
+                    | "clusterrolebindings"
             )
     }
 
@@ -172,6 +181,51 @@ pub fn builtins() -> Vec<ResourceDef> {
         builtin("apps", "v1", "statefulsets", "StatefulSet", true, &["sts"], true),
         builtin("apps", "v1", "daemonsets", "DaemonSet", true, &["ds"], true),
         builtin("coordination.k8s.io", "v1", "leases", "Lease", true, &[], false),
+        builtin(
+            "rbac.authorization.k8s.io",
+            "v1",
+            "roles",
+            "Role",
+            true,
+            &[],
+            false,
+        ),
+        builtin(
+            "rbac.authorization.k8s.io",
+            "v1",
+            "rolebindings",
+            "RoleBinding",
+            true,
+            &[],
+            false,
+        ),
+        builtin(
+            "rbac.authorization.k8s.io",
+            "v1",
+            "clusterroles",
+            "ClusterRole",
+            false,
+            &[],
+            false,
+        ),
+        builtin(
+            "rbac.authorization.k8s.io",
+            "v1",
+            "clusterrolebindings",
+            "ClusterRoleBinding",
+            false,
+            &[],
+            false,
+        ),
+        builtin(
+            "policy",
+            "v1",
+            "poddisruptionbudgets",
+            "PodDisruptionBudget",
+            true,
+            &["pdb"],
+            true,
+        ),
         builtin(
             "apiextensions.k8s.io",
             "v1",

@@ -10,4 +10,5 @@ pub mod cache_view;
 pub mod daemon;
 pub mod informer;
 pub mod listener;
+pub mod manifests;
 pub mod runtime;

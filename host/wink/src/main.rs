@@ -65,6 +65,23 @@ enum Command {
     },
     /// Run only the simulated Kubernetes API server (for kubectl and tests).
     Sim(SimArgs),
+    /// Print a least-privilege deployment for a plugin directory: RBAC
+    /// derived from what the plugins watch, read and may write, the
+    /// Deployment, its PodDisruptionBudget, a metrics Service, the grants.
+    Manifests {
+        /// Directory of plugin components.
+        #[arg(long)]
+        plugins: PathBuf,
+        /// The operator's grants file (what the plugins may write).
+        #[arg(long)]
+        grants: Option<PathBuf>,
+        /// The namespace wink runs in.
+        #[arg(long, default_value = "wink-system")]
+        namespace: String,
+        /// The container image (see the README's container build).
+        #[arg(long, default_value = "wink:latest")]
+        image: String,
+    },
 }
 
 #[derive(Args)]
@@ -291,7 +308,58 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             host,
         } => dev(churn, kubeconfig_out, seed, host).await,
         Command::Sim(args) => sim(args).await,
+        Command::Manifests {
+            plugins,
+            grants,
+            namespace,
+            image,
+        } => manifests(&plugins, grants.as_deref(), namespace, image),
     }
+}
+
+/// `wink manifests`: the plugins' needs, intersected with the grants, as
+/// a deployment on stdout.
+fn manifests(
+    plugins: &std::path::Path,
+    grants: Option<&std::path::Path>,
+    namespace: String,
+    image: String,
+) -> anyhow::Result<()> {
+    use wink::manifests::{Deployment, PluginNeeds, render, to_yaml};
+    use wink::runtime::manager::declared_writes;
+    let (grant_text, parsed) = match grants {
+        Some(path) => (Some(std::fs::read_to_string(path)?), Grants::load(path)?),
+        None => (None, Grants::default()),
+    };
+    let mut needs = Vec::new();
+    for (name, registration) in wink::runtime::offline::registrations(plugins)? {
+        let declared = declared_writes(&registration);
+        let (permissions, missing) = parsed.permissions(&name, &declared, registration.records_events);
+        if !missing.is_empty() {
+            eprintln!(
+                "wink manifests: {name} declares what is not granted (not in the RBAC): {}",
+                missing.snippet(&name)
+            );
+        }
+        let watches = registration.watches.iter().map(|w| (&w.resource, &w.namespace));
+        let reads = registration.reads.iter().map(|r| (&r.resource, &r.namespace));
+        let reads = watches
+            .chain(reads)
+            .map(|(res, ns)| (res.api_version.clone(), res.kind.clone(), ns.clone()))
+            .collect();
+        needs.push(PluginNeeds {
+            name,
+            reads,
+            permissions,
+        });
+    }
+    let deployment = Deployment {
+        namespace,
+        image,
+        grants: grant_text,
+    };
+    print!("{}", to_yaml(&render(&needs, &deployment)));
+    Ok(())
 }
 
 /// `wink sim`'s arguments: the simulator's own.

@@ -21,6 +21,7 @@ pub mod grants;
 pub mod instance;
 pub mod loader;
 pub mod manager;
+pub mod offline;
 pub mod plugin_file;
 pub mod precompiled;
 pub mod rate;

@@ -13,6 +13,7 @@
 mod lifecycle;
 mod recovery;
 mod registration;
+pub use registration::declared_writes;
 mod waiting;
 
 pub use lifecycle::{CrashPolicy, PluginState};

@@ -72,6 +72,19 @@ pub(super) struct Resolution {
     pub(super) missing: Missing,
 }
 
+/// The writes a registration declares.
+pub fn declared_writes(registration: &Registration) -> Vec<Declared> {
+    registration
+        .writes
+        .iter()
+        .map(|w| Declared {
+            api_version: w.resource.api_version.clone(),
+            kind: w.resource.kind.clone(),
+            verbs: w.verbs.iter().map(|&v| verb(v)).collect(),
+        })
+        .collect()
+}
+
 fn verb(v: WitVerb) -> Verb {
     match v {
         WitVerb::Create => Verb::Create,
@@ -151,15 +164,7 @@ impl PluginManager {
                 informer,
             });
         }
-        let declared: Vec<Declared> = registration
-            .writes
-            .iter()
-            .map(|w| Declared {
-                api_version: w.resource.api_version.clone(),
-                kind: w.resource.kind.clone(),
-                verbs: w.verbs.iter().map(|&v| verb(v)).collect(),
-            })
-            .collect();
+        let declared = declared_writes(registration);
         let (permissions, missing) =
             self.options
                 .grants

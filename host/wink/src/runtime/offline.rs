@@ -1,0 +1,32 @@
+//! Registrations read without a cluster: each component of a plugin
+//! directory compiled (Winch, fast), instantiated once and its `init`
+//! called, for what it declares (`wink manifests`). Nothing is delivered
+//! and nothing reaches an API server.
+
+use super::bindings::types::Registration;
+use super::engine::{Compiler, Limits, WinkEngine};
+use super::instance::PluginInstance;
+use super::{loader, plugin_file};
+use std::path::Path;
+
+/// Every plugin of `dir` with its registration; a component that does not
+/// load or whose `init` refuses is an error naming it.
+pub fn registrations(dir: &Path) -> anyhow::Result<Vec<(String, Registration)>> {
+    let engine = WinkEngine::with_compiler(Compiler::Winch)?;
+    let linker = loader::linker(&engine)?;
+    let mut out = Vec::new();
+    for path in plugin_file::component_files(dir)? {
+        let files = plugin_file::read_plugin(&path)?;
+        let loaded = loader::load_bytes(&engine, &linker, None, &path, &files.component)?;
+        let (_, registration) = PluginInstance::start(
+            loaded.name.clone(),
+            loaded.pre,
+            &engine,
+            files.config,
+            Limits::default(),
+            None,
+        )?;
+        out.push((files.name, registration));
+    }
+    Ok(out)
+}
