@@ -442,14 +442,12 @@ async fn a_slow_server_costs_no_deadline_and_no_other_plugin_waits() {
     let wink = s.run(&["--grants", &file, "--call-deadline-ms", "1000"]);
     wait_synced(&wink, "probe");
     wait_synced(&wink, "pods");
-    Api::<ConfigMap>::namespaced(sim.client(), "default")
-        .create(
-            &PostParams::default(),
-            &config_map("default", "trigger", json!({})),
-        )
-        .await
-        .unwrap();
+    // Slow first; the trigger is written in process (not delayed), so the
+    // plugin's write is what waits.
     sim.faults().delay(Some(Duration::from_secs(2)));
+    let trigger = json!({"apiVersion": "v1", "kind": "ConfigMap",
+                         "metadata": {"name": "trigger", "namespace": "default"}});
+    sim.insert(trigger).unwrap();
     // While the plugin's write waits 2 s on the server, a pod event (written
     // in process, not delayed) reaches the other plugin.
     tokio::time::sleep(Duration::from_millis(300)).await;
