@@ -89,9 +89,22 @@ async fn the_rbac_is_exactly_what_the_plugins_need_and_applies_with_kubectl() {
             rule("events.k8s.io", "events", &["create", "patch"]),
         ]
     );
-    let role = find("Role").next().expect("a Role for the namespaced grant");
-    assert_eq!(role["metadata"]["namespace"], "scratch");
-    assert_eq!(rules(role), [rule("", "configmaps", &["delete"])]);
+    let role_in = |ns: &str| find("Role").find(|r| r["metadata"]["namespace"] == ns).unwrap();
+    assert_eq!(
+        rules(role_in("scratch")),
+        [rule("", "configmaps", &["delete"])],
+        "the namespaced grant"
+    );
+    assert_eq!(
+        rules(role_in("wink-system")),
+        [rule(
+            "coordination.k8s.io",
+            "leases",
+            &["create", "get", "update"]
+        )],
+        "leader election's Lease"
+    );
+    assert_eq!(find("Role").count(), 2);
     let deployment = find("Deployment").next().unwrap();
     let container = &deployment["spec"]["template"]["spec"]["containers"][0];
     assert_eq!(container["securityContext"]["readOnlyRootFilesystem"], true);
@@ -100,6 +113,14 @@ async fn the_rbac_is_exactly_what_the_plugins_need_and_applies_with_kubectl() {
         true
     );
     assert_eq!(container["readinessProbe"]["httpGet"]["path"], "/readyz");
+    assert_eq!(deployment["spec"]["replicas"], 2);
+    assert!(
+        container["args"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|a| a == "--leader-elect")
+    );
     assert!(find("PodDisruptionBudget").next().is_some() && find("Service").next().is_some());
     let grants = find("ConfigMap").next().unwrap();
     assert_eq!(grants["data"]["grants.yaml"], GRANTS);

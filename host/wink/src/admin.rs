@@ -147,6 +147,13 @@ async fn render(a: &Admin) -> String {
         synced,
     );
     registry.register("plugin_writes", "Writes by verb, resource and outcome", writes);
+    let leader = Gauge::<i64>::default();
+    leader.set(a.manager.leadership().is_leading().into());
+    registry.register(
+        "leader",
+        "Whether this replica leads (1) or stands by (0)",
+        leader,
+    );
     let waiting = Gauge::<i64>::default();
     waiting.set(a.manager.waiting() as i64);
     registry.register("plugins_waiting", "Plugins waiting for the API server", waiting);

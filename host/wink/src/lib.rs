@@ -9,6 +9,7 @@ pub mod admin;
 pub mod cache_view;
 pub mod daemon;
 pub mod informer;
+pub mod leader;
 pub mod listener;
 pub mod manifests;
 pub mod runtime;

@@ -131,6 +131,29 @@ struct HostArgs {
     /// Serve a read-only HTTP view of the cache on this address (e.g. 127.0.0.1:8080).
     #[arg(long)]
     cache_view: Option<SocketAddr>,
+    /// Contend for leadership on a coordination.k8s.io/v1 Lease: only the
+    /// leader delivers events and writes; a standby keeps its caches current
+    /// and takes over with the cache replayed (no relist).
+    #[arg(long)]
+    leader_elect: bool,
+    /// The Lease's namespace.
+    #[arg(long, env = "POD_NAMESPACE", default_value = "default")]
+    leader_elect_namespace: String,
+    /// The Lease's name.
+    #[arg(long, default_value = "wink")]
+    leader_elect_lease: String,
+    /// This replica's identity (default: the pod name, else host and pid).
+    #[arg(long, env = "POD_NAME")]
+    leader_elect_identity: Option<String>,
+    /// How long the Lease is valid after a renewal, milliseconds.
+    #[arg(long, default_value_t = 15_000)]
+    lease_duration_ms: u64,
+    /// How long a leader tries to renew before it stands down, milliseconds.
+    #[arg(long, default_value_t = 10_000)]
+    renew_deadline_ms: u64,
+    /// How often candidates try and the leader renews, milliseconds.
+    #[arg(long, default_value_t = 2_000)]
+    retry_period_ms: u64,
     /// How long a shutdown waits for plugins to finish their current calls,
     /// milliseconds.
     #[arg(long, default_value_t = 10_000)]
@@ -208,7 +231,25 @@ impl HostArgs {
 
     /// Run the daemon with `client` until a signal.
     async fn serve(&self, config: kube::Config) -> anyhow::Result<()> {
-        let (factory, manager) = self.options()?;
+        let (factory, mut manager) = self.options()?;
+        let election = self.leader_elect.then(|| {
+            manager.leadership = wink::leader::Leadership::standby();
+            let identity = self.leader_elect_identity.clone().unwrap_or_else(|| {
+                let host = std::fs::read_to_string("/etc/hostname").unwrap_or_default();
+                format!("{}-{}", host.trim(), std::process::id())
+            });
+            let leader = wink::leader::LeaderConfig {
+                namespace: self.leader_elect_namespace.clone(),
+                name: self.leader_elect_lease.clone(),
+                identity,
+                lease_duration: Duration::from_millis(self.lease_duration_ms),
+                renew_deadline: Duration::from_millis(self.renew_deadline_ms),
+                retry_period: Duration::from_millis(self.retry_period_ms),
+            };
+            (leader, manager.leadership.clone())
+        });
+        let mut lease_config = config.clone();
+        lease_config.default_retry = false;
         // Sockets first: one that cannot be had ends the start, clearly.
         let options = ListenOptions {
             allow_non_loopback: self.allow_non_loopback,
@@ -253,12 +294,34 @@ impl HostArgs {
                 }
             });
         }
+        // Contend only once every plugin is attached (as a standby): each
+        // rise to leadership then replays the caches to all of them.
+        let elector = match election {
+            Some((leader, leadership)) => {
+                let client = kube::Client::try_from(lease_config)?;
+                let elector = wink::leader::Elector::start(client, leader, leadership);
+                let (mut changes, manager) = (elector.changes.clone(), d.manager.clone());
+                tokio::spawn(async move {
+                    while changes.changed().await.is_ok() {
+                        if *changes.borrow_and_update() {
+                            manager.take_over().await;
+                        }
+                    }
+                });
+                Some(elector)
+            }
+            None => None,
+        };
         daemon::shutdown_signal().await;
         tracing::info!("shutting down: no more events; each plugin finishes its current call");
         let timeout = Duration::from_millis(self.shutdown_timeout_ms);
         let stopping = tokio::task::spawn_blocking(move || d.shutdown());
         if tokio::time::timeout(timeout, stopping).await.is_err() {
             tracing::warn!("plugins still busy after {timeout:?}: exiting anyway");
+        }
+        // Last: the Lease goes to a standby at once.
+        if let Some(elector) = elector {
+            elector.shutdown().await;
         }
         Ok(())
     }

@@ -43,8 +43,15 @@ fn group_resource(api_version: &str, kind: &str) -> (String, String) {
 /// Verbs per (namespace or cluster-wide, group, resource).
 type Rules = BTreeMap<Option<String>, BTreeMap<(String, String), BTreeSet<&'static str>>>;
 
-fn rules(plugins: &[PluginNeeds]) -> Rules {
+fn rules(plugins: &[PluginNeeds], namespace: &str) -> Rules {
     let mut rules = Rules::new();
+    // Leader election: the Lease in wink's own namespace.
+    rules
+        .entry(Some(namespace.to_string()))
+        .or_default()
+        .entry(("coordination.k8s.io".into(), "leases".into()))
+        .or_default()
+        .extend(["create", "get", "update"]);
     let mut add = |ns: Option<String>, gr: (String, String), verbs: &[&'static str]| {
         rules.entry(ns).or_default().entry(gr).or_default().extend(verbs);
     };
@@ -112,7 +119,7 @@ pub fn render(plugins: &[PluginNeeds], d: &Deployment) -> Vec<Value> {
         json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": meta("wink")}),
     ];
     let subject = json!([{"kind": "ServiceAccount", "name": "wink", "namespace": ns}]);
-    for (scope, rules) in rules(plugins) {
+    for (scope, rules) in rules(plugins, ns) {
         match scope {
             None => {
                 docs.push(
@@ -146,6 +153,7 @@ pub fn render(plugins: &[PluginNeeds], d: &Deployment) -> Vec<Value> {
         "--allow-non-loopback".into(),
         "--log-format=json".into(),
         "--no-precompiled".into(),
+        "--leader-elect".into(),
     ];
     let mut volumes = vec![json!({"name": "tmp", "emptyDir": {}})];
     let mut mounts = vec![json!({"name": "tmp", "mountPath": "/tmp"})];
@@ -162,8 +170,9 @@ pub fn render(plugins: &[PluginNeeds], d: &Deployment) -> Vec<Value> {
     docs.push(json!({
         "apiVersion": "apps/v1", "kind": "Deployment", "metadata": meta("wink"),
         "spec": {
-            // One replica until leader election lets a standby wait safely.
-            "replicas": 1,
+            // A leader and a warm standby (its caches current, it delivers
+            // and writes nothing until it holds the Lease).
+            "replicas": 2,
             "selector": {"matchLabels": labels},
             "template": {
                 "metadata": {"labels": labels},
@@ -183,6 +192,10 @@ pub fn render(plugins: &[PluginNeeds], d: &Deployment) -> Vec<Value> {
                         "securityContext": {"allowPrivilegeEscalation": false, "readOnlyRootFilesystem": true,
                                             "capabilities": {"drop": ["ALL"]}},
                         "volumeMounts": mounts,
+                        "env": [
+                            {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
+                            {"name": "POD_NAMESPACE", "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}},
+                        ],
                     }],
                     "volumes": volumes,
                 },
@@ -244,7 +257,7 @@ mod tests {
                 rate: None,
             },
         };
-        let r = rules(&[plugin]);
+        let r = rules(&[plugin], "wink-system");
         let cluster = &r[&None];
         assert_eq!(
             cluster[&("".into(), "configmaps".into())],
@@ -258,6 +271,11 @@ mod tests {
         assert_eq!(
             team[&("".into(), "secrets".into())],
             BTreeSet::from(["list", "watch"])
+        );
+        let own = &r[&Some("wink-system".into())];
+        assert_eq!(
+            own[&("coordination.k8s.io".into(), "leases".into())],
+            BTreeSet::from(["create", "get", "update"])
         );
     }
 }

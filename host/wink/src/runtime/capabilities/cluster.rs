@@ -36,6 +36,8 @@ pub struct ClusterAccess {
     pub daemon_rate: TokenBucket,
     /// How long one request may take.
     pub timeout: Duration,
+    /// Only a leader writes (a standby's writes are refused).
+    pub leadership: crate::leader::Leadership,
 }
 
 /// A write a plugin asks for, resolved to a request.
@@ -133,6 +135,7 @@ impl ClusterAccess {
             runtime,
             daemon_rate,
             timeout: Duration::from_secs(10),
+            leadership: crate::leader::Leadership::always(),
         }
     }
 

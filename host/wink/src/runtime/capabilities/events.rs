@@ -80,6 +80,11 @@ impl events::Host for HostState {
             let why = "recording Events is not declared and granted".to_string();
             return Ok(Err(access.refuse("record", "events.k8s.io/v1 Event", why)));
         }
+        if !access.cluster.leadership.is_leading() {
+            return Ok(Err(WriteError::NotPermitted(
+                "this replica is not the leader: it records nothing while it stands by".into(),
+            )));
+        }
         if reason.is_empty() || action.is_empty() {
             return Ok(Err(WriteError::InvalidArgument(
                 "an Event needs a reason and an action".into(),

@@ -207,6 +207,11 @@ impl HostState {
         };
         let started = Instant::now();
         let result = (|| {
+            if !access.cluster.leadership.is_leading() {
+                return Err(WriteError::NotPermitted(
+                    "this replica is not the leader: it writes nothing while it stands by".into(),
+                ));
+            }
             let resolved = access.cluster.resolve(&resource.api_version, &resource.kind)?;
             let namespace = namespace.filter(|_| resolved.namespaced);
             if resolved.namespaced && namespace.is_none() {

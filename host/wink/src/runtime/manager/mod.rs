@@ -13,6 +13,7 @@
 mod lifecycle;
 mod recovery;
 mod registration;
+mod takeover;
 pub use registration::declared_writes;
 mod waiting;
 
@@ -82,6 +83,8 @@ pub struct ManagerOptions {
     pub grants: Grants,
     /// The client plugins' writes go through (default: the informers').
     pub writes_client: Option<kube::Client>,
+    /// Whether this replica leads (always, without leader election).
+    pub leadership: crate::leader::Leadership,
     /// Where precompiled components are kept; none to always compile.
     pub precompiled: Option<PathBuf>,
     /// Consecutive crashes before quarantine.
@@ -116,6 +119,7 @@ impl Default for ManagerOptions {
             namespace: None,
             grants: Grants::default(),
             writes_client: None,
+            leadership: crate::leader::Leadership::always(),
             precompiled: None,
             max_restarts: 5,
             restart_backoff: Duration::from_millis(100),
@@ -173,12 +177,14 @@ impl PluginManager {
             false => None,
         };
         let daemon_rate = options.grants.daemon_rate();
-        let cluster = Arc::new(ClusterAccess::new(
+        let mut cluster = ClusterAccess::new(
             factory.clone(),
             options.writes_client.clone(),
             tokio::runtime::Handle::current(),
             TokenBucket::new(daemon_rate.qps, daemon_rate.burst),
-        ));
+        );
+        cluster.leadership = options.leadership.clone();
+        let cluster = Arc::new(cluster);
         if options.grants.grants_whatever_is_declared() {
             tracing::info!("every plugin is granted whatever it declares (writes, Events, Secrets)");
         }
@@ -198,6 +204,11 @@ impl PluginManager {
         });
         tokio::spawn(Self::supervise(Arc::downgrade(&manager), crash_rx));
         Ok(manager)
+    }
+
+    /// Whether this replica leads.
+    pub fn leadership(&self) -> &crate::leader::Leadership {
+        &self.options.leadership
     }
 
     /// The precompiled directory, if any.

@@ -12,6 +12,7 @@
 use super::PluginManager;
 use crate::informer::index::IndexSpec;
 use crate::informer::{EventHandler, ObjRef, SharedInformer, WatchSpec};
+use crate::leader::Leadership;
 use crate::runtime::bindings::types::{IndexBy, Registration, Verb as WitVerb};
 use crate::runtime::capabilities::WriteAccess;
 use crate::runtime::grants::{Declared, Missing, Permissions, Verb};
@@ -35,21 +36,31 @@ struct InstanceEventHandler {
     instance: Arc<PluginInstance>,
     pending_syncs: Arc<AtomicUsize>,
     handles_events: bool,
+    /// A standby replica keeps its informers (and this bookkeeping) current
+    /// and delivers nothing; on becoming the leader its plugins get the
+    /// cache replayed.
+    leadership: Leadership,
+}
+
+impl InstanceEventHandler {
+    fn delivers(&self) -> bool {
+        self.handles_events && self.leadership.is_leading()
+    }
 }
 
 impl EventHandler for InstanceEventHandler {
     fn on_add(&self, obj: &ObjRef, in_initial_list: bool) {
-        if self.handles_events {
+        if self.delivers() {
             self.instance.on_add(obj, in_initial_list)
         }
     }
     fn on_update(&self, old: &ObjRef, new: &ObjRef) {
-        if self.handles_events {
+        if self.delivers() {
             self.instance.on_update(old, new)
         }
     }
     fn on_delete(&self, obj: &ObjRef, final_state_unknown: bool) {
-        if self.handles_events {
+        if self.delivers() {
             self.instance.on_delete(obj, final_state_unknown)
         }
     }
@@ -59,7 +70,9 @@ impl EventHandler for InstanceEventHandler {
             tracing::info!(plugin = %self.instance.name(), "plugin synced");
             // Its last initial add was delivered (this thread delivered it,
             // the others' before they counted down).
-            self.instance.on_synced();
+            if self.leadership.is_leading() {
+                self.instance.on_synced();
+            }
         }
     }
 }
@@ -211,6 +224,7 @@ impl PluginManager {
                 instance: instance.clone(),
                 pending_syncs: pending.clone(),
                 handles_events: w.handles_events,
+                leadership: self.options.leadership.clone(),
             });
             let old = previous
                 .iter()
