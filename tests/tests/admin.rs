@@ -11,7 +11,6 @@ mod common;
 use cache_support::*;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Pod;
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, PostParams};
 use serde_json::json;
 use std::time::{Duration, Instant};
@@ -79,16 +78,7 @@ async fn health_readiness_metrics_and_plugin_status() {
     assert_eq!(status, 503, "a plugin waits for its CRD: {body}");
     assert!(body.contains("wait for the API server"), "{body}");
 
-    let crd: CustomResourceDefinition = from_json(json!({
-        "metadata": {"name": "widgets.example.com"},
-        "spec": {"group": "example.com", "scope": "Namespaced",
-            "names": {"plural": "widgets", "kind": "Widget", "singular": "widget"},
-            "versions": [{"name": "v1", "served": true, "storage": true,
-                "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]}}));
-    Api::<CustomResourceDefinition>::all(sim.client())
-        .create(&PostParams::default(), &crd)
-        .await
-        .unwrap();
+    create_widget_crd(&sim).await;
     until_status(&addr, "/readyz", 200).await;
 
     let pods: Api<Pod> = Api::namespaced(sim.client(), "default");

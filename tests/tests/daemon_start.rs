@@ -10,7 +10,6 @@ mod common;
 use cache_support::*;
 use common::{Wink, scratch};
 use k8s_openapi::api::core::v1::Pod;
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, ApiResource, DynamicObject, PostParams};
 use kube::core::GroupVersionKind;
 use serde_json::json;
@@ -60,16 +59,7 @@ async fn a_plugin_watching_a_kind_not_served_yet_loads_once_its_crd_exists() {
         "plugin waits: the API server does not serve a resource it watches (yet)",
         WAIT,
     );
-    let crd: CustomResourceDefinition = from_json(json!({
-        "metadata": {"name": "widgets.example.com"},
-        "spec": {"group": "example.com", "scope": "Namespaced",
-            "names": {"plural": "widgets", "kind": "Widget", "singular": "widget"},
-            "versions": [{"name": "v1", "served": true, "storage": true,
-                "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]}}));
-    Api::<CustomResourceDefinition>::all(sim.client())
-        .create(&PostParams::default(), &crd)
-        .await
-        .unwrap();
+    create_widget_crd(&sim).await;
     wait_synced(&wink, "widgets");
     let ar =
         ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk("example.com", "v1", "Widget"), "widgets");

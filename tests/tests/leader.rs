@@ -43,6 +43,16 @@ fn delivered(w: &Wink, pod: &str) -> bool {
         .any(|l| l.contains(&format!("[good] OnAdd: {pod}")))
 }
 
+/// Replicas `a` and `b`, synced, as (leader, standby).
+fn pair(s: &Setup) -> (Wink, Wink) {
+    let a = replica(s, "a");
+    let b = replica(s, "b");
+    for w in [&a, &b] {
+        wait_synced(w, "good");
+    }
+    if leader(&[&a, &b]) == 0 { (a, b) } else { (b, a) }
+}
+
 /// The first of `replicas` to lead, by index, within the test's patience.
 fn leader(replicas: &[&Wink]) -> usize {
     let deadline = Instant::now() + WAIT;
@@ -60,13 +70,7 @@ async fn one_leader_delivers_and_a_standby_takes_over_without_a_relist() {
     let sim = Sim::start(SimConfig::default()).await.unwrap();
     let s = Setup::new("leader_failover", &sim);
     s.install("pod_logger", "good", None);
-    let a = replica(&s, "a");
-    let b = replica(&s, "b");
-    for w in [&a, &b] {
-        wait_synced(w, "good");
-    }
-    let first = leader(&[&a, &b]);
-    let (leader_wink, standby) = if first == 0 { (a, b) } else { (b, a) };
+    let (leader_wink, standby) = pair(&s);
     sim.insert(pod("p1")).unwrap();
     leader_wink.wait_for_line("[good] OnAdd: p1", WAIT);
     tokio::time::sleep(Duration::from_millis(500)).await;
@@ -93,13 +97,7 @@ async fn sigterm_hands_the_lease_over_at_once() {
     let sim = Sim::start(SimConfig::default()).await.unwrap();
     let s = Setup::new("leader_sigterm", &sim);
     s.install("pod_logger", "good", None);
-    let a = replica(&s, "a");
-    let b = replica(&s, "b");
-    for w in [&a, &b] {
-        wait_synced(w, "good");
-    }
-    let first = leader(&[&a, &b]);
-    let (mut leader_wink, standby) = if first == 0 { (a, b) } else { (b, a) };
+    let (mut leader_wink, standby) = pair(&s);
     let status = leader_wink.terminate(WAIT).expect("it exits");
     assert!(status.success(), "{status:?}");
     let stopped = Instant::now();

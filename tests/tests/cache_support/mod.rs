@@ -178,3 +178,18 @@ pub async fn wait_view(addr: &str, path: &str, want: &[&str]) -> Value {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
+
+/// Install the CRD of `example.com/v1` Widgets (namespaced) on `sim`.
+pub async fn create_widget_crd(sim: &Sim) {
+    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+    let crd: CustomResourceDefinition = from_json(serde_json::json!({
+        "metadata": {"name": "widgets.example.com"},
+        "spec": {"group": "example.com", "scope": "Namespaced",
+            "names": {"plural": "widgets", "kind": "Widget", "singular": "widget"},
+            "versions": [{"name": "v1", "served": true, "storage": true,
+                "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]}}));
+    kube::api::Api::<CustomResourceDefinition>::all(sim.client())
+        .create(&kube::api::PostParams::default(), &crd)
+        .await
+        .unwrap();
+}
