@@ -84,3 +84,36 @@ async fn a_missing_plugin_directory_is_an_error_at_start() {
     wink.wait_for_line("does not exist", WAIT);
     assert!(!missing.exists(), "not created");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn streaming_lists_by_default_and_paged_lists_where_the_server_refuses_them() {
+    for watch_list in [true, false] {
+        let sim = Sim::start(SimConfig {
+            watch_list,
+            ..SimConfig::default()
+        })
+        .await
+        .unwrap();
+        let s = Setup::new(&format!("start_watch_list_{watch_list}"), &sim);
+        s.install("pod_logger", "good", None);
+        let pods: Api<Pod> = Api::namespaced(sim.client(), "default");
+        let pod: Pod = from_json(
+            json!({"metadata": {"name": "p0"}, "spec": {"containers": [{"name": "c", "image": "i"}]}}),
+        );
+        pods.create(&PostParams::default(), &pod).await.unwrap();
+        let wink = s.run(&[]);
+        wink.wait_for_line("[good] OnAdd: p0", WAIT);
+        let fell_back = wink
+            .lines()
+            .iter()
+            .any(|l| l.contains("falling back to paged LIST+WATCH"));
+        let lists = sim.request_count("list", "pods");
+        if watch_list {
+            assert!(!fell_back);
+            assert_eq!(lists, 0, "the initial list streamed");
+        } else {
+            assert!(fell_back, "said once it fell back");
+            assert!(lists >= 1, "paged LIST instead");
+        }
+    }
+}

@@ -77,7 +77,9 @@ async fn one_leader_delivers_and_a_standby_takes_over_without_a_relist() {
     assert!(!delivered(&standby, "p1"), "the standby delivers nothing");
     assert!(!standby.lines().iter().any(|l| l.contains("became the leader")));
 
+    // A relist would be a LIST, or a new (streaming) watch.
     let lists = sim.request_count("list", "pods");
+    let watches = sim.request_count("watch", "pods");
     drop(leader_wink); // kill -9
     standby.wait_for_line("became the leader", WAIT);
     standby.wait_for_line("plugin takes over", WAIT);
@@ -90,6 +92,7 @@ async fn one_leader_delivers_and_a_standby_takes_over_without_a_relist() {
         lists,
         "a failover costs no relist"
     );
+    assert_eq!(sim.request_count("watch", "pods"), watches, "nor a new watch");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

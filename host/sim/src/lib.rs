@@ -65,6 +65,9 @@ pub struct SimConfig {
     pub seed_dir: Option<PathBuf>,
     /// Demo churn: pod/deployment writes per second in `default`.
     pub churn_per_sec: Option<f64>,
+    /// Serve streaming lists (`sendInitialEvents`, the WatchList feature);
+    /// off, they are refused as by a server with the feature gate off.
+    pub watch_list: bool,
 }
 
 impl Default for SimConfig {
@@ -75,6 +78,7 @@ impl Default for SimConfig {
             bookmark_interval: Duration::from_secs(5),
             seed_dir: None,
             churn_per_sec: None,
+            watch_list: true,
         }
     }
 }
@@ -374,6 +378,7 @@ impl SimArgs {
             bookmark_interval: limits::bookmark_interval(self.bookmark_interval).map_err(bad)?,
             seed_dir: self.seed.clone(),
             churn_per_sec: self.churn.map(limits::churn_rate).transpose().map_err(bad)?,
+            watch_list: true,
         })
     }
 }

@@ -107,6 +107,13 @@ pub fn start(
     q: WatchQuery,
 ) -> Result<Body, ApiError> {
     let rvm = q.resource_version_match.as_deref().filter(|s| !s.is_empty());
+    if q.send_initial_events.is_some() && !shared.config.watch_list {
+        return Err(ApiError::new(
+            422,
+            "Invalid",
+            "sendInitialEvents: Forbidden: sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled",
+        ));
+    }
     match (q.send_initial_events, rvm) {
         (Some(_), Some("NotOlderThan")) | (None, None) | (Some(false), None) => {}
         (Some(_), _) => {

@@ -92,8 +92,10 @@ struct HostArgs {
     /// Narrow watches that name no namespace to this namespace.
     #[arg(long)]
     namespace: Option<String>,
-    /// Initial lists through a streaming watch (sendInitialEvents).
-    #[arg(long)]
+    /// Initial lists through a streaming watch (sendInitialEvents), with a
+    /// fallback to paged lists on a server that refuses it:
+    /// `--streaming-lists=false` forces paging.
+    #[arg(long, num_args = 0..=1, default_value_t = true, default_missing_value = "true", action = clap::ArgAction::Set)]
     streaming_lists: bool,
     /// Do not watch the plugin directory for changes.
     #[arg(long)]

@@ -4,6 +4,7 @@
 //! Owns resource resolution (discovery, so CRDs work) and the watcher
 //! configuration. It does not apply deltas or deliver notifications.
 
+use super::fallback::WithFallback;
 use super::object::CachePolicy;
 use super::reflector::Reflector;
 use super::shared_informer::SharedInformer;
@@ -14,6 +15,7 @@ use kube::core::{GroupVersion, GroupVersionKind};
 use kube::discovery::Scope;
 use kube::runtime::{WatchStreamExt, watcher};
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// What to list and watch; informers are shared per distinct spec.
@@ -60,7 +62,8 @@ pub const DEFAULT_COALESCE_AFTER: usize = 10_000;
 /// Options for every informer the factory starts.
 #[derive(Debug, Clone)]
 pub struct FactoryOptions {
-    /// Use the streaming-list initial strategy (`sendInitialEvents`).
+    /// Use the streaming-list initial strategy (`sendInitialEvents`), falling
+    /// back to paged lists on a server that refuses it.
     pub streaming_lists: bool,
     /// Page size of the initial list (kube's default when none).
     pub page_size: Option<u32>,
@@ -89,6 +92,8 @@ pub struct SharedInformerFactory {
     informers: Mutex<HashMap<WatchSpec, Arc<SharedInformer>>>,
     served: Mutex<HashMap<WatchSpec, ApiResource>>,
     resources: tokio::sync::Mutex<HashMap<(String, String), (ApiResource, Scope)>>,
+    /// The server refused a streaming list: informers start paged.
+    streaming_unsupported: Arc<AtomicBool>,
 }
 
 impl SharedInformerFactory {
@@ -100,6 +105,7 @@ impl SharedInformerFactory {
             informers: Mutex::new(HashMap::new()),
             served: Mutex::new(HashMap::new()),
             resources: tokio::sync::Mutex::new(HashMap::new()),
+            streaming_unsupported: Arc::new(AtomicBool::new(false)),
         })
     }
 
@@ -155,13 +161,18 @@ impl SharedInformerFactory {
         if let Some(p) = self.options.page_size {
             config = config.page_size(p);
         }
-        if self.options.streaming_lists {
-            config = config.streaming_lists();
-        }
         let informer = SharedInformer::new(spec.describe());
         informer.set_coalesce_after(self.options.coalesce_after);
-        let stream = watcher(api, config).default_backoff();
-        informer.spawn(stream, Reflector::new(ar.clone(), self.options.cache));
+        let reflector = Reflector::new(ar.clone(), self.options.cache);
+        let paged = watcher(api.clone(), config.clone()).default_backoff();
+        if self.options.streaming_lists && !self.streaming_unsupported.load(Ordering::Relaxed) {
+            let streaming = watcher(api, config.streaming_lists()).default_backoff();
+            let unsupported = self.streaming_unsupported.clone();
+            let stream = WithFallback::new(streaming, paged, unsupported, spec.describe());
+            informer.spawn(stream, reflector);
+        } else {
+            informer.spawn(paged, reflector);
+        }
         tracing::info!(informer = %spec.describe(), "informer started");
         self.served.lock().unwrap().insert(spec.clone(), ar);
         informers.insert(spec.clone(), informer.clone());

@@ -16,6 +16,7 @@
 //! -> handler. Nothing here knows about WebAssembly.
 
 pub mod factory;
+pub mod fallback;
 pub mod index;
 pub mod object;
 pub mod processor;
