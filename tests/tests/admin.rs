@@ -126,6 +126,36 @@ async fn health_readiness_metrics_and_plugin_status() {
         "{text}"
     );
     assert_eq!(sample(&text, "wink_plugins_waiting", &[]), Some(0.0), "{text}");
+    assert_eq!(
+        sample(&text, "wink_leader", &[]),
+        Some(1.0),
+        "no election: it leads"
+    );
+    let added = sample(
+        &text,
+        "wink_informer_watch_events_total",
+        &[("informer", "v1/Pod"), ("type", "ADDED")],
+    );
+    assert_eq!(added, Some(2.0), "{text}");
+    let adds = sample(
+        &text,
+        "wink_plugin_deliveries_total",
+        &[("plugin", "good"), ("type", "add")],
+    );
+    assert_eq!(adds, Some(2.0), "{text}");
+    let timed = sample(&text, "wink_plugin_handler_seconds_count", &[("plugin", "good")]).unwrap();
+    assert!(timed >= 2.0, "every call is timed:\n{text}");
+    let panics = sample(
+        &text,
+        "wink_plugin_crashes_by_kind_total",
+        &[("plugin", "bomb"), ("kind", "panic")],
+    );
+    assert!(panics.is_some_and(|n| n >= 1.0), "{text}");
+    assert_eq!(
+        sample(&text, "wink_plugin_queue_depth", &[("plugin", "good")]),
+        Some(0.0),
+        "{text}"
+    );
     assert!(
         sample(&text, "wink_process_resident_memory_bytes", &[]).unwrap() > 1e6,
         "{text}"
@@ -148,6 +178,13 @@ async fn health_readiness_metrics_and_plugin_status() {
     );
     assert_eq!(by_name("require-labels")["permissions"]["events"], true);
     assert_eq!(by_name("good")["digest"].as_str().unwrap().len(), 64);
+    assert_eq!(
+        by_name("require-labels")["declared"]["writes"][0]["verbs"][0],
+        "patch"
+    );
+    assert_eq!(by_name("require-labels")["declared"]["events"], true);
+    let last = by_name("bomb")["last_error"].as_str().unwrap_or_default();
+    assert!(last.contains("unreachable"), "the last crash: {last}");
     // The cache view is served here too.
     let (status, _) = http(&addr, "GET", "/cache/core/v1/pods").await;
     assert_eq!(status, 200);

@@ -93,16 +93,57 @@ async fn render(a: &Admin) -> String {
     let mut registry = Registry::with_prefix("wink");
     let objects = Family::<Labels, Gauge>::default();
     let events = Family::<Labels, Counter>::default();
+    let by_type = Family::<Labels, Counter>::default();
     let relists = Family::<Labels, Counter>::default();
+    let watch_errors = Family::<Labels, Counter>::default();
+    let last_sync = Family::<Labels, Gauge>::default();
+    let queue_depth = Family::<Labels, Gauge>::default();
+    let coalesced = Family::<Labels, Counter>::default();
     for informer in a.factory.informers() {
         let l: Labels = vec![("informer", informer.name().to_string())];
         objects.get_or_create(&l).set(informer.store().len() as i64);
         events.get_or_create(&l).inc_by(informer.events());
         relists.get_or_create(&l).inc_by(informer.relists());
+        let stats = informer.stats();
+        let (added, modified, deleted) = stats.events();
+        for (ty, n) in [("ADDED", added), ("MODIFIED", modified), ("DELETED", deleted)] {
+            let mut t = l.clone();
+            t.push(("type", ty.to_string()));
+            by_type.get_or_create(&t).inc_by(n);
+        }
+        watch_errors.get_or_create(&l).inc_by(stats.watch_errors());
+        last_sync.get_or_create(&l).set(stats.last_sync() as i64);
+        // A plugin's listeners, one per informer it registered on.
+        for (plugin, backlog, merged) in informer.listener_stats() {
+            let p: Labels = vec![("plugin", plugin)];
+            queue_depth.get_or_create(&p).inc_by(backlog as i64);
+            coalesced.get_or_create(&p).inc_by(merged);
+        }
     }
     registry.register("informer_objects", "Objects in an informer's cache", objects);
     registry.register("informer_events", "Watch events applied", events);
+    registry.register("informer_watch_events", "Watch events applied, by type", by_type);
     registry.register("informer_relists", "Completed lists, the first included", relists);
+    registry.register(
+        "informer_watch_errors",
+        "Watch errors, each followed by a restart with backoff",
+        watch_errors,
+    );
+    registry.register(
+        "informer_last_sync_timestamp_seconds",
+        "When the last list completed (Unix time)",
+        last_sync,
+    );
+    registry.register(
+        "plugin_queue_depth",
+        "Notifications waiting for a plugin",
+        queue_depth,
+    );
+    registry.register(
+        "plugin_coalesced",
+        "Notifications absorbed by coalescing",
+        coalesced,
+    );
 
     let calls = Family::<Labels, Counter>::default();
     let crashes = Family::<Labels, Counter>::default();
@@ -110,7 +151,18 @@ async fn render(a: &Admin) -> String {
     let state = Family::<Labels, Gauge>::default();
     let synced = Family::<Labels, Gauge>::default();
     let writes = Family::<Labels, Counter>::default();
+    let deliveries = Family::<Labels, Counter>::default();
+    let crash_kinds = Family::<Labels, Counter>::default();
+    let queries = Family::<Labels, Counter>::default();
+    let rate_waits = Family::<Labels, Counter>::default();
+    let rate_waited = Family::<Labels, Counter<f64, std::sync::atomic::AtomicU64>>::default();
     for p in a.manager.status().await {
+        let plugin_registry = registry.sub_registry_with_label(("plugin".into(), p.name.clone().into()));
+        plugin_registry.register(
+            "plugin_handler_seconds",
+            "Duration of calls into the plugin's current instance",
+            p.handler_time.clone(),
+        );
         let l: Labels = vec![("plugin", p.name.clone())];
         calls.get_or_create(&l).inc_by(p.calls);
         crashes.get_or_create(&l).inc_by(p.crashes);
@@ -119,6 +171,24 @@ async fn render(a: &Admin) -> String {
         let mut with_state = l.clone();
         with_state.push(("state", state_name(&p.state).to_string()));
         state.get_or_create(&with_state).set(1);
+        let (adds, updates, deletes) = p.deliveries;
+        for (ty, n) in [("add", adds), ("update", updates), ("delete", deletes)] {
+            let mut t = l.clone();
+            t.push(("type", ty.to_string()));
+            deliveries.get_or_create(&t).inc_by(n);
+        }
+        for (kind, n) in &p.crash_kinds {
+            let mut k = l.clone();
+            k.push(("kind", kind.to_string()));
+            crash_kinds.get_or_create(&k).inc_by(*n);
+        }
+        for (op, result, n) in &p.cache_queries {
+            let mut q = l.clone();
+            q.extend([("operation", op.to_string()), ("result", result.to_string())]);
+            queries.get_or_create(&q).inc_by(*n);
+        }
+        rate_waits.get_or_create(&l).inc_by(p.rate_waits.0);
+        rate_waited.get_or_create(&l).inc_by(p.rate_waits.1.as_secs_f64());
         for (verb, resource, outcome, n) in &p.writes {
             let mut w = l.clone();
             w.extend([
@@ -147,6 +217,31 @@ async fn render(a: &Admin) -> String {
         synced,
     );
     registry.register("plugin_writes", "Writes by verb, resource and outcome", writes);
+    registry.register(
+        "plugin_deliveries",
+        "Deliveries to the current instance, by type",
+        deliveries,
+    );
+    registry.register(
+        "plugin_crashes_by_kind",
+        "Crashes by kind (deadline, memory, panic, stack, other)",
+        crash_kinds,
+    );
+    registry.register(
+        "plugin_cache_queries",
+        "Cache queries by operation and result",
+        queries,
+    );
+    registry.register(
+        "plugin_rate_limit_waits",
+        "Writes that waited for a rate limit",
+        rate_waits,
+    );
+    registry.register(
+        "plugin_rate_limit_wait_seconds",
+        "Time writes waited for a rate limit",
+        rate_waited,
+    );
     let leader = Gauge::<i64>::default();
     leader.set(a.manager.leadership().is_leading().into());
     registry.register(
@@ -197,7 +292,9 @@ async fn debug_plugins(State(a): State<Admin>) -> Response {
                 "crashes": p.crashes,
                 "restarts": p.restarts,
                 "watches": p.watches.iter().map(|w| w.describe()).collect::<Vec<_>>(),
+                "declared": {"writes": p.declared.0, "events": p.declared.1},
                 "permissions": p.permissions,
+                "last_error": p.last_error,
                 "writes": p.writes.iter().map(|(v, r, o, n)| serde_json::json!({"verb": v, "resource": r, "outcome": o, "count": n})).collect::<Vec<_>>(),
             })
         })

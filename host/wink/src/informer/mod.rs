@@ -23,6 +23,7 @@ pub mod processor;
 pub mod queue;
 pub mod reflector;
 pub mod shared_informer;
+pub mod stats;
 pub mod store;
 
 pub use factory::{SharedInformerFactory, WatchSpec};

@@ -11,6 +11,7 @@
 use super::object::ObjRef;
 use super::processor::{EventHandler, Listener, Notification};
 use super::reflector::{Delta, Reflector};
+use super::stats::{EventType, InformerStats};
 use super::store::{IndexFunc, Store, StoreError, Writer};
 use futures::{Stream, StreamExt};
 use kube::api::DynamicObject;
@@ -32,6 +33,7 @@ pub struct SharedInformer {
     synced: AtomicBool,
     relists: AtomicU64,
     events: AtomicU64,
+    stats: InformerStats,
     /// Backlog past which a listener's queue coalesces (0: never).
     coalesce_after: AtomicUsize,
     task: Mutex<Option<tokio::task::JoinHandle<()>>>,
@@ -53,6 +55,7 @@ impl SharedInformer {
             synced: AtomicBool::new(false),
             relists: AtomicU64::new(0),
             events: AtomicU64::new(0),
+            stats: InformerStats::default(),
             coalesce_after: AtomicUsize::new(0),
             task: Mutex::new(None),
         })
@@ -117,6 +120,20 @@ impl SharedInformer {
     }
 
     /// Watch events applied (adds, updates, deletes after the lists).
+    /// Counters for operators (events by type, watch errors, last sync).
+    pub fn stats(&self) -> &InformerStats {
+        &self.stats
+    }
+
+    /// The delivery state of every listener: (name, backlog, coalesced).
+    pub fn listener_stats(&self) -> Vec<(String, usize, u64)> {
+        let listeners = self.listeners.lock().unwrap();
+        listeners
+            .iter()
+            .map(|l| (l.name().to_string(), l.backlog(), l.coalesced()))
+            .collect()
+    }
+
     pub fn events(&self) -> u64 {
         self.events.load(Ordering::Relaxed)
     }
@@ -143,7 +160,10 @@ impl SharedInformer {
                                 this.apply(delta);
                             }
                         }
-                        Some(Err(err)) => tracing::warn!(informer = %this.name, "watch error (retrying with backoff): {err}"),
+                        Some(Err(err)) => {
+                            this.stats.watch_error();
+                            tracing::warn!(informer = %this.name, "watch error (retrying with backoff): {err}")
+                        }
                         None => break,
                     },
                     _ = tick.tick() => this.resync_due(Instant::now()),
@@ -187,6 +207,7 @@ impl SharedInformer {
                     }
                 }
                 self.relists.fetch_add(1, Ordering::Relaxed);
+                self.stats.synced_now();
                 if first {
                     self.synced.store(true, Ordering::Release);
                     first_sync = true;
@@ -198,11 +219,15 @@ impl SharedInformer {
             Delta::Apply(obj) => {
                 self.events.fetch_add(1, Ordering::Relaxed);
                 match self.writer.upsert(obj.clone()) {
-                    None => out.push(Notification::Add {
-                        obj,
-                        in_initial_list: false,
-                    }),
+                    None => {
+                        self.stats.event(EventType::Added);
+                        out.push(Notification::Add {
+                            obj,
+                            in_initial_list: false,
+                        })
+                    }
                     Some(old) if !same_version(&old, &obj) => {
+                        self.stats.event(EventType::Modified);
                         out.push(Notification::Update { old, new: obj })
                     }
                     Some(_) => {}
@@ -210,6 +235,7 @@ impl SharedInformer {
             }
             Delta::Delete(obj) => {
                 self.events.fetch_add(1, Ordering::Relaxed);
+                self.stats.event(EventType::Deleted);
                 if self.writer.remove(&obj.key()).is_some() {
                     out.push(Notification::Delete {
                         obj,

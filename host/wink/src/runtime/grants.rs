@@ -133,7 +133,8 @@ pub struct Grants {
 const MAX_GRANTS_BYTES: u64 = 1 << 20;
 
 /// What a plugin declared it may write (from its registration).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct Declared {
     pub api_version: String,
     pub kind: String,

@@ -13,6 +13,7 @@ use super::bindings::{Plugin, PluginPre};
 use super::capabilities::{CacheScope, CallClock, HostState, WriteScope};
 use super::engine::{Limits, WinkEngine};
 use crate::informer::{EventHandler, ObjRef};
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use tokio::sync::mpsc::UnboundedSender;
@@ -55,6 +56,10 @@ pub struct PluginInstance {
     crashed: AtomicBool,
     calls: AtomicU64,
     traps: AtomicU64,
+    /// Deliveries by type: add, update, delete.
+    delivered: [AtomicU64; 3],
+    /// How long each call into the guest took (host I/O for it included).
+    handler_time: Histogram,
     crash_tx: Option<UnboundedSender<CrashReport>>,
 }
 
@@ -94,6 +99,9 @@ impl PluginInstance {
             crashed: AtomicBool::new(false),
             calls: AtomicU64::new(0),
             traps: AtomicU64::new(0),
+            delivered: Default::default(),
+            // 10 µs to ~0.65 s, by fours.
+            handler_time: Histogram::new(exponential_buckets(1e-5, 4.0, 9)),
             crash_tx,
         });
         let (live, registration) = instance.instantiate()?;
@@ -181,6 +189,18 @@ impl PluginInstance {
         &self.cache
     }
 
+    /// Deliveries so far by type: (adds, updates, deletes).
+    pub fn deliveries(&self) -> (u64, u64, u64) {
+        let [a, u, d] = &self.delivered;
+        let load = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        (load(a), load(u), load(d))
+    }
+
+    /// The histogram of this instance's call durations (shared, not copied).
+    pub fn handler_time(&self) -> &Histogram {
+        &self.handler_time
+    }
+
     /// A plugin that writes is told when its events are mostly its own
     /// writes coming back.
     fn note_delivery(&self, obj: &ObjRef) {
@@ -240,7 +260,10 @@ impl PluginInstance {
         if let Some(obj) = obj {
             crate::informer::object::push_key_of(&mut l.key, obj.namespace(), obj.name());
         }
-        let Err(err) = f(&mut l.store, &l.plugin, &l.key) else {
+        let started = std::time::Instant::now();
+        let result = f(&mut l.store, &l.plugin, &l.key);
+        self.handler_time.observe(started.elapsed().as_secs_f64());
+        let Err(err) = result else {
             return;
         };
         // The Store is poisoned: drop it; the manager starts a fresh instance.
@@ -306,6 +329,7 @@ fn lend<const N: usize, R>(
 
 impl EventHandler for PluginInstance {
     fn on_add(&self, obj: &ObjRef, in_initial_list: bool) {
+        self.delivered[0].fetch_add(1, Ordering::Relaxed);
         self.note_delivery(obj);
         self.call("on-add", Some(obj), |store, p, key| {
             lend(store, [obj], |store, [o]| {
@@ -316,6 +340,7 @@ impl EventHandler for PluginInstance {
     }
 
     fn on_update(&self, old: &ObjRef, new: &ObjRef) {
+        self.delivered[1].fetch_add(1, Ordering::Relaxed);
         self.note_delivery(new);
         self.call("on-update", Some(new), |store, p, key| {
             lend(store, [old, new], |store, [o, n]| {
@@ -325,6 +350,7 @@ impl EventHandler for PluginInstance {
     }
 
     fn on_delete(&self, obj: &ObjRef, final_state_unknown: bool) {
+        self.delivered[2].fetch_add(1, Ordering::Relaxed);
         self.call("on-delete", Some(obj), |store, p, key| {
             lend(store, [obj], |store, [o]| {
                 p.wink_plugin_handler()

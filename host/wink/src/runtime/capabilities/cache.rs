@@ -18,6 +18,8 @@ use wasmtime::component::Resource;
 #[derive(Clone, Default)]
 pub struct CacheScope {
     stores: Arc<RwLock<Vec<Granted>>>,
+    /// Queries answered, by (operation, result).
+    queries: Arc<std::sync::Mutex<std::collections::BTreeMap<(&'static str, &'static str), u64>>>,
 }
 
 /// One granted resource: (apiVersion, kind, store).
@@ -31,6 +33,29 @@ impl CacheScope {
             Some(granted) => granted.2 = store,
             None => stores.push((api_version.to_string(), kind.to_string(), store)),
         }
+    }
+
+    /// Count one query's reply (a trap counts as nothing: the plugin restarts).
+    fn count<T>(&self, op: &'static str, reply: Reply<T>) -> Reply<T> {
+        let result = match &reply {
+            Ok(Ok(_)) => "ok",
+            Ok(Err(CacheError::NotPermitted(_))) => "not-permitted",
+            Ok(Err(CacheError::UnknownIndex(_))) => "unknown-index",
+            Ok(Err(CacheError::InvalidArgument(_))) => "invalid-argument",
+            Err(_) => "trap",
+        };
+        *self.queries.lock().unwrap().entry((op, result)).or_default() += 1;
+        reply
+    }
+
+    /// Queries answered so far: (operation, result, count).
+    pub fn query_counts(&self) -> Vec<(&'static str, &'static str, u64)> {
+        self.queries
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|((o, r), n)| (*o, *r, *n))
+            .collect()
     }
 
     fn store(&self, resource: &Resource_) -> Result<Store, CacheError> {
@@ -52,8 +77,9 @@ impl CacheScope {
 /// A query's reply: a trap (`Err`) or the guest-visible result.
 type Reply<T> = wasmtime::Result<Result<T, CacheError>>;
 
-impl cache::Host for HostState {
-    fn get(&mut self, resource: Resource_, key: String) -> Reply<Option<Resource<ObjectHandle>>> {
+/// The queries themselves; the `cache::Host` impl below counts them.
+impl HostState {
+    fn query_get(&mut self, resource: Resource_, key: String) -> Reply<Option<Resource<ObjectHandle>>> {
         let store = match self.refuse_logged(self.cache.store(&resource)) {
             Ok(store) => store,
             Err(e) => return Ok(Err(e)),
@@ -65,7 +91,7 @@ impl cache::Host for HostState {
         }))
     }
 
-    fn list(
+    fn query_list(
         &mut self,
         resource: Resource_,
         namespace: Option<String>,
@@ -78,7 +104,7 @@ impl cache::Host for HostState {
         Ok(Ok(self.answer(objects)?))
     }
 
-    fn by_index(&mut self, resource: Resource_, index: String, value: String) -> Reply<Answer> {
+    fn query_by_index(&mut self, resource: Resource_, index: String, value: String) -> Reply<Answer> {
         let objects = match self
             .refuse_logged(self.cache.store(&resource))
             .and_then(|store| store.by_index(&index, &value).map_err(store_error))
@@ -89,7 +115,7 @@ impl cache::Host for HostState {
         Ok(Ok(self.answer(objects)?))
     }
 
-    fn index_keys(&mut self, resource: Resource_, index: String, value: String) -> Reply<String> {
+    fn query_index_keys(&mut self, resource: Resource_, index: String, value: String) -> Reply<String> {
         Ok(self
             .refuse_logged(self.cache.store(&resource))
             .and_then(|store| store.index_keys(&index, &value).map_err(store_error))
@@ -103,10 +129,42 @@ impl cache::Host for HostState {
             }))
     }
 
-    fn list_index_values(&mut self, resource: Resource_, index: String) -> Reply<Vec<String>> {
+    fn query_list_index_values(&mut self, resource: Resource_, index: String) -> Reply<Vec<String>> {
         Ok(self
             .refuse_logged(self.cache.store(&resource))
             .and_then(|store| store.list_index_values(&index).map_err(store_error)))
+    }
+}
+
+impl cache::Host for HostState {
+    fn get(&mut self, resource: Resource_, key: String) -> Reply<Option<Resource<ObjectHandle>>> {
+        let reply = self.query_get(resource, key);
+        self.cache.count("get", reply)
+    }
+
+    fn list(
+        &mut self,
+        resource: Resource_,
+        namespace: Option<String>,
+        label_selector: Option<String>,
+    ) -> Reply<Answer> {
+        let reply = self.query_list(resource, namespace, label_selector);
+        self.cache.count("list", reply)
+    }
+
+    fn by_index(&mut self, resource: Resource_, index: String, value: String) -> Reply<Answer> {
+        let reply = self.query_by_index(resource, index, value);
+        self.cache.count("by-index", reply)
+    }
+
+    fn index_keys(&mut self, resource: Resource_, index: String, value: String) -> Reply<String> {
+        let reply = self.query_index_keys(resource, index, value);
+        self.cache.count("index-keys", reply)
+    }
+
+    fn list_index_values(&mut self, resource: Resource_, index: String) -> Reply<Vec<String>> {
+        let reply = self.query_list_index_values(resource, index);
+        self.cache.count("list-index-values", reply)
     }
 }
 

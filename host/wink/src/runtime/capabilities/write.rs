@@ -30,6 +30,9 @@ pub struct WriteAccess {
     field_manager: String,
     refused: Mutex<HashSet<String>>,
     echoes: Mutex<super::echo::EchoTracker>,
+    /// Waits on a rate limit: how many, and their total in microseconds.
+    rate_waits: std::sync::atomic::AtomicU64,
+    rate_waited_us: std::sync::atomic::AtomicU64,
     /// Writes made, by (verb, resource, outcome: HTTP code or reason).
     counts: Mutex<std::collections::BTreeMap<(&'static str, String, String), u64>>,
 }
@@ -51,6 +54,8 @@ impl WriteAccess {
             refused: Mutex::new(HashSet::new()),
             echoes: Mutex::default(),
             counts: Mutex::default(),
+            rate_waits: Default::default(),
+            rate_waited_us: Default::default(),
         }
     }
 
@@ -65,6 +70,13 @@ impl WriteAccess {
     /// What the plugin may do.
     pub fn permissions(&self) -> &Permissions {
         &self.permissions
+    }
+
+    /// Waits on a rate limit so far: how many, and their total.
+    pub fn rate_waits(&self) -> (u64, Duration) {
+        use std::sync::atomic::Ordering::Relaxed;
+        let waited = Duration::from_micros(self.rate_waited_us.load(Relaxed));
+        (self.rate_waits.load(Relaxed), waited)
     }
 
     /// Writes made so far: (verb, resource, outcome, count).
@@ -115,6 +127,9 @@ impl WriteAccess {
     pub(super) fn pace(&self) -> Duration {
         let wait = self.rate.reserve().max(self.cluster.daemon_rate.reserve());
         if !wait.is_zero() {
+            use std::sync::atomic::Ordering::Relaxed;
+            self.rate_waits.fetch_add(1, Relaxed);
+            self.rate_waited_us.fetch_add(wait.as_micros() as u64, Relaxed);
             std::thread::sleep(wait);
         }
         wait

@@ -20,6 +20,21 @@
 
 use std::time::{Duration, Instant};
 
+/// The kind of a crash, from its reason's first line (the trap's name).
+pub fn crash_kind(reason: &str) -> &'static str {
+    if reason.contains("interrupt") {
+        "deadline"
+    } else if reason.contains("memory") || reason.contains("allocat") {
+        "memory"
+    } else if reason.contains("call stack exhausted") {
+        "stack"
+    } else if reason.contains("unreachable") {
+        "panic"
+    } else {
+        "other"
+    }
+}
+
 /// A loaded plugin's state.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PluginState {
@@ -65,8 +80,11 @@ pub struct Lifecycle {
     state: PluginState,
     consecutive_crashes: u32,
     restarts: u32,
-    /// Crashes since it was installed (every instance's).
+    /// Crashes since it was installed (every instance's), by kind.
     crashes: u64,
+    crash_kinds: std::collections::BTreeMap<&'static str, u64>,
+    /// The last crash's first line.
+    last_error: Option<String>,
     started: Instant,
     /// A Cranelift build is on the way for the Winch build that runs.
     tier_up_pending: bool,
@@ -85,6 +103,8 @@ impl Lifecycle {
             consecutive_crashes: 0,
             restarts: 0,
             crashes: 0,
+            crash_kinds: Default::default(),
+            last_error: None,
             started: now,
             tier_up_pending: tiering_up,
         }
@@ -103,6 +123,16 @@ impl Lifecycle {
     /// Crashes since the plugin was installed, every instance's.
     pub fn crashes(&self) -> u64 {
         self.crashes
+    }
+
+    /// Crashes by kind: `deadline`, `memory`, `panic`, `stack`, `other`.
+    pub fn crash_kinds(&self) -> &std::collections::BTreeMap<&'static str, u64> {
+        &self.crash_kinds
+    }
+
+    /// The last crash's reason (its first line).
+    pub fn last_error(&self) -> Option<&str> {
+        self.last_error.as_deref()
     }
 
     /// Whether a Cranelift build may be handed over now.
@@ -132,6 +162,9 @@ impl Lifecycle {
             return AfterCrash::Nothing;
         }
         self.crashes += 1;
+        let first_line = reason.lines().next().unwrap_or("").to_string();
+        *self.crash_kinds.entry(crash_kind(&first_line)).or_default() += 1;
+        self.last_error = Some(first_line);
         self.consecutive_crashes = if now.duration_since(self.started) < policy.healthy_after {
             self.consecutive_crashes + 1
         } else {
@@ -276,5 +309,24 @@ mod tests {
         l.crashed(&POLICY, "x", t0);
         l.restarted(t0);
         assert_eq!(l.state(), &PluginState::Running, "no build is awaited any more");
+    }
+
+    #[test]
+    fn crashes_are_counted_by_kind_with_the_last_reason() {
+        assert_eq!(crash_kind("wasm trap: interrupt"), "deadline");
+        assert_eq!(crash_kind("wasm trap: call stack exhausted"), "stack");
+        assert_eq!(crash_kind("wasm `unreachable` instruction executed"), "panic");
+        assert_eq!(crash_kind("memory allocation failed"), "memory");
+        assert_eq!(crash_kind("something else"), "other");
+        let t0 = Instant::now();
+        let mut l = Lifecycle::installed(false, t0);
+        l.crashed(&POLICY, "wasm trap: interrupt\nbacktrace", t0);
+        l.restarted(t0);
+        l.crashed(&POLICY, "wasm `unreachable` instruction executed", t0);
+        assert_eq!(
+            l.crash_kinds().iter().map(|(k, n)| (*k, *n)).collect::<Vec<_>>(),
+            [("deadline", 1), ("panic", 1)]
+        );
+        assert_eq!(l.last_error(), Some("wasm `unreachable` instruction executed"));
     }
 }

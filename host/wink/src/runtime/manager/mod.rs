@@ -47,6 +47,8 @@ struct LoadedPlugin {
     instance: Arc<PluginInstance>,
     registered: Vec<Registered>,
     lifecycle: Lifecycle,
+    /// What it declared: its writes, and whether it records Events.
+    declared: (Vec<super::grants::Declared>, bool),
 }
 
 /// A plugin's status, for logs, readiness and tests.
@@ -70,6 +72,19 @@ pub struct PluginStatus {
     pub permissions: Option<super::grants::Permissions>,
     /// Writes made: (verb, resource, outcome, count).
     pub writes: Vec<(&'static str, String, String, u64)>,
+    /// What it declared: its writes, and whether it records Events.
+    pub declared: (Vec<super::grants::Declared>, bool),
+    /// Deliveries to its current instance: (adds, updates, deletes).
+    pub deliveries: (u64, u64, u64),
+    /// Its current instance's call durations.
+    pub handler_time: prometheus_client::metrics::histogram::Histogram,
+    /// Crashes by kind, and the last one's reason.
+    pub crash_kinds: Vec<(&'static str, u64)>,
+    pub last_error: Option<String>,
+    /// Cache queries: (operation, result, count).
+    pub cache_queries: Vec<(&'static str, &'static str, u64)>,
+    /// Waits on its write rate limits: how many, and their total.
+    pub rate_waits: (u64, Duration),
 }
 
 /// Options for the manager.
@@ -391,6 +406,7 @@ impl PluginManager {
             }
         }
         let previous = plugins.remove(instance.name());
+        let declared = resolution.declared.clone();
         let registered = self.attach(
             &instance,
             resolution,
@@ -429,6 +445,7 @@ impl PluginManager {
                 instance,
                 registered,
                 lifecycle,
+                declared,
             },
         );
         Ok(())
@@ -507,6 +524,18 @@ impl PluginManager {
                     .write_scope()
                     .get()
                     .map(|a| a.write_counts())
+                    .unwrap_or_default(),
+                declared: r.declared.clone(),
+                deliveries: r.instance.deliveries(),
+                handler_time: r.instance.handler_time().clone(),
+                crash_kinds: r.lifecycle.crash_kinds().iter().map(|(k, n)| (*k, *n)).collect(),
+                last_error: r.lifecycle.last_error().map(str::to_string),
+                cache_queries: r.instance.cache_scope().query_counts(),
+                rate_waits: r
+                    .instance
+                    .write_scope()
+                    .get()
+                    .map(|a| a.rate_waits())
                     .unwrap_or_default(),
             })
             .collect()

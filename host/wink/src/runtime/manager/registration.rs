@@ -81,6 +81,8 @@ impl EventHandler for InstanceEventHandler {
 /// the plugin may write (and what it declared but was not granted).
 pub(super) struct Resolution {
     pub(super) wanted: Vec<Wanted>,
+    /// What the plugin declared: its writes, and whether it records Events.
+    pub(super) declared: (Vec<Declared>, bool),
     pub(super) permissions: Permissions,
     pub(super) missing: Missing,
 }
@@ -178,11 +180,12 @@ impl PluginManager {
             });
         }
         let declared = declared_writes(registration);
-        let (permissions, missing) =
+        let (permissions, missing): (Permissions, Missing) =
             self.options
                 .grants
                 .permissions(plugin, &declared, registration.records_events);
         Ok(Resolution {
+            declared: (declared, registration.records_events),
             wanted,
             permissions,
             missing,
