@@ -172,6 +172,7 @@ async fn health_readiness_metrics_and_plugin_status() {
             .unwrap_or_else(|| panic!("{n}: {body}"))
     };
     assert_eq!(by_name("good")["state"], "running");
+    assert_eq!(by_name("good")["queue_depth"], 0);
     assert_eq!(
         by_name("require-labels")["permissions"]["writes"][0]["verbs"][0],
         "patch"

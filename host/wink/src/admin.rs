@@ -270,6 +270,12 @@ async fn metrics(State(a): State<Admin>) -> Response {
 }
 
 async fn debug_plugins(State(a): State<Admin>) -> Response {
+    let mut backlog: std::collections::HashMap<String, usize> = Default::default();
+    for informer in a.factory.informers() {
+        for (plugin, waiting, _) in informer.listener_stats() {
+            *backlog.entry(plugin).or_default() += waiting;
+        }
+    }
     let plugins: Vec<serde_json::Value> = a
         .manager
         .status()
@@ -288,6 +294,7 @@ async fn debug_plugins(State(a): State<Admin>) -> Response {
                 "digest": p.digest,
                 "compiler": format!("{:?}", p.compiler),
                 "synced": p.synced,
+                "queue_depth": backlog.get(&p.name).copied().unwrap_or(0),
                 "calls": p.calls,
                 "crashes": p.crashes,
                 "restarts": p.restarts,
