@@ -31,6 +31,13 @@ pub struct Admin {
 
 type Labels = Vec<(&'static str, String)>;
 
+/// `base` with more labels.
+fn with<const N: usize>(base: &Labels, more: [(&'static str, &str); N]) -> Labels {
+    let mut labels = base.clone();
+    labels.extend(more.map(|(k, v)| (k, v.to_string())));
+    labels
+}
+
 async fn healthz(State(a): State<Admin>) -> Response {
     let dead: Vec<String> = a
         .factory
@@ -107,9 +114,7 @@ async fn render(a: &Admin) -> String {
         let stats = informer.stats();
         let (added, modified, deleted) = stats.events();
         for (ty, n) in [("ADDED", added), ("MODIFIED", modified), ("DELETED", deleted)] {
-            let mut t = l.clone();
-            t.push(("type", ty.to_string()));
-            by_type.get_or_create(&t).inc_by(n);
+            by_type.get_or_create(&with(&l, [("type", ty)])).inc_by(n);
         }
         watch_errors.get_or_create(&l).inc_by(stats.watch_errors());
         last_sync.get_or_create(&l).set(stats.last_sync() as i64);
@@ -168,35 +173,26 @@ async fn render(a: &Admin) -> String {
         crashes.get_or_create(&l).inc_by(p.crashes);
         restarts.get_or_create(&l).inc_by(p.restarts.into());
         synced.get_or_create(&l).set(p.synced.into());
-        let mut with_state = l.clone();
-        with_state.push(("state", state_name(&p.state).to_string()));
-        state.get_or_create(&with_state).set(1);
+        state
+            .get_or_create(&with(&l, [("state", state_name(&p.state))]))
+            .set(1);
         let (adds, updates, deletes) = p.deliveries;
         for (ty, n) in [("add", adds), ("update", updates), ("delete", deletes)] {
-            let mut t = l.clone();
-            t.push(("type", ty.to_string()));
-            deliveries.get_or_create(&t).inc_by(n);
+            deliveries.get_or_create(&with(&l, [("type", ty)])).inc_by(n);
         }
         for (kind, n) in &p.crash_kinds {
-            let mut k = l.clone();
-            k.push(("kind", kind.to_string()));
-            crash_kinds.get_or_create(&k).inc_by(*n);
+            crash_kinds.get_or_create(&with(&l, [("kind", kind)])).inc_by(*n);
         }
         for (op, result, n) in &p.cache_queries {
-            let mut q = l.clone();
-            q.extend([("operation", op.to_string()), ("result", result.to_string())]);
-            queries.get_or_create(&q).inc_by(*n);
+            queries
+                .get_or_create(&with(&l, [("operation", op), ("result", result)]))
+                .inc_by(*n);
         }
         rate_waits.get_or_create(&l).inc_by(p.rate_waits.0);
         rate_waited.get_or_create(&l).inc_by(p.rate_waits.1.as_secs_f64());
         for (verb, resource, outcome, n) in &p.writes {
-            let mut w = l.clone();
-            w.extend([
-                ("verb", verb.to_string()),
-                ("resource", resource.clone()),
-                ("code", outcome.clone()),
-            ]);
-            writes.get_or_create(&w).inc_by(*n);
+            let labels = with(&l, [("verb", verb), ("resource", resource), ("code", outcome)]);
+            writes.get_or_create(&labels).inc_by(*n);
         }
     }
     registry.register("plugin_calls", "Calls into the plugin's current instance", calls);
