@@ -24,6 +24,12 @@ pub const SERIES_WINDOW: Duration = Duration::from_secs(6 * 60);
 /// Events one object may get at once before the spam filter drops them.
 pub const SPAM_BURST: u32 = 25;
 
+/// Objects the spam filter remembers before it forgets the quiet ones.
+const SPAM_OBJECTS: usize = 4096;
+
+/// How long an emptied spam bucket takes to fill again (25 at one per 5 minutes).
+const SPAM_REFILL: Duration = Duration::from_secs(300 * SPAM_BURST as u64);
+
 /// The longest note (the API server refuses longer ones).
 const MAX_NOTE: usize = 1024;
 
@@ -39,7 +45,8 @@ struct Series {
 #[derive(Default)]
 pub struct Recorder {
     series: Mutex<HashMap<String, Series>>,
-    spam: Mutex<HashMap<String, TokenBucket>>,
+    /// Per object: its bucket and when it was last used.
+    spam: Mutex<HashMap<String, (TokenBucket, Instant)>>,
     dropped: Mutex<u64>,
 }
 
@@ -52,12 +59,20 @@ fn micro_time() -> String {
 
 impl Recorder {
     /// Whether the spam filter lets one more Event about `uid` through.
+    /// Objects not heard of for longer than a bucket takes to refill are
+    /// forgotten (their bucket would be full again), so the map stays small.
     fn admit(&self, uid: &str) -> bool {
         let mut spam = self.spam.lock().unwrap();
-        let bucket = spam
+        let now = Instant::now();
+        if spam.len() >= SPAM_OBJECTS {
+            spam.retain(|_, (_, used)| now.duration_since(*used) < SPAM_REFILL);
+        }
+        let (bucket, used) = spam
             .entry(uid.to_string())
-            .or_insert_with(|| TokenBucket::new(1.0 / 300.0, SPAM_BURST));
-        bucket.reserve().is_zero()
+            .or_insert_with(|| (TokenBucket::new(1.0 / 300.0, SPAM_BURST), now));
+        *used = now;
+        // Dropped, not queued: a spamming object runs up no debt.
+        bucket.try_take()
     }
 }
 
