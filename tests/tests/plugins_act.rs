@@ -51,16 +51,24 @@ async fn eventually<F: std::future::Future<Output = bool>>(what: &str, mut check
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn require_labels_labels_records_an_event_and_converges() {
-    let sim = Sim::start(SimConfig::default()).await.unwrap();
-    let s = Setup::new("act_require_labels", &sim);
+/// A simulated server with `require-labels` installed and the Deployment
+/// `default/web` (no labels) created: the setup, the Deployments API and
+/// the created Deployment.
+async fn require_labels_setup(sim: &Sim, test: &str) -> (Setup, Api<Deployment>, Deployment) {
+    let s = Setup::new(test, sim);
     s.install("require_labels", "require-labels", None);
     let deployments: Api<Deployment> = Api::namespaced(sim.client(), "default");
-    deployments
+    let created = deployments
         .create(&PostParams::default(), &deployment("default", "web", 1))
         .await
         .unwrap();
+    (s, deployments, created)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn require_labels_labels_records_an_event_and_converges() {
+    let sim = Sim::start(SimConfig::default()).await.unwrap();
+    let (s, deployments, _) = require_labels_setup(&sim, "act_require_labels").await;
     let file = grants(&s, REQUIRE_LABELS_GRANT);
     let wink = s.run(&["--grants", &file]);
     wink.wait_for_line("require-labels: default/web missing team", WAIT);
@@ -100,13 +108,7 @@ async fn require_labels_labels_records_an_event_and_converges() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn in_audit_mode_nothing_changes_but_the_event_is_recorded() {
     let sim = Sim::start(SimConfig::default()).await.unwrap();
-    let s = Setup::new("act_audit", &sim);
-    s.install("require_labels", "require-labels", None);
-    let deployments: Api<Deployment> = Api::namespaced(sim.client(), "default");
-    let created = deployments
-        .create(&PostParams::default(), &deployment("default", "web", 1))
-        .await
-        .unwrap();
+    let (s, deployments, created) = require_labels_setup(&sim, "act_audit").await;
     let file = grants(
         &s,
         &REQUIRE_LABELS_GRANT.replace("    events: true", "    events: true\n    mode: audit"),
@@ -135,13 +137,7 @@ async fn in_audit_mode_nothing_changes_but_the_event_is_recorded() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_a_grant_nothing_changes_and_the_refusal_is_logged_once() {
     let sim = Sim::start(SimConfig::default()).await.unwrap();
-    let s = Setup::new("act_no_grant", &sim);
-    s.install("require_labels", "require-labels", None);
-    let deployments: Api<Deployment> = Api::namespaced(sim.client(), "default");
-    let created = deployments
-        .create(&PostParams::default(), &deployment("default", "web", 1))
-        .await
-        .unwrap();
+    let (s, deployments, created) = require_labels_setup(&sim, "act_no_grant").await;
     deployments
         .create(&PostParams::default(), &deployment("default", "api", 1))
         .await
