@@ -5,8 +5,9 @@
 //! `ResourceEventHandler` meaning. This crate hides the WIT bindings
 //! (`wink:plugin@0.3.0`, see `wit/plugin.wit`) behind a [`Handler`] trait,
 //! an [`Object`] handle whose accessors copy only what they return and never
-//! parse JSON, typed decoding
-//! through serde, [`cache`] queries and log macros.
+//! parse JSON, typed decoding through serde, [`cache`] queries,
+//! [writes](mod@write), [`events`], policy results ([`report`]) and log
+//! macros.
 //!
 //! ```no_run
 //! use wink_sdk::{Handler, Object, Registration, Watch};
@@ -66,6 +67,7 @@ mod registration;
 pub mod cache;
 pub mod events;
 pub mod log;
+pub mod report;
 pub mod write;
 
 pub use object::Object;

@@ -95,6 +95,38 @@ fn resident_bytes() -> i64 {
     pages * unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as i64
 }
 
+/// The policy reports: results held, the writer's requests, its largest report.
+fn report_metrics(registry: &mut Registry, reports: &crate::reports::Aggregator) {
+    let (subjects, results, _) = reports.counts();
+    let held = Family::<Labels, Gauge>::default();
+    held.get_or_create(&vec![("of", "subjects".to_string())])
+        .set(subjects as i64);
+    held.get_or_create(&vec![("of", "results".to_string())])
+        .set(results as i64);
+    registry.register(
+        "report_held",
+        "Policy results held, and the objects they are about",
+        held,
+    );
+    let requests = Family::<Labels, Counter>::default();
+    for (op, outcome, n) in reports.stats.requests() {
+        let l: Labels = vec![("op", op.to_string()), ("outcome", outcome)];
+        requests.get_or_create(&l).inc_by(n);
+    }
+    registry.register(
+        "report_requests",
+        "Requests of the report writer, by operation and outcome",
+        requests,
+    );
+    let largest = Gauge::<i64>::default();
+    largest.set(reports.stats.largest() as i64);
+    registry.register(
+        "report_largest_bytes",
+        "The largest report written, in bytes",
+        largest,
+    );
+}
+
 /// Every metric, read from the factory and the manager at scrape time.
 async fn render(a: &Admin) -> String {
     let mut registry = Registry::with_prefix("wink");
@@ -248,6 +280,7 @@ async fn render(a: &Admin) -> String {
     let waiting = Gauge::<i64>::default();
     waiting.set(a.manager.waiting() as i64);
     registry.register("plugins_waiting", "Plugins waiting for the API server", waiting);
+    report_metrics(&mut registry, a.manager.reports());
     let memory = Gauge::<i64>::default();
     memory.set(resident_bytes());
     registry.register(

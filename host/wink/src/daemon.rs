@@ -5,6 +5,7 @@
 
 use crate::informer::SharedInformerFactory;
 use crate::informer::factory::FactoryOptions;
+use crate::reports::{Census, CensusFn, ReportWriter, WriterOptions};
 use crate::runtime::manager::ManagerOptions;
 use crate::runtime::{PluginManager, WinkEngine};
 use anyhow::Context;
@@ -50,20 +51,39 @@ impl Daemon {
     /// (failures are logged; the others run). Informers use a client that
     /// retries what the server asks to retry, as kube's does; plugins' writes
     /// use one that does not, so the write capability decides how long a
-    /// plugin waits (see `capabilities::cluster`).
+    /// plugin waits (see `capabilities::cluster`). With `reports`, the
+    /// report writer keeps plugins' policy results in PolicyReports.
     pub async fn start(
         config: kube::Config,
         plugins: &Path,
         factory_options: FactoryOptions,
         mut manager_options: ManagerOptions,
+        reports: Option<WriterOptions>,
     ) -> anyhow::Result<Daemon> {
         let client = kube::Client::try_from(config.clone())?;
         let mut writes = config;
         writes.default_retry = false;
-        manager_options.writes_client = Some(kube::Client::try_from(writes)?);
+        let writes = kube::Client::try_from(writes)?;
+        manager_options.writes_client = Some(writes.clone());
         let factory = SharedInformerFactory::new(client, factory_options);
         let engine = WinkEngine::new()?;
+        let aggregator = manager_options.reports.clone();
+        let leadership = manager_options.leadership.clone();
         let manager = PluginManager::new(engine, factory.clone(), manager_options)?;
+        if let Some(options) = reports {
+            let weak = Arc::downgrade(&manager);
+            let census: CensusFn = Arc::new(move || {
+                let manager = weak.upgrade();
+                Box::pin(async move {
+                    match manager {
+                        Some(m) => m.report_census().await,
+                        None => Census::default(),
+                    }
+                })
+            });
+            let writer = ReportWriter::new(writes, aggregator, leadership, census, options);
+            tokio::spawn(writer.run());
+        }
         let errors = manager.load_dir(plugins).await?;
         let loaded = manager.status().await.len();
         let waiting = manager.waiting();

@@ -3,7 +3,9 @@
 //!
 //! Data flows one way: API server -> [`informer`] (reflector, store,
 //! processor) -> [`runtime`] (engine, plugin instances) -> guest. Guest
-//! queries come back only through the runtime's cache capability.
+//! queries and writes come back only through the runtime's capabilities;
+//! policy results go from the `report` capability to [`reports`], whose
+//! writer keeps the PolicyReports current.
 
 pub mod admin;
 pub mod cache_view;
@@ -12,4 +14,5 @@ pub mod informer;
 pub mod leader;
 pub mod listener;
 pub mod manifests;
+pub mod reports;
 pub mod runtime;

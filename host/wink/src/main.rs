@@ -178,6 +178,14 @@ struct HostArgs {
     /// memory for a few µs per event: `--cache-compression=false` to turn off.
     #[arg(long, num_args = 0..=1, default_value_t = true, default_missing_value = "true", action = clap::ArgAction::Set)]
     cache_compression: bool,
+    /// Keep plugins' policy results in wgpolicyk8s.io PolicyReports (the
+    /// CRDs are installed when missing): `--policy-reports=false` to turn off.
+    #[arg(long, num_args = 0..=1, default_value_t = true, default_missing_value = "true", action = clap::ArgAction::Set)]
+    policy_reports: bool,
+    /// How long the report writer gathers changes before it writes them
+    /// together, milliseconds.
+    #[arg(long, default_value_t = 1000)]
+    report_batch_ms: u64,
 }
 
 impl HostArgs {
@@ -271,7 +279,11 @@ impl HostArgs {
             "the plugin directory {} does not exist (create it, or give another with --plugins DIR)",
             self.plugins.display()
         );
-        let d = Daemon::start(config, &self.plugins, factory, manager).await?;
+        let reports = self.policy_reports.then(|| wink::reports::WriterOptions {
+            batch: Duration::from_millis(self.report_batch_ms),
+            ..Default::default()
+        });
+        let d = Daemon::start(config, &self.plugins, factory, manager, reports).await?;
         let _reload = if self.no_reload {
             None
         } else {

@@ -4,10 +4,18 @@
 //! its default by a merge patch. It converges: the patched Deployment comes
 //! back as an update that needs nothing.
 //!
+//! Every Deployment it checks (each add and update) also gets one policy
+//! result per required label, in category `Labels` with severity medium:
+//! rule `require-label-<label>`, `fail` ("missing label team") when the
+//! Deployment it was handed lacks the label, `pass` ("has label team") when
+//! it has it. The label it sets comes back as an update, which turns the
+//! result to `pass`.
+//!
 //! Config (these are the defaults): `{"labels": ["team"], "default": "unassigned"}`.
 //! It declares `patch` on Deployments and Events; the operator grants them.
 
 use serde::Deserialize;
+use wink_sdk::report::{self, Outcome, Severity};
 use wink_sdk::write::{self, WriteError};
 use wink_sdk::{Handler, Object, Registration, Resource, Verb, Watch, events};
 
@@ -43,6 +51,7 @@ impl RequireLabels {
             .iter()
             .filter(|l| obj.label(l).is_none())
             .collect();
+        self.report(obj, &missing);
         if missing.is_empty() {
             return;
         }
@@ -61,6 +70,29 @@ impl RequireLabels {
             // Deleted meanwhile: nothing to label.
             Err(WriteError::NotFound(_)) => {}
             Err(e) => wink_sdk::warn!("require-labels: {} not labeled: {e:?}", obj.key()),
+        }
+    }
+
+    /// One result per required label: `fail` when it is `missing`, else `pass`.
+    fn report(&self, obj: &Object, missing: &[&String]) {
+        let findings: Vec<report::Finding> = self
+            .config
+            .labels
+            .iter()
+            .map(|label| {
+                let (outcome, message) = if missing.contains(&label) {
+                    (Outcome::Fail, format!("missing label {label}"))
+                } else {
+                    (Outcome::Pass, format!("has label {label}"))
+                };
+                report::finding(format!("require-label-{label}"), outcome)
+                    .message(message)
+                    .severity(Severity::Medium)
+                    .category("Labels")
+            })
+            .collect();
+        if let Err(e) = report::set(obj, &findings) {
+            wink_sdk::warn!("require-labels: results about {} not given: {e}", obj.key());
         }
     }
 }

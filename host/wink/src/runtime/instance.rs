@@ -10,7 +10,7 @@
 
 use super::bindings::types::Registration;
 use super::bindings::{Plugin, PluginPre};
-use super::capabilities::{CacheScope, CallClock, HostState, WriteScope};
+use super::capabilities::{CacheScope, CallClock, HostState, ReportScope, WriteScope};
 use super::engine::{Limits, WinkEngine};
 use crate::informer::{EventHandler, ObjRef};
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
@@ -51,6 +51,7 @@ pub struct PluginInstance {
     limits: Limits,
     cache: CacheScope,
     writes: WriteScope,
+    reports: ReportScope,
     live: Mutex<Option<Live>>,
     synced: AtomicBool,
     crashed: AtomicBool,
@@ -94,6 +95,7 @@ impl PluginInstance {
             limits,
             cache: CacheScope::default(),
             writes: WriteScope::default(),
+            reports: ReportScope::default(),
             live: Mutex::new(None),
             synced: AtomicBool::new(false),
             crashed: AtomicBool::new(false),
@@ -116,6 +118,7 @@ impl PluginInstance {
             self.limits.memory_bytes,
             self.cache.clone(),
             self.writes.clone(),
+            self.reports.clone(),
         );
         let mut store = Store::new(self.engine.engine(), state);
         store.limiter(|s| &mut s.limits);
@@ -214,6 +217,11 @@ impl PluginInstance {
         &self.writes
     }
 
+    /// Where the instance's policy results go (shared by its Store).
+    pub fn report_scope(&self) -> &ReportScope {
+        &self.reports
+    }
+
     /// Calls made into the guest (events).
     pub fn calls(&self) -> u64 {
         self.calls.load(Ordering::Relaxed)
@@ -264,8 +272,10 @@ impl PluginInstance {
         let result = f(&mut l.store, &l.plugin, &l.key);
         self.handler_time.observe(started.elapsed().as_secs_f64());
         let Err(err) = result else {
+            l.store.data_mut().commit_reports(self.id);
             return;
         };
+        l.store.data_mut().discard_reports();
         // The Store is poisoned: drop it; the manager starts a fresh instance.
         *live = None;
         self.traps.fetch_add(1, Ordering::Relaxed);
@@ -349,6 +359,7 @@ impl EventHandler for PluginInstance {
         });
     }
 
+    /// After the call, the plugin's results about the deleted object go.
     fn on_delete(&self, obj: &ObjRef, final_state_unknown: bool) {
         self.delivered[2].fetch_add(1, Ordering::Relaxed);
         self.call("on-delete", Some(obj), |store, p, key| {
@@ -357,12 +368,22 @@ impl EventHandler for PluginInstance {
                     .call_on_delete(store, key, o, final_state_unknown)
             })
         });
+        if let Some(aggregator) = self.reports.get() {
+            aggregator.forget(&self.name, obj.uid());
+        }
     }
 
-    /// Every watch and read of this instance delivered its initial list.
+    /// Every watch and read of this instance delivered its initial list:
+    /// after the guest's `on-synced`, results of earlier instances that
+    /// this one did not state again go.
     fn on_synced(&self) {
         self.call("on-synced", None, |store, p, _| {
             p.wink_plugin_handler().call_on_synced(store)
         });
+        if let Some(aggregator) = self.reports.get()
+            && !self.is_crashed()
+        {
+            aggregator.synced(&self.name, self.id);
+        }
     }
 }

@@ -155,6 +155,18 @@ fn contract_version(component: &Component, engine: &WinkEngine) -> Option<String
         .next()
 }
 
+/// Whether a component imports the `report` interface (it gives policy
+/// results, so the report writer waits for it).
+pub fn imports_report(pre: &PluginPre<HostState>, engine: &WinkEngine) -> bool {
+    let component = pre.instance_pre().component();
+    let names: Vec<String> = component
+        .component_type()
+        .imports(engine.engine())
+        .map(|(name, _)| name.to_string())
+        .collect();
+    names.iter().any(|n| n.starts_with("wink:plugin/report@"))
+}
+
 /// A core module starts with the wasm magic and version 1; a component with
 /// the magic and a layer-1 version.
 fn wasmparser_is_core_module(bytes: &[u8]) -> bool {

@@ -9,16 +9,20 @@
 //! - [`cache`]: the `cache` import, scoped to what the plugin watches and
 //!   reads; it reads the informers' stores only;
 //! - [`write`] and [`events`]: the `write` and `events` imports, the only
-//!   way a guest reaches the API server, within the operator's grants.
+//!   way a guest reaches the API server, within the operator's grants;
+//! - [`report`]: the `report` import, policy results handed to the
+//!   aggregator of `crate::reports` (the host writes the reports).
 
 mod cache;
 pub mod cluster;
 mod echo;
 pub mod events;
 mod log;
+pub mod report;
 pub mod write;
 
 pub use cache::CacheScope;
+pub use report::ReportScope;
 pub use write::{WriteAccess, WriteScope};
 
 use super::bindings::types::{Answer, ObjectMeta};
@@ -125,6 +129,9 @@ pub struct HostState {
     log_budget: LogBudget,
     /// The plugin's recorded Events, for aggregation.
     recorder: events::Recorder,
+    /// Where its policy results go, and those of the call in progress.
+    reports: ReportScope,
+    report_pending: report::Pending,
     /// The current call's clock.
     pub(crate) clock: CallClock,
 }
@@ -155,7 +162,13 @@ impl CallClock {
 
 impl HostState {
     /// A closed sandbox for `plugin`, with a memory cap and a cache scope.
-    pub fn new(plugin: Arc<str>, memory_bytes: usize, cache: CacheScope, writes: WriteScope) -> Self {
+    pub fn new(
+        plugin: Arc<str>,
+        memory_bytes: usize,
+        cache: CacheScope,
+        writes: WriteScope,
+        reports: ReportScope,
+    ) -> Self {
         let mut wasi = WasiCtx::builder();
         let log_budget = LogBudget::new(plugin.clone());
         wasi.stdout(GuestOutput::new(
@@ -183,6 +196,8 @@ impl HostState {
             writes,
             log_budget,
             recorder: events::Recorder::default(),
+            reports,
+            report_pending: report::Pending::default(),
             clock: CallClock::start(),
         }
     }

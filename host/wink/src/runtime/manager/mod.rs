@@ -13,6 +13,7 @@
 mod lifecycle;
 mod recovery;
 mod registration;
+mod reporting;
 mod takeover;
 pub use registration::declared_writes;
 mod waiting;
@@ -109,6 +110,9 @@ pub struct ManagerOptions {
     pub restart_backoff: Duration,
     /// A crash this long after the last (re)start starts a new series.
     pub healthy_after: Duration,
+    /// Where plugins' policy results are gathered (the report writer reads
+    /// them).
+    pub reports: Arc<crate::reports::Aggregator>,
     /// Bring a plugin whose compiled code is not precompiled up on Winch first
     /// (~5x faster to compile), then swap in its Cranelift build once the
     /// background compile is done (a second hand-over, with the cache
@@ -140,6 +144,7 @@ impl Default for ManagerOptions {
             restart_backoff: Duration::from_millis(100),
             healthy_after: Duration::from_secs(30),
             tier_up: false,
+            reports: crate::reports::Aggregator::new(),
         }
     }
 }
@@ -474,6 +479,7 @@ impl PluginManager {
         for r in running.registered {
             self.factory.release(&r.spec, r.listener_id);
         }
+        self.options.reports.unload(name);
         tracing::info!(plugin = %name, "plugin unloaded");
         true
     }

@@ -209,6 +209,7 @@ impl PluginManager {
             self.cluster.clone(),
             permissions,
         ));
+        instance.report_scope().connect(self.options.reports.clone());
         let pending = Arc::new(AtomicUsize::new(wanted.len()));
         if wanted.is_empty() {
             // Nothing to list: synced at once, and said like any other.

@@ -1,0 +1,396 @@
+//! The aggregator: every plugin's current policy results, by namespace and
+//! subject. The `report` capability puts results in; the report writer takes
+//! snapshots of the namespaces that changed. Owns the replace/forget/sweep
+//! rules the WIT `report` interface documents; it never reaches the API
+//! server and knows nothing of wasm.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+use tokio::sync::Notify;
+
+/// What a rule concluded (the report's `result`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Outcome {
+    Pass,
+    Fail,
+    Warn,
+    Error,
+    Skip,
+}
+
+impl Outcome {
+    /// As a PolicyReport spells it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Pass => "pass",
+            Outcome::Fail => "fail",
+            Outcome::Warn => "warn",
+            Outcome::Error => "error",
+            Outcome::Skip => "skip",
+        }
+    }
+
+    /// Every outcome, in the order of a report's `summary`.
+    pub const ALL: [Outcome; 5] = [
+        Outcome::Pass,
+        Outcome::Fail,
+        Outcome::Warn,
+        Outcome::Error,
+        Outcome::Skip,
+    ];
+}
+
+/// How much a result matters (the report's `severity`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Severity {
+    Info,
+    Low,
+    Medium,
+    High,
+    Critical,
+}
+
+impl Severity {
+    /// As a PolicyReport spells it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Severity::Info => "info",
+            Severity::Low => "low",
+            Severity::Medium => "medium",
+            Severity::High => "high",
+            Severity::Critical => "critical",
+        }
+    }
+}
+
+/// One rule's result about one object.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct PolicyResult {
+    pub policy: String,
+    pub rule: String,
+    pub outcome: Outcome,
+    pub severity: Option<Severity>,
+    pub category: Option<String>,
+    pub message: String,
+    pub properties: BTreeMap<String, String>,
+}
+
+/// The object a result is about, as a report's `resources[]` names it.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Subject {
+    pub api_version: String,
+    pub kind: String,
+    pub namespace: Option<String>,
+    pub name: String,
+    pub uid: String,
+}
+
+/// One plugin's results about one subject, and which instance gave them.
+#[derive(Debug, Clone)]
+struct Entry {
+    instance: usize,
+    subject: Subject,
+    results: Vec<PolicyResult>,
+}
+
+/// A namespace's results, or (none) the cluster-scoped subjects'.
+pub type Scope = Option<String>;
+
+#[derive(Default)]
+struct Inner {
+    /// By scope, then (plugin, subject uid).
+    entries: BTreeMap<Scope, HashMap<(Arc<str>, String), Entry>>,
+    /// Where each (plugin, uid) is, to forget it without its namespace.
+    scope_of: HashMap<(Arc<str>, String), Scope>,
+    /// Scopes changed since the writer last took them.
+    dirty: BTreeSet<Scope>,
+    /// Per plugin: the instance whose initial replay finished last, and when.
+    synced: HashMap<Arc<str>, (usize, Instant)>,
+    /// Results given in total (for metrics).
+    given: u64,
+}
+
+/// Every plugin's current results. Cheap to share: one lock, held briefly.
+#[derive(Default)]
+pub struct Aggregator {
+    inner: Mutex<Inner>,
+    changed: Notify,
+    /// What the report writer did with them (it alone updates these).
+    pub stats: super::writer::WriteStats,
+}
+
+/// One result in a snapshot, with the plugin that gave it.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Held {
+    pub subject: Subject,
+    pub result: PolicyResult,
+}
+
+impl Aggregator {
+    /// A new, empty aggregator.
+    pub fn new() -> Arc<Self> {
+        Arc::new(Self::default())
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// `plugin`'s `instance` states `results` about `subject`: they replace
+    /// what it stated before (an empty list clears).
+    pub fn set(&self, plugin: &Arc<str>, instance: usize, subject: Subject, mut results: Vec<PolicyResult>) {
+        results.sort();
+        results.dedup();
+        let key = (plugin.clone(), subject.uid.clone());
+        let scope = subject.namespace.clone();
+        let mut inner = self.lock();
+        inner.given += results.len() as u64;
+        let moved = inner.scope_of.get(&key).filter(|s| **s != scope).cloned();
+        if let Some(old) = moved.clone() {
+            // A uid never changes namespace; a plugin that says otherwise
+            // still gets one entry per uid.
+            if let Some(m) = inner.entries.get_mut(&old) {
+                m.remove(&key);
+            }
+            inner.dirty.insert(old);
+        }
+        let changed = {
+            let entries = inner.entries.entry(scope.clone()).or_default();
+            match entries.get_mut(&key) {
+                Some(e) if e.results == results && e.subject == subject => {
+                    e.instance = instance;
+                    false
+                }
+                _ if results.is_empty() => entries.remove(&key).is_some(),
+                _ => {
+                    entries.insert(
+                        key.clone(),
+                        Entry {
+                            instance,
+                            subject,
+                            results,
+                        },
+                    );
+                    true
+                }
+            }
+        };
+        if inner.entries.get(&scope).is_some_and(|m| m.contains_key(&key)) {
+            inner.scope_of.insert(key, scope.clone());
+        } else {
+            inner.scope_of.remove(&key);
+        }
+        if changed || moved.is_some() {
+            inner.dirty.insert(scope);
+            drop(inner);
+            self.changed.notify_one();
+        }
+    }
+
+    /// `plugin` was handed the deletion of the object `uid`: its results
+    /// about it go.
+    pub fn forget(&self, plugin: &Arc<str>, uid: &str) {
+        let key = (plugin.clone(), uid.to_string());
+        let mut inner = self.lock();
+        let Some(scope) = inner.scope_of.remove(&key) else {
+            return;
+        };
+        if let Some(m) = inner.entries.get_mut(&scope) {
+            m.remove(&key);
+        }
+        inner.dirty.insert(scope);
+        drop(inner);
+        self.changed.notify_one();
+    }
+
+    /// `plugin`'s `instance` was replayed the whole cache: results of its
+    /// predecessors that it did not state again go.
+    pub fn synced(&self, plugin: &Arc<str>, instance: usize) {
+        let mut inner = self.lock();
+        let Inner {
+            entries,
+            scope_of,
+            dirty,
+            synced,
+            ..
+        } = &mut *inner;
+        for (scope, m) in entries.iter_mut() {
+            let before = m.len();
+            m.retain(|(p, _), e| p != plugin || e.instance == instance);
+            if m.len() != before {
+                dirty.insert(scope.clone());
+            }
+        }
+        scope_of.retain(|(p, uid), scope| {
+            p != plugin
+                || entries
+                    .get(scope)
+                    .is_some_and(|m| m.contains_key(&(p.clone(), uid.clone())))
+        });
+        synced.insert(plugin.clone(), (instance, Instant::now()));
+        drop(inner);
+        self.changed.notify_one();
+    }
+
+    /// `plugin` was unloaded: every result it gave goes.
+    pub fn unload(&self, plugin: &str) {
+        let mut inner = self.lock();
+        let Inner {
+            entries,
+            scope_of,
+            dirty,
+            synced,
+            ..
+        } = &mut *inner;
+        for (scope, m) in entries.iter_mut() {
+            let before = m.len();
+            m.retain(|(p, _), _| &**p != plugin);
+            if m.len() != before {
+                dirty.insert(scope.clone());
+            }
+        }
+        scope_of.retain(|(p, _), _| &**p != plugin);
+        synced.remove(plugin);
+        drop(inner);
+        self.changed.notify_one();
+    }
+
+    /// When `plugin`'s instance `instance` finished its replay, if it did.
+    pub fn synced_at(&self, plugin: &str, instance: usize) -> Option<Instant> {
+        let inner = self.lock();
+        inner
+            .synced
+            .get(plugin)
+            .filter(|(i, _)| *i == instance)
+            .map(|(_, at)| *at)
+    }
+
+    /// Wait until something changed (or was already pending).
+    pub async fn changed(&self) {
+        self.changed.notified().await
+    }
+
+    /// The scopes changed since the last call, emptied.
+    pub fn take_dirty(&self) -> BTreeSet<Scope> {
+        std::mem::take(&mut self.lock().dirty)
+    }
+
+    /// Whether any scope changed since the writer last took them.
+    pub fn has_dirty(&self) -> bool {
+        !self.lock().dirty.is_empty()
+    }
+
+    /// Mark `scopes` as changed again (a write that failed is retried).
+    pub fn mark_dirty(&self, scopes: impl IntoIterator<Item = Scope>) {
+        self.lock().dirty.extend(scopes);
+    }
+
+    /// Every scope that holds results.
+    pub fn scopes(&self) -> BTreeSet<Scope> {
+        let inner = self.lock();
+        inner
+            .entries
+            .iter()
+            .filter(|(_, m)| !m.is_empty())
+            .map(|(s, _)| s.clone())
+            .collect()
+    }
+
+    /// The results held for `scope`, sorted (subject, then result).
+    pub fn snapshot(&self, scope: &Scope) -> Vec<Held> {
+        let inner = self.lock();
+        let mut held: Vec<Held> = inner
+            .entries
+            .get(scope)
+            .into_iter()
+            .flat_map(|m| m.values())
+            .flat_map(|e| {
+                e.results.iter().map(|r| Held {
+                    subject: e.subject.clone(),
+                    result: r.clone(),
+                })
+            })
+            .collect();
+        held.sort();
+        held
+    }
+
+    /// (subjects, results) held in total, and results given since start.
+    pub fn counts(&self) -> (usize, usize, u64) {
+        let inner = self.lock();
+        let subjects = inner.entries.values().map(HashMap::len).sum();
+        let results = inner
+            .entries
+            .values()
+            .flat_map(|m| m.values())
+            .map(|e| e.results.len())
+            .sum();
+        (subjects, results, inner.given)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn subject(ns: &str, name: &str) -> Subject {
+        Subject {
+            api_version: "v1".into(),
+            kind: "Pod".into(),
+            namespace: Some(ns.into()),
+            name: name.into(),
+            uid: format!("uid-{ns}-{name}"),
+        }
+    }
+
+    fn result(rule: &str, outcome: Outcome) -> PolicyResult {
+        PolicyResult {
+            policy: "p".into(),
+            rule: rule.into(),
+            outcome,
+            severity: None,
+            category: None,
+            message: String::new(),
+            properties: BTreeMap::new(),
+        }
+    }
+
+    #[test]
+    fn results_replace_and_only_changes_mark_the_namespace() {
+        let a = Aggregator::new();
+        let p: Arc<str> = "p".into();
+        a.set(&p, 1, subject("a", "x"), vec![result("r", Outcome::Fail)]);
+        assert_eq!(a.take_dirty(), BTreeSet::from([Some("a".to_string())]));
+        a.set(&p, 1, subject("a", "x"), vec![result("r", Outcome::Fail)]);
+        assert!(a.take_dirty().is_empty(), "the same content is no change");
+        a.set(&p, 1, subject("a", "x"), vec![result("r", Outcome::Pass)]);
+        assert_eq!(a.snapshot(&Some("a".into()))[0].result.outcome, Outcome::Pass);
+        assert_eq!(a.take_dirty().len(), 1);
+        a.set(&p, 1, subject("a", "x"), vec![]);
+        assert!(a.snapshot(&Some("a".into())).is_empty(), "an empty list clears");
+    }
+
+    #[test]
+    fn a_deletion_forgets_and_a_synced_successor_sweeps_the_rest() {
+        let a = Aggregator::new();
+        let p: Arc<str> = "p".into();
+        let q: Arc<str> = "q".into();
+        a.set(&p, 1, subject("a", "x"), vec![result("r", Outcome::Fail)]);
+        a.set(&p, 1, subject("a", "y"), vec![result("r", Outcome::Fail)]);
+        a.set(&q, 7, subject("a", "y"), vec![result("s", Outcome::Pass)]);
+        a.forget(&p, "uid-a-x");
+        assert_eq!(a.snapshot(&Some("a".into())).len(), 2);
+        // Instance 2 restates nothing about y: after its replay, p's y goes,
+        // q's stays.
+        a.set(&p, 2, subject("b", "z"), vec![result("r", Outcome::Pass)]);
+        a.synced(&p, 2);
+        let left = a.snapshot(&Some("a".into()));
+        assert_eq!(left.len(), 1);
+        assert_eq!(left[0].result.rule, "s");
+        assert!(a.synced_at("p", 2).is_some() && a.synced_at("p", 1).is_none());
+        a.unload("q");
+        assert!(a.snapshot(&Some("a".into())).is_empty());
+        assert_eq!(a.counts().0, 1);
+    }
+}

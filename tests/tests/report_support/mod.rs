@@ -1,0 +1,141 @@
+//! Helpers of the policy report tests: pods that break (or keep) the Pod
+//! Security Standards baseline rules `pod-security` checks, the results
+//! expected of them, and a reader of the reports on the server.
+#![allow(dead_code)]
+
+use kube::api::{Api, ApiResource, DynamicObject, ListParams};
+use kube::core::GroupVersionKind;
+use serde_json::{Value, json};
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::{Duration, Instant};
+use wink_sim::Sim;
+
+/// The rules of `pod-security`, in the order [`violating_pod`] breaks them.
+pub const RULES: [&str; 5] = [
+    "privileged-containers",
+    "host-namespaces",
+    "host-path-volumes",
+    "capabilities",
+    "host-ports",
+];
+
+/// A pod that breaks rule `RULES[flaw - 1]`, or none when `flaw` is 0.
+pub fn violating_pod(ns: &str, name: &str, flaw: usize) -> Value {
+    let mut container = json!({"name": "app", "image": "nginx", "ports": [{"containerPort": 80}]});
+    let mut spec = json!({});
+    match flaw {
+        0 => {}
+        1 => container["securityContext"] = json!({"privileged": true}),
+        2 => spec["hostNetwork"] = json!(true),
+        3 => spec["volumes"] = json!([{"name": "root", "hostPath": {"path": "/"}}]),
+        4 => {
+            container["securityContext"] = json!({"capabilities": {"add": ["NET_BIND_SERVICE", "SYS_ADMIN"]}})
+        }
+        5 => container["ports"] = json!([{"containerPort": 80, "hostPort": 8080}]),
+        _ => unreachable!(),
+    }
+    spec["containers"] = json!([container]);
+    json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": ns}, "spec": spec})
+}
+
+/// (namespace, subject name, policy, rule, result) of one reported result.
+pub type Row = (String, String, String, String, String);
+
+/// The rows `pod-security` must report about pods given as (ns, name, flaw).
+pub fn expected<'a>(pods: impl IntoIterator<Item = &'a (String, String, usize)>) -> BTreeSet<Row> {
+    let mut rows = BTreeSet::new();
+    for (ns, name, flaw) in pods {
+        for (i, rule) in RULES.iter().enumerate() {
+            let result = if *flaw == i + 1 { "fail" } else { "pass" };
+            rows.insert((
+                ns.clone(),
+                name.clone(),
+                "pod-security".into(),
+                rule.to_string(),
+                result.into(),
+            ));
+        }
+    }
+    rows
+}
+
+/// Every PolicyReport and ClusterPolicyReport on the server (none while
+/// the CRDs are missing).
+pub async fn reports(sim: &Sim) -> Vec<Value> {
+    let mut all = Vec::new();
+    for kind in ["PolicyReport", "ClusterPolicyReport"] {
+        let gvk = GroupVersionKind::gvk("wgpolicyk8s.io", "v1alpha2", kind);
+        let api: Api<DynamicObject> = Api::all_with(sim.client(), &ApiResource::from_gvk(&gvk));
+        if let Ok(list) = api.list(&ListParams::default()).await {
+            all.extend(list.items.into_iter().map(|o| serde_json::to_value(o).unwrap()));
+        }
+    }
+    all
+}
+
+/// The rows of every report, with duplicates (a list, not a set), after
+/// checking each report's summary against its results.
+pub fn rows(reports: &[Value]) -> Vec<Row> {
+    let mut rows = Vec::new();
+    for r in reports {
+        let mut counts: BTreeMap<&str, u64> = BTreeMap::new();
+        for res in r["results"].as_array().into_iter().flatten() {
+            let outcome = res["result"].as_str().unwrap();
+            *counts.entry(outcome).or_default() += 1;
+            let subject = &res["resources"][0];
+            rows.push((
+                subject["namespace"].as_str().unwrap_or("").to_string(),
+                subject["name"].as_str().unwrap().to_string(),
+                res["policy"].as_str().unwrap().to_string(),
+                res["rule"].as_str().unwrap().to_string(),
+                outcome.to_string(),
+            ));
+            assert_eq!(
+                r["metadata"]["namespace"].as_str().unwrap_or(""),
+                subject["namespace"].as_str().unwrap_or(""),
+                "a result is in its subject's namespace's report"
+            );
+        }
+        for o in ["pass", "fail", "warn", "error", "skip"] {
+            assert_eq!(
+                r["summary"][o].as_u64().unwrap_or(0),
+                counts.get(o).copied().unwrap_or(0),
+                "summary.{o} of {}",
+                r["metadata"]["name"]
+            );
+        }
+        assert_eq!(r["metadata"]["labels"]["app.kubernetes.io/managed-by"], "wink");
+    }
+    rows
+}
+
+/// Wait until the reports hold exactly `want`, each once.
+pub async fn until_reports(sim: &Sim, want: &BTreeSet<Row>, patience: Duration) {
+    let deadline = Instant::now() + patience;
+    loop {
+        let got = rows(&reports(sim).await);
+        let set: BTreeSet<Row> = got.iter().cloned().collect();
+        if &set == want {
+            assert_eq!(got.len(), set.len(), "no result is reported twice");
+            return;
+        }
+        if Instant::now() > deadline {
+            let missing: Vec<_> = want.difference(&set).take(10).collect();
+            let extra: Vec<_> = set.difference(want).take(10).collect();
+            panic!(
+                "reports differ: missing {missing:?}, extra {extra:?} ({} vs {})",
+                set.len(),
+                want.len()
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Report writes the server received: creates, patches, updates, deletes.
+pub fn report_writes(sim: &Sim) -> u64 {
+    ["create", "patch", "update", "delete"]
+        .iter()
+        .map(|v| sim.request_count(v, "policyreports") + sim.request_count(v, "clusterpolicyreports"))
+        .sum()
+}
