@@ -1,7 +1,8 @@
 //! End-to-end: `wink manifests` derives a least-privilege deployment from
 //! the plugins themselves. For the example plugins and a grants file, the
 //! ClusterRole grants exactly what they watch and may write (asserted rule
-//! by rule), and real `kubectl apply` of the output succeeds on the
+//! by rule; a plugin that reports brings the PolicyReport CRDs and rights on
+//! the reports only), and real `kubectl apply` of the output succeeds on the
 //! simulated server (skipped where kubectl is not installed).
 
 mod common;
@@ -26,6 +27,8 @@ const GRANTS: &str = "plugins:
   ttl-reaper:
     writes: [{apiVersion: v1, kind: ConfigMap, verbs: [delete], namespaces: [scratch]}]
 ";
+
+const REPORT_VERBS: &[&str] = &["create", "delete", "get", "list", "patch"];
 
 fn manifests(dir: &Path) -> (String, Vec<Value>) {
     let plugins = dir.join("plugins");
@@ -87,6 +90,19 @@ async fn the_rbac_is_exactly_what_the_plugins_need_and_applies_with_kubectl() {
             rule("apps", "deployments", &["list", "patch", "watch"]),
             rule("apps", "deployments/status", &["patch"]),
             rule("events.k8s.io", "events", &["create", "patch"]),
+            // require-labels reports: the writer's own reports, no CRD rights.
+            rule("wgpolicyk8s.io", "clusterpolicyreports", REPORT_VERBS),
+            rule("wgpolicyk8s.io", "policyreports", REPORT_VERBS),
+        ]
+    );
+    let crds: Vec<&str> = find("CustomResourceDefinition")
+        .map(|c| c["metadata"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        crds,
+        [
+            "policyreports.wgpolicyk8s.io",
+            "clusterpolicyreports.wgpolicyk8s.io"
         ]
     );
     let role_in = |ns: &str| find("Role").find(|r| r["metadata"]["namespace"] == ns).unwrap();
@@ -158,7 +174,7 @@ async fn the_rbac_is_exactly_what_the_plugins_need_and_applies_with_kubectl() {
         "{applied}"
     );
     let role = Api::<ClusterRole>::all(sim.client()).get("wink").await.unwrap();
-    assert_eq!(role.rules.unwrap().len(), 6);
+    assert_eq!(role.rules.unwrap().len(), 8);
     let d = Api::<Deployment>::namespaced(sim.client(), "wink-system")
         .get("wink")
         .await

@@ -409,7 +409,8 @@ fn manifests(
         None => (None, Grants::default()),
     };
     let mut needs = Vec::new();
-    for (name, registration) in wink::runtime::offline::registrations(plugins)? {
+    for plugin in wink::runtime::offline::registrations(plugins)? {
+        let (name, registration) = (plugin.name, plugin.registration);
         let declared = declared_writes(&registration);
         let (permissions, missing) = parsed.permissions(&name, &declared, registration.records_events);
         if !missing.is_empty() {
@@ -428,6 +429,7 @@ fn manifests(
             name,
             reads,
             permissions,
+            reports: plugin.reports,
         });
     }
     let deployment = Deployment {

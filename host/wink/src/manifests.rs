@@ -22,6 +22,8 @@ pub struct PluginNeeds {
     pub reads: Vec<(String, String, Option<String>)>,
     /// Its writes and Events, as granted.
     pub permissions: Permissions,
+    /// Whether it gives policy results (wink then writes PolicyReports).
+    pub reports: bool,
 }
 
 /// Where and how the daemon runs.
@@ -87,6 +89,17 @@ fn rules(plugins: &[PluginNeeds], namespace: &str) -> Rules {
                 }
             }
         }
+        if p.reports {
+            // The report writer's own objects; the CRDs ship with the
+            // manifests, so it needs no right on CRDs.
+            for plural in ["policyreports", "clusterpolicyreports"] {
+                add(
+                    None,
+                    ("wgpolicyk8s.io".into(), plural.into()),
+                    &["get", "list", "create", "patch", "delete"],
+                );
+            }
+        }
         if p.permissions.events {
             add(
                 None,
@@ -114,10 +127,14 @@ pub fn render(plugins: &[PluginNeeds], d: &Deployment) -> Vec<Value> {
     let ns = &d.namespace;
     let labels = json!({"app.kubernetes.io/name": "wink"});
     let meta = |name: &str| json!({"name": name, "namespace": ns, "labels": labels});
-    let mut docs = vec![
+    let mut docs = Vec::new();
+    if plugins.iter().any(|p| p.reports) {
+        docs.extend(crate::reports::crd::definitions());
+    }
+    docs.extend([
         json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns, "labels": labels}}),
         json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": meta("wink")}),
-    ];
+    ]);
     let subject = json!([{"kind": "ServiceAccount", "name": "wink", "namespace": ns}]);
     for (scope, rules) in rules(plugins, ns) {
         match scope {
@@ -256,6 +273,7 @@ mod tests {
                 }],
                 rate: None,
             },
+            reports: false,
         };
         let r = rules(&[plugin], "wink-system");
         let cluster = &r[&None];
@@ -276,6 +294,46 @@ mod tests {
         assert_eq!(
             own[&("coordination.k8s.io".into(), "leases".into())],
             BTreeSet::from(["create", "get", "update"])
+        );
+    }
+
+    #[test]
+    fn a_reporting_plugin_brings_the_report_crds_and_rights_on_reports_only() {
+        let plugin = |reports| PluginNeeds {
+            name: "p".into(),
+            reads: vec![("v1".into(), "Pod".into(), None)],
+            permissions: Permissions::default(),
+            reports,
+        };
+        let d = Deployment {
+            namespace: "wink-system".into(),
+            image: "wink".into(),
+            grants: None,
+        };
+        let docs = render(&[plugin(true)], &d);
+        let crds: Vec<&Value> = docs
+            .iter()
+            .filter(|d| d["kind"] == "CustomResourceDefinition")
+            .collect();
+        assert_eq!(crds.len(), 2);
+        assert_eq!(docs[0]["kind"], "CustomResourceDefinition", "CRDs come first");
+        let r = rules(&[plugin(true)], "wink-system");
+        let verbs = BTreeSet::from(["create", "delete", "get", "list", "patch"]);
+        assert_eq!(
+            r[&None][&("wgpolicyk8s.io".into(), "policyreports".into())],
+            verbs
+        );
+        assert_eq!(
+            r[&None][&("wgpolicyk8s.io".into(), "clusterpolicyreports".into())],
+            verbs
+        );
+        assert!(!r[&None].keys().any(|(g, _)| g == "apiextensions.k8s.io"));
+        let quiet = render(&[plugin(false)], &d);
+        assert!(!quiet.iter().any(|d| d["kind"] == "CustomResourceDefinition"));
+        assert!(
+            !rules(&[plugin(false)], "wink-system")[&None]
+                .keys()
+                .any(|(g, _)| g == "wgpolicyk8s.io")
         );
     }
 }
