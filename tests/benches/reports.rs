@@ -96,6 +96,8 @@ struct Outcome {
     latencies: Vec<Duration>,
     writes: u64,
     per_subject: u64,
+    /// Bytes written, and what one report per subject would have written.
+    bytes: (u64, u64),
     largest: usize,
     reports: usize,
     changes: usize,
@@ -105,6 +107,7 @@ fn run(rt: &tokio::runtime::Runtime, batch: Duration) -> Outcome {
     let pods = env("REPORTS_BENCH_PODS", 1000);
     let rate = env("REPORTS_BENCH_RATE", 50);
     let changes = env("REPORTS_BENCH_CHANGES", 1000);
+    let _guard = rt.enter();
     let sim = rt.block_on(Sim::start(SimConfig::default())).unwrap();
     let dir = common::scratch(&format!("bench_reports_{}", batch.as_millis()));
     std::fs::copy(common::plugin("pod_security"), dir.join("pod-security.wasm")).unwrap();
@@ -213,6 +216,7 @@ fn run(rt: &tokio::runtime::Runtime, batch: Duration) -> Outcome {
         + sim.request_count("patch", "policyreports")
         + sim.request_count("delete", "policyreports");
     let per_subject_before = aggregator.stats.per_subject_writes();
+    let bytes_before = aggregator.stats.bytes();
     let period = Duration::from_secs_f64(1.0 / rate as f64);
     let churn_started = Instant::now();
     let mut next = 0usize;
@@ -268,6 +272,8 @@ fn run(rt: &tokio::runtime::Runtime, batch: Duration) -> Outcome {
         + sim.request_count("delete", "policyreports")
         - writes_before;
     let per_subject = aggregator.stats.per_subject_writes() - per_subject_before;
+    let bytes_after = aggregator.stats.bytes();
+    let bytes = (bytes_after.0 - bytes_before.0, bytes_after.1 - bytes_before.1);
     let reports = rt.block_on(async {
         let gvk = GroupVersionKind::gvk("wgpolicyk8s.io", "v1alpha2", "PolicyReport");
         let api: Api<DynamicObject> = Api::all_with(sim.client(), &ApiResource::from_gvk(&gvk));
@@ -282,6 +288,7 @@ fn run(rt: &tokio::runtime::Runtime, batch: Duration) -> Outcome {
         latencies,
         writes,
         per_subject,
+        bytes,
         largest: largest.max(aggregator.stats.largest()),
         reports,
         changes,
@@ -298,20 +305,23 @@ fn main() {
     let rate = env("REPORTS_BENCH_RATE", 50);
     println!("{pods} pods x 5 rules, churn at {rate} changes/s (creates, updates, deletes in turn)");
     println!(
-        "| batch | change -> report p50 | p95 | max | report writes / 1,000 changes | one report per subject would write | largest report | reports |"
+        "| batch | change -> report p50 | p95 | max | report writes / 1,000 changes | MiB written | one report per subject: writes | MiB | largest report | reports |"
     );
-    println!("|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|");
     for batch in [Duration::from_millis(1000), Duration::from_millis(200)] {
         let o = run(&rt, batch);
         let per_k = |n: u64| n as f64 * 1000.0 / o.changes as f64;
+        let mib = |b: u64| b as f64 * 1000.0 / o.changes as f64 / (1 << 20) as f64;
         println!(
-            "| {} ms | {:.0} ms | {:.0} ms | {:.0} ms | {:.0} | {:.0} | {:.0} KiB | {} |",
+            "| {} ms | {:.0} ms | {:.0} ms | {:.0} ms | {:.0} | {:.1} | {:.0} | {:.1} | {:.0} KiB | {} |",
             batch.as_millis(),
             percentile(&o.latencies, 50.0).as_secs_f64() * 1e3,
             percentile(&o.latencies, 95.0).as_secs_f64() * 1e3,
             o.latencies.last().copied().unwrap_or_default().as_secs_f64() * 1e3,
             per_k(o.writes),
+            mib(o.bytes.0),
             per_k(o.per_subject),
+            mib(o.bytes.1),
             o.largest as f64 / 1024.0,
             o.reports,
         );

@@ -116,6 +116,14 @@ fn result_json(h: &Held) -> Map<String, Value> {
     m
 }
 
+/// The bytes `h` takes in a report.
+pub fn result_size(h: &Held) -> usize {
+    Value::Object(result_json(h)).to_string().len() + TIMESTAMP_BYTES
+}
+
+/// `"timestamp":{"seconds":N,"nanos":0},`
+const TIMESTAMP_BYTES: usize = 48;
+
 /// The timestamps of the results of existing reports, by the result's JSON
 /// without its timestamp.
 #[derive(Default)]
@@ -152,8 +160,7 @@ pub fn reports(scope: &Scope, held: &[Held], known: &Timestamps, max_bytes: usiz
         let mut m = result_json(h);
         let identity = Value::Object(m.clone()).to_string();
         let ts = known.0.get(&identity).cloned().unwrap_or_else(|| stamp.clone());
-        // `"timestamp":{"seconds":N,"nanos":0},`
-        let len = identity.len() + 48;
+        let len = identity.len() + TIMESTAMP_BYTES;
         m.insert("timestamp".into(), ts);
         if chunks.is_empty() || (size + len > max_bytes && !chunks.last().unwrap().is_empty()) {
             chunks.push(Vec::new());

@@ -117,6 +117,10 @@ pub struct WriteStats {
     /// The writes one report per subject would have needed for the same
     /// changes (the layout the writer does not use, counted for comparison).
     per_subject: AtomicU64,
+    /// Bytes of report bodies written, and what one report per subject
+    /// would have written for the same changes.
+    bytes: AtomicU64,
+    per_subject_bytes: AtomicU64,
     phase: Mutex<&'static str>,
 }
 
@@ -155,11 +159,22 @@ impl WriteStats {
         self.per_subject.load(Ordering::Relaxed)
     }
 
+    /// Bytes of reports written, and what one report per subject would
+    /// have written.
+    pub fn bytes(&self) -> (u64, u64) {
+        let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        (load(&self.bytes), load(&self.per_subject_bytes))
+    }
+
     /// The writer's phase.
     pub fn phase(&self) -> &'static str {
         *self.phase.lock().unwrap()
     }
 }
+
+/// A one-subject report's bytes besides its results (metadata, scope,
+/// summary), for the comparison with one report per subject.
+const SUBJECT_REPORT_ENVELOPE: usize = 400;
 
 /// The report writer task.
 pub struct ReportWriter {
@@ -334,21 +349,32 @@ impl ReportWriter {
         Ok(())
     }
 
-    /// Count, for comparison, the writes one report per subject would need.
+    /// Count, for comparison, the writes (and bytes) one report per subject
+    /// would need: one per subject whose results changed, of about its
+    /// results' size plus an object's envelope.
     fn count_per_subject(&mut self, scope: &Scope, held: &[Held]) {
-        let mut now: HashMap<String, std::collections::hash_map::DefaultHasher> = HashMap::new();
+        let mut now: HashMap<String, (std::collections::hash_map::DefaultHasher, usize)> = HashMap::new();
         for h in held {
-            h.result.hash(now.entry(h.subject.uid.clone()).or_default());
+            let (hasher, size) = now.entry(h.subject.uid.clone()).or_default();
+            h.result.hash(hasher);
+            *size += layout::result_size(h);
         }
-        let now: HashMap<String, u64> = now.into_iter().map(|(k, h)| (k, h.finish())).collect();
+        let now: HashMap<String, (u64, usize)> =
+            now.into_iter().map(|(k, (h, n))| (k, (h.finish(), n))).collect();
         let before = self.subjects.remove(scope).unwrap_or_default();
-        let changed = now.iter().filter(|(k, v)| before.get(*k) != Some(v)).count()
-            + before.keys().filter(|k| !now.contains_key(*k)).count();
-        self.aggregator
-            .stats
-            .per_subject
-            .fetch_add(changed as u64, Ordering::Relaxed);
-        self.subjects.insert(scope.clone(), now);
+        let (mut writes, mut bytes) = (0u64, 0u64);
+        for (uid, (digest, size)) in &now {
+            if before.get(uid) != Some(digest) {
+                writes += 1;
+                bytes += (size + SUBJECT_REPORT_ENVELOPE) as u64;
+            }
+        }
+        writes += before.keys().filter(|k| !now.contains_key(*k)).count() as u64;
+        let stats = &self.aggregator.stats;
+        stats.per_subject.fetch_add(writes, Ordering::Relaxed);
+        stats.per_subject_bytes.fetch_add(bytes, Ordering::Relaxed);
+        self.subjects
+            .insert(scope.clone(), now.into_iter().map(|(k, (h, _))| (k, h)).collect());
     }
 
     /// Make the reports of `scopes` equal to the aggregator's results; the
@@ -378,6 +404,10 @@ impl ReportWriter {
                 self.aggregator.stats.largest.fetch_max(size, Ordering::Relaxed);
                 match self.put(&id, body).await {
                     Ok(copy) => {
+                        self.aggregator
+                            .stats
+                            .bytes
+                            .fetch_add(size as u64, Ordering::Relaxed);
                         self.server.insert(id, copy);
                     }
                     Err(e) => {
