@@ -256,3 +256,36 @@ async fn only_the_leader_writes_reports_and_a_failover_keeps_them_right() {
     until_reports(&sim, &expected(&pods), WAIT).await;
     assert!(writes_of(&admin_b).await >= 1, "the new leader writes");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn report_writes_the_server_refuses_are_retried_until_the_reports_are_right() {
+    let sim = Sim::start(SimConfig::default()).await.unwrap();
+    let mut pods = fifty_pods(&sim, 10).await;
+    let s = Setup::new("reports_faults", &sim);
+    s.install("pod_security", "pod-security", None);
+    let wink = s.run(&["--report-batch-ms", "100"]);
+    until_reports(&sim, &expected(&pods), WAIT).await;
+    // The next requests (the writer's) fail: 500 three times, then 429.
+    sim.faults().fail_next(3, 500);
+    let (ns, name, _) = remove(&mut pods, "pod-04");
+    sim.delete("pods", Some(&ns), &name).unwrap();
+    wink.wait_for_line("policy report not written (retried)", WAIT);
+    sim.faults().fail_next(1, 429);
+    sim.insert(violating_pod("team-a", "late", 2)).unwrap();
+    pods.push(("team-a".into(), "late".into(), 2));
+    until_reports(&sim, &expected(&pods), WAIT).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn policy_reports_off_leaves_the_cluster_alone() {
+    let sim = Sim::start(SimConfig::default()).await.unwrap();
+    fifty_pods(&sim, 6).await;
+    let s = Setup::new("reports_off", &sim);
+    s.install("pod_security", "pod-security", None);
+    let wink = s.run(&["--policy-reports=false", "--report-batch-ms", "100"]);
+    wait_synced(&wink, "pod-security");
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert_eq!(sim.request_count("create", "customresourcedefinitions"), 0);
+    assert_eq!(sim.request_count("list", "policyreports"), 0);
+    assert!(reports(&sim).await.is_empty());
+}
