@@ -117,7 +117,7 @@ pub struct Aggregator {
     inner: Mutex<Inner>,
     changed: Notify,
     /// What the report writer did with them (it alone updates these).
-    pub stats: super::writer::WriteStats,
+    pub stats: super::stats::WriteStats,
 }
 
 /// One result in a snapshot, with the plugin that gave it.

@@ -18,7 +18,9 @@
 pub mod aggregate;
 pub mod crd;
 pub mod layout;
+pub mod stats;
 pub mod writer;
 
 pub use aggregate::{Aggregator, Held, Outcome, PolicyResult, Scope, Severity, Subject};
-pub use writer::{Census, CensusFn, Phase, ReportWriter, WriteStats, WriterOptions};
+pub use stats::WriteStats;
+pub use writer::{Census, CensusFn, Phase, ReportWriter, WriterOptions};
