@@ -27,7 +27,7 @@ use kube::runtime::{WatchStreamExt, reflector, watcher};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
-use wink::informer::object::CachePolicy;
+use wink::informer::object::{CachePolicy, RawObject};
 use wink::informer::reflector::Reflector;
 use wink::informer::{EventHandler, SharedInformer};
 use wink_sim::{Sim, SimConfig};
@@ -157,7 +157,9 @@ async fn native_kube() -> f64 {
 /// bytes per object (all, and the JSON alone as served, after stripping).
 async fn wink(handlers: Vec<Arc<dyn EventHandler>>) -> (f64, (usize, usize)) {
     let sim = sim().await;
-    let (api, ar) = api(&sim);
+    let (_, ar) = api(&sim);
+    // wink decodes into its own type, keeping each object's text.
+    let api: Api<RawObject> = Api::namespaced_with(sim.client(), "default", &ar);
     let informer = SharedInformer::new("bench");
     informer.spawn(
         watcher::watcher(api, watcher::Config::default()).default_backoff(),

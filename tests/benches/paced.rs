@@ -136,8 +136,25 @@ fn role_sim(kind: &str, n: usize) {
                 println!("paced {total} {:.3}", started.elapsed().as_secs_f64());
             }
             ["relist"] => {
-                sim.faults().compact();
+                // Held requests, closed watches, one more write, then the
+                // history dropped: every resume gets 410 and relists.
+                sim.faults().pause(Duration::from_secs(30));
                 sim.faults().close_watches();
+                let mut o = config_map(0, &mut rng);
+                if kind == "pods" {
+                    o = realistic_pod(0);
+                }
+                o["metadata"]["labels"]["relist"] = json!("yes");
+                sim.update(resource, o).unwrap();
+                sim.faults().compact();
+                let lists = sim.request_count("list", resource) + sim.request_count("watch", resource);
+                sim.faults().pause(Duration::ZERO);
+                let deadline = Instant::now() + Duration::from_secs(60);
+                while sim.request_count("list", resource) + sim.request_count("watch", resource) < lists + 2
+                    && Instant::now() < deadline
+                {
+                    std::thread::sleep(Duration::from_millis(10));
+                }
                 println!("relisted");
             }
             _ => println!("unknown {line}"),
@@ -145,6 +162,9 @@ fn role_sim(kind: &str, n: usize) {
         std::io::stdout().flush().unwrap();
     }
 }
+
+/// One of (a)'s handlers.
+type Closure = Box<dyn Fn(&DynamicObject) + Send>;
 
 /// A consumer's process: syncs, says so, then counts until told to stop.
 fn role_consume(variant: &str, n: usize, kind: &str, kubeconfig: &str) {
@@ -175,7 +195,7 @@ fn role_consume(variant: &str, n: usize, kind: &str, kubeconfig: &str) {
             let api: Api<DynamicObject> = Api::all_with(client, &ar);
             let writer = reflector::store::Writer::<DynamicObject>::new(ar);
             let reader = writer.as_reader();
-            let closures: Vec<Box<dyn Fn(&DynamicObject) + Send>> = (0..n)
+            let closures: Vec<Closure> = (0..n)
                 .map(|_| {
                     let c = count.clone();
                     Box::new(move |o: &DynamicObject| {
@@ -183,7 +203,7 @@ fn role_consume(variant: &str, n: usize, kind: &str, kubeconfig: &str) {
                             o.metadata.name.as_ref().map_or(1, |s| s.len() as u64 & 1 | 1),
                             Ordering::Relaxed,
                         );
-                    }) as Box<dyn Fn(&DynamicObject) + Send>
+                    }) as Closure
                 })
                 .collect();
             let stream = watcher(api, watcher::Config::default().streaming_lists())
@@ -411,7 +431,9 @@ fn memory_part() {
                 let _ = std::fs::write(format!("/proc/{}/clear_refs", c.pid()), "5");
                 sim.say("relist");
                 sim.expect("relisted");
-                // The relist is done when the consumer's CPU goes quiet.
+                // The relist is done when the consumer's CPU goes quiet
+                // (after the watcher's backoff has passed).
+                std::thread::sleep(Duration::from_secs(3));
                 let mut last = cpu(c.pid());
                 loop {
                     std::thread::sleep(Duration::from_millis(700));

@@ -120,7 +120,7 @@ async fn s06_changes_while_down_become_updates() {
 /// An informer on pods in `default` whose watches time out after `secs`.
 fn informer_with_timeout(sim: &Sim, secs: u32) -> Arc<SharedInformer> {
     let ar = kube::api::ApiResource::erase::<Pod>(&());
-    let api: Api<kube::api::DynamicObject> = Api::namespaced_with(sim.client(), "default", &ar);
+    let api: Api<wink::informer::object::RawObject> = Api::namespaced_with(sim.client(), "default", &ar);
     let informer = SharedInformer::new("pods with short watches");
     let stream = watcher::watcher(api, watcher::Config::default().timeout(secs)).default_backoff();
     informer.spawn(stream, Reflector::new(ar, CachePolicy::default()));

@@ -6,11 +6,12 @@
 
 use super::fallback::WithFallback;
 use super::object::CachePolicy;
+use super::object::RawObject;
 use super::reflector::Reflector;
 use super::shared_informer::SharedInformer;
 use anyhow::Context;
 use kube::Client;
-use kube::api::{Api, ApiResource, DynamicObject};
+use kube::api::{Api, ApiResource};
 use kube::core::{GroupVersion, GroupVersionKind};
 use kube::discovery::Scope;
 use kube::runtime::{WatchStreamExt, watcher};
@@ -147,7 +148,7 @@ impl SharedInformerFactory {
         if let Some(inf) = informers.get(spec) {
             return Ok(inf.clone());
         }
-        let api: Api<DynamicObject> = match (&scope, &spec.namespace) {
+        let api: Api<RawObject> = match (&scope, &spec.namespace) {
             (Scope::Namespaced, Some(ns)) => Api::namespaced_with(self.client.clone(), ns, &ar),
             _ => Api::all_with(self.client.clone(), &ar),
         };

@@ -5,15 +5,15 @@
 //! does every informer started on that server afterwards. Owns only the
 //! switch; kube-runtime's watcher does the listing and watching either way.
 
+use super::object::RawObject;
 use futures::Stream;
-use kube::api::DynamicObject;
 use kube::runtime::watcher;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::{Context, Poll};
 
-type Item = Result<watcher::Event<DynamicObject>, watcher::Error>;
+type Item = Result<watcher::Event<RawObject>, watcher::Error>;
 
 /// Whether `e`, on a stream's first request, says the server does not serve
 /// streaming lists.

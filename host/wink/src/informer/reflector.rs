@@ -4,11 +4,12 @@
 //! List, watch, paging, bookmarks, 410 relists and backoff all belong to
 //! kube-runtime's `watcher`; this module only buffers a (re)list between
 //! `Init` and `InitDone` so the store can swap atomically, converts objects
-//! into their cached form once, and drops objects of the wrong kind. It never
+//! (decoded as [`RawObject`]s: their text, not a tree) into their cached
+//! form once, and drops objects of the wrong kind. It never
 //! touches the store or the listeners.
 
-use super::object::{CachePolicy, CachedObject, ObjRef, TypeName};
-use kube::api::{ApiResource, DynamicObject};
+use super::object::{CachePolicy, CachedObject, ObjRef, RawObject, TypeName};
+use kube::api::ApiResource;
 use kube::runtime::watcher::Event;
 use std::sync::Arc;
 
@@ -50,7 +51,7 @@ impl Reflector {
         self.dropped
     }
 
-    fn convert(&mut self, obj: DynamicObject) -> Option<ObjRef> {
+    fn convert(&mut self, obj: RawObject) -> Option<ObjRef> {
         if let Some(types) = &obj.types
             && (types.kind != self.resource.kind || types.api_version != self.resource.api_version)
         {
@@ -63,15 +64,11 @@ impl Reflector {
             );
             return None;
         }
-        Some(CachedObject::from_dynamic_typed(
-            obj,
-            &self.type_name,
-            self.policy,
-        ))
+        Some(CachedObject::from_raw(obj, &self.type_name, self.policy))
     }
 
     /// Feed one watcher event; returns a delta when one is complete.
-    pub fn handle(&mut self, event: Event<DynamicObject>) -> Option<Delta> {
+    pub fn handle(&mut self, event: Event<RawObject>) -> Option<Delta> {
         match event {
             Event::Init => {
                 self.relist = Some(Vec::new());
@@ -94,7 +91,7 @@ mod tests {
     use super::*;
     use crate::informer::object::tests::pod_resource;
 
-    fn dyn_pod(name: &str, kind: &str) -> DynamicObject {
+    fn dyn_pod(name: &str, kind: &str) -> RawObject {
         serde_json::from_value(serde_json::json!({
             "apiVersion": "v1", "kind": kind,
             "metadata": {"namespace": "d", "name": name, "resourceVersion": "1"}

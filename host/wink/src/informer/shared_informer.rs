@@ -9,12 +9,12 @@
 //! kube-runtime's watcher do) and knows nothing about plugins.
 
 use super::object::ObjRef;
+use super::object::RawObject;
 use super::processor::{EventHandler, Listener, Notification};
 use super::reflector::{Delta, Reflector};
 use super::stats::{EventType, InformerStats};
 use super::store::{IndexFunc, Store, StoreError, Writer};
 use futures::{Stream, StreamExt};
-use kube::api::DynamicObject;
 use kube::runtime::watcher;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -146,7 +146,7 @@ impl SharedInformer {
     /// Run the watcher stream until stopped: reflector -> apply, plus resyncs.
     pub fn spawn<S>(self: &Arc<Self>, stream: S, mut reflector: Reflector)
     where
-        S: Stream<Item = Result<watcher::Event<DynamicObject>, watcher::Error>> + Send + 'static,
+        S: Stream<Item = Result<watcher::Event<RawObject>, watcher::Error>> + Send + 'static,
     {
         let this = self.clone();
         let task = tokio::spawn(async move {

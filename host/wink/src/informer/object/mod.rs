@@ -9,6 +9,9 @@
 //! Knows nothing about stores or plugins.
 
 mod meta;
+mod raw;
+
+pub use raw::RawObject;
 
 use kube::api::{ApiResource, DynamicObject};
 use kube::core::TypeMeta;
@@ -118,6 +121,25 @@ impl CachedObject {
             kind: type_name.kind.clone(),
         });
         let json = serde_json::to_string(&obj).expect("a DynamicObject always serializes");
+        Self::from_text(json, type_name, policy)
+    }
+
+    /// Build the cached form of an object the watcher decoded as text: the
+    /// text is used as it is, or rewritten at its top level (see `raw`),
+    /// never parsed into a tree (unless its keys are escaped).
+    pub fn from_raw(obj: RawObject, type_name: &Arc<TypeName>, policy: CachePolicy) -> ObjRef {
+        match raw::cached_text(obj.json, type_name, policy) {
+            Ok(json) => Self::from_text(json, type_name, policy),
+            Err(json) => {
+                let obj: DynamicObject =
+                    serde_json::from_str(&json).expect("the watcher decoded this text as an object");
+                Self::from_dynamic_typed(obj, type_name, policy)
+            }
+        }
+    }
+
+    /// The cached form of `json`, the final text.
+    fn from_text(json: String, type_name: &Arc<TypeName>, policy: CachePolicy) -> ObjRef {
         let mut meta = Meta::locate(&json);
         let body = if policy.compress {
             Body::Compressed {
