@@ -5,8 +5,8 @@
 //!   bytes, with its metadata as ranges of them);
 //! - [`store`]: the thread-safe store and its indexes (client-go's Indexer);
 //! - [`reflector`]: turns `kube::runtime::watcher` events into store deltas;
-//! - [`processor`]: per-handler queues and delivery threads (sharedProcessor /
-//!   processorListener);
+//! - [`processor`]: per-handler queues (sharedProcessor / processorListener),
+//!   delivered on a small pool of threads that grows when handlers get stuck;
 //! - [`queue`]: one listener's pending notifications, coalescing per object
 //!   past a backlog;
 //! - [`shared_informer`]: one list+watch with its store and listeners;
@@ -19,6 +19,7 @@ pub mod factory;
 pub mod fallback;
 pub mod index;
 pub mod object;
+mod pool;
 pub mod processor;
 pub mod queue;
 pub mod reflector;

@@ -1,16 +1,22 @@
 //! The processor: one [`Listener`] per registered handler, each with its own
-//! queue and delivery thread (client-go's sharedProcessor/processorListener).
+//! queue (client-go's sharedProcessor/processorListener), delivered on the
+//! shared delivery pool (`pool`) instead of a thread each: a listener with
+//! work is scheduled once, and a worker delivers a batch of it, so one event
+//! for many listeners costs one wake-up, not one per listener.
 //!
 //! Owns ordering and isolation: notifications reach one handler in the order
-//! they were enqueued, and a slow or stuck handler only grows its own queue.
-//! It never touches the store; the informer enqueues after the store changed.
+//! they were enqueued, calls to one handler never overlap, and a slow or
+//! stuck handler only grows its own queue (the pool gives the others another
+//! worker). It never touches the store; the informer enqueues after the
+//! store changed.
 
 use super::object::ObjRef;
+use super::pool::{Slot, pool};
 pub use super::queue::Notification;
 use super::queue::PendingQueue;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex};
-use std::thread::JoinHandle;
+use std::sync::{Arc, Condvar, Mutex, Weak};
+use std::thread::ThreadId;
 use std::time::{Duration, Instant};
 
 /// What a listener delivers to. Implemented by the plugin runtime and by
@@ -23,61 +29,94 @@ pub trait EventHandler: Send + Sync {
     fn on_synced(&self) {}
 }
 
-/// The state of a listener's delivery thread, kept under its queue's lock.
+/// The state of a listener, kept under its queue's lock: whether it takes
+/// notifications, and where it is with the pool.
 ///
 /// ```text
-///   Awake ──ran dry, lingered──▶ Asleep ──push (wakes it once)──▶ Awake
-///   Awake | Asleep ──drain_and_stop──▶ Draining ──queue empty──▶ (thread ends)
-///   any ──stop / drop──▶ Stopped ──▶ (thread ends)
+///   Open(Idle) ──push──▶ Open(Scheduled) ──a worker takes it──▶ Open(Running)
+///   Open(Running) ──batch done──▶ Open(Idle) if nothing is queued, else Open(Scheduled)
+///   Open(p) ──drain_and_stop──▶ Draining(p): delivers what is queued, accepts nothing;
+///       finished once Idle with an empty queue
+///   any(p) ──stop / drop──▶ Stopped(p): delivers nothing more; finished once Idle
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum ListenerState {
-    /// Delivering, or lingering after its queue ran dry: a push wakes no one
-    /// (a futex wake is a syscall; a busy or lingering thread needs none).
-    Awake,
-    /// Asleep on `ready` until woken: the next push wakes it and makes it
-    /// `Awake`, so it is woken once, not by every push until it runs.
-    Asleep,
-    /// Accepts nothing more; delivers what is queued, then ends (a hand-over
-    /// to a new handler).
-    Draining,
-    /// Delivers nothing more; the thread ends after its current call.
-    Stopped,
+    Open(Place),
+    Draining(Place),
+    Stopped(Place),
+}
+
+/// Where a listener is with the delivery pool.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Place {
+    /// Not in the pool: a push schedules it.
+    Idle,
+    /// In the pool's ready queue.
+    Scheduled,
+    /// A worker is delivering a batch of it.
+    Running,
 }
 
 impl ListenerState {
+    fn place(self) -> Place {
+        match self {
+            ListenerState::Open(p) | ListenerState::Draining(p) | ListenerState::Stopped(p) => p,
+        }
+    }
+
+    fn with(self, place: Place) -> Self {
+        match self {
+            ListenerState::Open(_) => ListenerState::Open(place),
+            ListenerState::Draining(_) => ListenerState::Draining(place),
+            ListenerState::Stopped(_) => ListenerState::Stopped(place),
+        }
+    }
+
     /// Whether a push is accepted.
     fn accepts(self) -> bool {
-        matches!(self, ListenerState::Awake | ListenerState::Asleep)
+        matches!(self, ListenerState::Open(_))
     }
 
-    /// A push was accepted: returns whether the thread must be woken.
+    /// Work was queued: whether the listener must now be scheduled.
     fn on_push(&mut self) -> bool {
-        let wake = *self == ListenerState::Asleep;
-        if wake {
-            *self = ListenerState::Awake;
+        let schedule = self.place() == Place::Idle;
+        if schedule {
+            *self = self.with(Place::Scheduled);
         }
-        wake
+        schedule
     }
 
-    /// The thread goes to sleep (only an awake thread does).
-    fn on_sleep(&mut self) {
-        if *self == ListenerState::Awake {
-            *self = ListenerState::Asleep;
-        }
+    /// A worker took it: whether it may deliver (a stopped one does not).
+    fn on_run(&mut self) -> bool {
+        *self = self.with(Place::Running);
+        !matches!(self, ListenerState::Stopped(_))
     }
 
-    /// The thread woke: unless told to drain or stop meanwhile, it is awake.
-    fn on_wake(&mut self) {
-        if *self == ListenerState::Asleep {
-            *self = ListenerState::Awake;
-        }
+    /// The batch is done: whether it must be scheduled again.
+    fn on_batch_done(&mut self, queued: bool) -> bool {
+        let again = queued && !matches!(self, ListenerState::Stopped(_));
+        *self = self.with(if again { Place::Scheduled } else { Place::Idle });
+        again
     }
 
     /// Told to deliver what is queued and end.
     fn on_drain(&mut self) {
-        if self.accepts() {
-            *self = ListenerState::Draining;
+        if let ListenerState::Open(p) = *self {
+            *self = ListenerState::Draining(p);
+        }
+    }
+
+    /// Told to stop.
+    fn on_stop(&mut self) {
+        *self = ListenerState::Stopped(self.place());
+    }
+
+    /// Whether it delivers nothing more and no worker has it.
+    fn finished(self, queued: bool) -> bool {
+        match self {
+            ListenerState::Open(_) => false,
+            ListenerState::Draining(p) => p == Place::Idle && !queued,
+            ListenerState::Stopped(p) => p == Place::Idle,
         }
     }
 }
@@ -85,35 +124,33 @@ impl ListenerState {
 struct Queue {
     items: PendingQueue,
     state: ListenerState,
+    /// The worker delivering it, while Running.
+    running_on: Option<ThreadId>,
 }
 
-/// How long a delivery thread whose queue ran dry waits for more before it
-/// sleeps until woken. Notifications arriving meanwhile wait for the end of
-/// the window and are then delivered as a batch: under a steady stream a
-/// thread wakes once per window instead of once per notification (a context
-/// switch each: with many plugins on few cores, the switches cost more than
-/// the deliveries). The first notification after a quiet spell is delivered
-/// at once; one during a burst may wait up to this long.
-pub const LINGER: Duration = Duration::from_micros(500);
+/// How many notifications one listener delivers before a worker moves on
+/// to the next ready listener (fairness under a backlog).
+pub const BATCH: usize = 64;
 
-/// One handler's queue and delivery thread.
+/// One handler's queue, delivered on the pool.
 pub struct Listener {
+    me: Weak<Listener>,
     id: u64,
     name: String,
+    handler: Arc<dyn EventHandler>,
     queue: Mutex<Queue>,
-    ready: Condvar,
+    /// Signalled when a worker lets go of it (for `stop`).
+    released: Condvar,
     synced: AtomicBool,
     delivered: AtomicU64,
     resync: Option<Duration>,
     next_resync: Mutex<Option<Instant>>,
-    thread: Mutex<Option<JoinHandle<()>>>,
 }
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
 impl Listener {
-    /// Start a listener delivering to `handler` on its own thread; its queue
-    /// never coalesces.
+    /// Start a listener delivering to `handler`; its queue never coalesces.
     pub fn start(name: &str, handler: Arc<dyn EventHandler>, resync: Option<Duration>) -> Arc<Listener> {
         Self::start_with(name, handler, resync, None)
     }
@@ -127,27 +164,22 @@ impl Listener {
         coalesce_after: Option<usize>,
     ) -> Arc<Listener> {
         let resync = resync.map(|r| r.max(Duration::from_secs(1)));
-        let listener = Arc::new(Listener {
+        Arc::new_cyclic(|me| Listener {
+            me: me.clone(),
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             name: name.to_string(),
+            handler,
             queue: Mutex::new(Queue {
                 items: PendingQueue::new(coalesce_after),
-                state: ListenerState::Awake,
+                state: ListenerState::Open(Place::Idle),
+                running_on: None,
             }),
-            ready: Condvar::new(),
+            released: Condvar::new(),
             synced: AtomicBool::new(false),
             delivered: AtomicU64::new(0),
             resync,
             next_resync: Mutex::new(resync.map(|r| Instant::now() + r)),
-            thread: Mutex::new(None),
-        });
-        let worker = listener.clone();
-        let thread = std::thread::Builder::new()
-            .name(format!("listener-{name}"))
-            .spawn(move || worker.run(handler))
-            .expect("spawn listener thread");
-        *listener.thread.lock().unwrap() = Some(thread);
-        listener
+        })
     }
 
     /// This listener's unique id.
@@ -196,10 +228,10 @@ impl Listener {
             started |= q.items.push(n);
         }
         let backlog = q.items.len();
-        let wake = q.state.on_push();
+        let schedule = !q.items.is_empty() && q.state.on_push();
         drop(q);
-        if wake {
-            self.ready.notify_one();
+        if schedule && let Some(me) = self.me.upgrade() {
+            pool().schedule(me);
         }
         if started {
             // A large replay starts this too; it is only a problem when the
@@ -228,84 +260,82 @@ impl Listener {
     }
 
     /// Stop delivering: the current notification finishes, the rest is
-    /// dropped. Returns once the thread has ended (unless called from it).
+    /// dropped. Returns once no worker delivers to it (unless called from
+    /// within its own handler).
     pub fn stop(&self) {
-        self.queue.lock().unwrap().state = ListenerState::Stopped;
-        self.ready.notify_all();
-        let handle = self.thread.lock().unwrap().take();
-        if let Some(h) = handle
-            && h.thread().id() != std::thread::current().id()
-        {
-            let _ = h.join();
+        let mut q = self.queue.lock().unwrap();
+        q.state.on_stop();
+        q.items.clear();
+        let me = std::thread::current().id();
+        while q.state.place() == Place::Running && q.running_on.is_some_and(|t| t != me) {
+            q = self.released.wait(q).unwrap();
         }
     }
 
-    /// Accept nothing more, deliver what is already queued, then end the
-    /// thread (without waiting for it).
+    /// Accept nothing more, deliver what is already queued, then end
+    /// (without waiting for it).
     pub fn drain_and_stop(&self) {
         self.queue.lock().unwrap().state.on_drain();
-        self.ready.notify_all();
     }
 
-    /// Whether the delivery thread has ended.
+    /// Whether it delivers nothing more and no worker has it.
     pub fn is_finished(&self) -> bool {
-        self.thread
-            .lock()
-            .unwrap()
-            .as_ref()
-            .is_none_or(|h| h.is_finished())
+        let q = self.queue.lock().unwrap();
+        q.state.finished(!q.items.is_empty())
     }
 
-    fn run(&self, handler: Arc<dyn EventHandler>) {
-        loop {
+    /// Deliver up to [`BATCH`] queued notifications on the calling worker,
+    /// then schedule it again if more are queued.
+    pub(super) fn run_batch(self: &Arc<Self>, slot: &Slot, epoch: Instant) {
+        {
+            let mut q = self.queue.lock().unwrap();
+            let delivers = q.state.on_run();
+            q.running_on = Some(std::thread::current().id());
+            if !delivers {
+                q.items.clear();
+            }
+        }
+        for _ in 0..BATCH {
             let next = {
                 let mut q = self.queue.lock().unwrap();
-                let mut lingered = false;
-                loop {
-                    if q.state == ListenerState::Stopped {
-                        return;
-                    }
-                    if let Some(n) = q.items.pop() {
-                        break n;
-                    }
-                    if q.state == ListenerState::Draining {
-                        return;
-                    }
-                    if lingered {
-                        q.state.on_sleep();
-                        q = self.ready.wait(q).unwrap();
-                        q.state.on_wake();
-                    } else {
-                        // Not marked sleeping: pushes meanwhile wake no one.
-                        q = self.ready.wait_timeout(q, LINGER).unwrap().0;
-                        lingered = true;
-                    }
+                if matches!(q.state, ListenerState::Stopped(_)) {
+                    break;
                 }
+                q.items.pop()
             };
-            match &next {
-                Notification::Add { obj, in_initial_list } => handler.on_add(obj, *in_initial_list),
-                Notification::Update { old, new } => handler.on_update(old, new),
-                Notification::Delete {
-                    obj,
-                    final_state_unknown,
-                } => handler.on_delete(obj, *final_state_unknown),
-                Notification::Synced => {
-                    self.synced.store(true, Ordering::Release);
-                    handler.on_synced();
-                    continue;
-                }
-            }
-            self.delivered.fetch_add(1, Ordering::Relaxed);
+            let Some(n) = next else { break };
+            slot.enter(epoch);
+            self.deliver(n);
+            slot.leave();
+        }
+        let again = {
+            let mut q = self.queue.lock().unwrap();
+            q.running_on = None;
+            let queued = !q.items.is_empty();
+            q.state.on_batch_done(queued)
+        };
+        self.released.notify_all();
+        if again {
+            pool().schedule(self.clone());
         }
     }
-}
 
-impl Drop for Listener {
-    fn drop(&mut self) {
-        if let Ok(mut q) = self.queue.lock() {
-            q.state = ListenerState::Stopped;
+    fn deliver(&self, n: Notification) {
+        let handler = &self.handler;
+        match &n {
+            Notification::Add { obj, in_initial_list } => handler.on_add(obj, *in_initial_list),
+            Notification::Update { old, new } => handler.on_update(old, new),
+            Notification::Delete {
+                obj,
+                final_state_unknown,
+            } => handler.on_delete(obj, *final_state_unknown),
+            Notification::Synced => {
+                self.synced.store(true, Ordering::Release);
+                handler.on_synced();
+                return;
+            }
         }
-        self.ready.notify_all();
+        self.delivered.fetch_add(1, Ordering::Relaxed);
     }
 }
 
@@ -409,6 +439,34 @@ pub(crate) mod tests {
         assert_eq!(stuck.lines(), free.lines());
         a.stop();
         b.stop();
+    }
+
+    #[test]
+    fn listeners_stuck_on_every_worker_get_the_others_another_worker() {
+        let stuck: Vec<Arc<Recorder>> = (0..4).map(|_| Arc::new(Recorder::default())).collect();
+        let gates: Vec<_> = stuck.iter().map(|r| r.gate.lock().unwrap()).collect();
+        let listeners: Vec<_> = stuck
+            .iter()
+            .enumerate()
+            .map(|(i, r)| Listener::start(&format!("stuck-{i}"), r.clone(), None))
+            .collect();
+        for l in &listeners {
+            l.push(Notification::Synced);
+        }
+        let free = Arc::new(Recorder::default());
+        let f = Listener::start("free", free.clone(), None);
+        f.push(Notification::Synced);
+        wait_for(|| free.lines().len() == 1);
+        assert!(
+            super::super::pool::pool().workers() >= 5,
+            "one worker per stuck listener, plus one"
+        );
+        drop(gates);
+        wait_for(|| stuck.iter().all(|r| r.lines().len() == 1));
+        for l in listeners {
+            l.stop();
+        }
+        f.stop();
     }
 
     #[test]

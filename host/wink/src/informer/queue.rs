@@ -97,6 +97,15 @@ impl PendingQueue {
         self.live == 0
     }
 
+    /// Drop everything pending (a stopped listener's).
+    pub fn clear(&mut self) {
+        *self = PendingQueue {
+            coalesce_after: self.coalesce_after,
+            coalesced: self.coalesced,
+            ..Default::default()
+        };
+    }
+
     /// Notifications absorbed by coalescing so far.
     pub fn coalesced(&self) -> u64 {
         self.coalesced

@@ -1,0 +1,203 @@
+//! The delivery pool: the threads listeners deliver on. A listener with
+//! something queued is scheduled once (it is in the ready queue or being
+//! run, never both), and a worker runs a batch of its notifications, so one
+//! listener's calls never overlap and keep their order, while one wake-up
+//! serves every listener an event was queued for.
+//!
+//! Isolation: a handler stuck in a long call holds one worker, never the
+//! pool. Work that waits while every worker has been in one call for longer
+//! than [`STALL`] gets another worker (an idle one woken, or a new thread),
+//! so a stuck plugin delays no other; workers beyond the base count retire
+//! after [`RETIRE`] idle. Owns only the threads and the ready queue; what a
+//! batch delivers is the listener's.
+
+use super::processor::Listener;
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+/// How long work may wait behind workers all busy in one call each before
+/// the pool adds a worker.
+pub const STALL: Duration = Duration::from_millis(2);
+
+/// How long a worker beyond the base count may be idle before it ends.
+pub const RETIRE: Duration = Duration::from_secs(5);
+
+/// One worker's clock: when its current call started (nanoseconds since the
+/// pool's epoch), 0 between calls.
+#[derive(Default)]
+pub(super) struct Slot {
+    busy_since: AtomicU64,
+}
+
+impl Slot {
+    /// A handler call starts.
+    pub(super) fn enter(&self, epoch: Instant) {
+        let now = epoch.elapsed().as_nanos().max(1) as u64;
+        self.busy_since.store(now, Ordering::Relaxed);
+    }
+
+    /// The call returned.
+    pub(super) fn leave(&self) {
+        self.busy_since.store(0, Ordering::Relaxed);
+    }
+
+    fn busy_for(&self, epoch: Instant) -> Option<Duration> {
+        match self.busy_since.load(Ordering::Relaxed) {
+            0 => None,
+            since => Some(epoch.elapsed().saturating_sub(Duration::from_nanos(since))),
+        }
+    }
+}
+
+struct State {
+    ready: VecDeque<Arc<Listener>>,
+    /// Workers waiting for work.
+    idle: usize,
+    /// Workers notified and not yet running (one wake-up at a time).
+    waking: usize,
+    slots: Vec<Arc<Slot>>,
+    /// Whether the monitor is watching for a stall.
+    watching: bool,
+}
+
+/// The process's delivery pool.
+pub(super) struct Pool {
+    state: Mutex<State>,
+    work: Condvar,
+    stall: Condvar,
+    base: usize,
+    pub(super) epoch: Instant,
+}
+
+/// The pool every listener of the process delivers on.
+pub(super) fn pool() -> &'static Arc<Pool> {
+    static POOL: OnceLock<Arc<Pool>> = OnceLock::new();
+    POOL.get_or_init(|| {
+        let base = std::thread::available_parallelism().map_or(2, |n| n.get()).max(2);
+        let pool = Arc::new(Pool {
+            state: Mutex::new(State {
+                ready: VecDeque::new(),
+                idle: 0,
+                waking: 0,
+                slots: Vec::new(),
+                watching: false,
+            }),
+            work: Condvar::new(),
+            stall: Condvar::new(),
+            base,
+            epoch: Instant::now(),
+        });
+        {
+            let mut st = pool.state.lock().unwrap();
+            for _ in 0..base {
+                pool.spawn_worker(&mut st);
+            }
+        }
+        let monitor = pool.clone();
+        std::thread::Builder::new()
+            .name("wink-pool-monitor".into())
+            .spawn(move || monitor.monitor())
+            .expect("spawn the pool monitor");
+        pool
+    })
+}
+
+impl Pool {
+    fn spawn_worker(self: &Arc<Self>, st: &mut State) {
+        let slot = Arc::new(Slot::default());
+        st.slots.push(slot.clone());
+        let pool = self.clone();
+        std::thread::Builder::new()
+            .name("wink-delivery".into())
+            .spawn(move || pool.work_loop(slot))
+            .expect("spawn a delivery worker");
+    }
+
+    /// Queue `listener` (it has work and is not queued or running).
+    pub(super) fn schedule(&self, listener: Arc<Listener>) {
+        let mut st = self.state.lock().unwrap();
+        st.ready.push_back(listener);
+        if st.idle > st.waking && st.waking == 0 {
+            st.waking += 1;
+            self.work.notify_one();
+        } else if st.idle == st.waking && !st.watching {
+            // Every worker is busy: watch that none is stuck.
+            st.watching = true;
+            self.stall.notify_one();
+        }
+    }
+
+    fn work_loop(self: Arc<Self>, slot: Arc<Slot>) {
+        loop {
+            let listener = {
+                let mut st = self.state.lock().unwrap();
+                loop {
+                    if let Some(l) = st.ready.pop_front() {
+                        // More waiting: another idle worker takes it, or
+                        // the monitor watches that it does not wait long.
+                        if !st.ready.is_empty() {
+                            if st.idle > st.waking {
+                                st.waking += 1;
+                                self.work.notify_one();
+                            } else if !st.watching {
+                                st.watching = true;
+                                self.stall.notify_one();
+                            }
+                        }
+                        break l;
+                    }
+                    st.idle += 1;
+                    let (guard, timeout) = self.work.wait_timeout(st, RETIRE).unwrap();
+                    st = guard;
+                    st.idle -= 1;
+                    st.waking = st.waking.saturating_sub(1);
+                    if timeout.timed_out() && st.ready.is_empty() && st.slots.len() > self.base {
+                        st.slots.retain(|s| !Arc::ptr_eq(s, &slot));
+                        return;
+                    }
+                }
+            };
+            listener.run_batch(&slot, self.epoch);
+        }
+    }
+
+    /// Add a worker whenever work has waited [`STALL`] behind workers that
+    /// are all in one call each; sleeps while there is nothing to watch.
+    fn monitor(self: Arc<Self>) {
+        let mut st = self.state.lock().unwrap();
+        loop {
+            while !st.watching {
+                st = self.stall.wait(st).unwrap();
+            }
+            st = self.stall.wait_timeout(st, STALL).unwrap().0;
+            if st.ready.is_empty() {
+                st.watching = false;
+                continue;
+            }
+            if st.idle > st.waking {
+                st.waking += 1;
+                self.work.notify_one();
+                continue;
+            }
+            let stuck = st
+                .slots
+                .iter()
+                .all(|s| s.busy_for(self.epoch).is_some_and(|d| d >= STALL));
+            if stuck {
+                tracing::debug!(
+                    workers = st.slots.len() + 1,
+                    "every delivery worker is in a long call: one more"
+                );
+                self.spawn_worker(&mut st);
+            }
+        }
+    }
+
+    /// Workers now.
+    #[cfg(test)]
+    pub(super) fn workers(&self) -> usize {
+        self.state.lock().unwrap().slots.len()
+    }
+}
