@@ -4,11 +4,13 @@
 //! listener's calls never overlap and keep their order, while one wake-up
 //! serves every listener an event was queued for.
 //!
-//! Isolation: a handler stuck in a long call holds one worker, never the
-//! pool. Work that waits while every worker has been in one call for longer
-//! than [`STALL`] gets another worker (an idle one woken, or a new thread),
-//! so a stuck plugin delays no other; workers beyond the base count retire
-//! after [`RETIRE`] idle. Owns only the threads and the ready queue; what a
+//! One event queued for many listeners wakes one worker, which delivers to
+//! each in turn. Isolation: a handler stuck in a long call holds one worker,
+//! never the pool. A monitor looks every [`TICK`] while work is being
+//! queued: work that has waited [`STALL`] gets another worker (an idle one
+//! woken, or, when every worker has been in one call that long, a new
+//! thread), so a stuck plugin delays the others by milliseconds, not by its
+//! call; workers beyond the base count retire after [`RETIRE`] idle. Owns only the threads and the ready queue; what a
 //! batch delivers is the listener's.
 
 use super::processor::Listener;
@@ -20,6 +22,12 @@ use std::time::{Duration, Instant};
 /// How long work may wait behind workers all busy in one call each before
 /// the pool adds a worker.
 pub const STALL: Duration = Duration::from_millis(2);
+
+/// How often the monitor looks while work is being queued.
+pub const TICK: Duration = Duration::from_millis(5);
+
+/// How long without new work before the monitor rests.
+pub const QUIET: Duration = Duration::from_millis(100);
 
 /// How long a worker beyond the base count may be idle before it ends.
 pub const RETIRE: Duration = Duration::from_secs(5);
@@ -52,13 +60,16 @@ impl Slot {
 }
 
 struct State {
-    ready: VecDeque<Arc<Listener>>,
+    /// Listeners with work, and when each was queued.
+    ready: VecDeque<(Instant, Arc<Listener>)>,
+    /// The last time work was queued (the monitor rests after a quiet spell).
     /// Workers waiting for work.
     idle: usize,
     /// Workers notified and not yet running (one wake-up at a time).
     waking: usize,
     slots: Vec<Arc<Slot>>,
-    /// Whether the monitor is watching for a stall.
+    last_scheduled: Instant,
+    /// Whether the monitor is awake, checking for stalls.
     watching: bool,
 }
 
@@ -82,6 +93,7 @@ pub(super) fn pool() -> &'static Arc<Pool> {
                 idle: 0,
                 waking: 0,
                 slots: Vec::new(),
+                last_scheduled: Instant::now(),
                 watching: false,
             }),
             work: Condvar::new(),
@@ -115,16 +127,28 @@ impl Pool {
             .expect("spawn a delivery worker");
     }
 
-    /// Queue `listener` (it has work and is not queued or running).
+    /// Queue `listener` (it has work and is not queued or running). Wakes
+    /// one idle worker when none is on its way already; the notification is
+    /// sent after the lock is released, so the woken worker does not block
+    /// on it.
     pub(super) fn schedule(&self, listener: Arc<Listener>) {
-        let mut st = self.state.lock().unwrap();
-        st.ready.push_back(listener);
-        if st.idle > st.waking && st.waking == 0 {
-            st.waking += 1;
-            self.work.notify_one();
-        } else if st.idle == st.waking && !st.watching {
-            // Every worker is busy: watch that none is stuck.
+        let now = Instant::now();
+        let (wake, watch) = {
+            let mut st = self.state.lock().unwrap();
+            st.ready.push_back((now, listener));
+            st.last_scheduled = now;
+            let wake = st.idle > st.waking && st.waking == 0;
+            if wake {
+                st.waking += 1;
+            }
+            let watch = !st.watching;
             st.watching = true;
+            (wake, watch)
+        };
+        if wake {
+            self.work.notify_one();
+        }
+        if watch {
             self.stall.notify_one();
         }
     }
@@ -134,18 +158,9 @@ impl Pool {
             let listener = {
                 let mut st = self.state.lock().unwrap();
                 loop {
-                    if let Some(l) = st.ready.pop_front() {
-                        // More waiting: another idle worker takes it, or
-                        // the monitor watches that it does not wait long.
-                        if !st.ready.is_empty() {
-                            if st.idle > st.waking {
-                                st.waking += 1;
-                                self.work.notify_one();
-                            } else if !st.watching {
-                                st.watching = true;
-                                self.stall.notify_one();
-                            }
-                        }
+                    // One worker takes every ready listener in turn; the
+                    // monitor brings in another when work waits too long.
+                    if let Some((_, l)) = st.ready.pop_front() {
                         break l;
                     }
                     st.idle += 1;
@@ -163,34 +178,38 @@ impl Pool {
         }
     }
 
-    /// Add a worker whenever work has waited [`STALL`] behind workers that
-    /// are all in one call each; sleeps while there is nothing to watch.
+    /// While work is being queued, every [`TICK`]: work that has waited
+    /// [`STALL`] gets an idle worker woken, or, when every worker has been
+    /// in one call that long, a new worker. After [`QUIET`] without new
+    /// work it sleeps until work comes (one wake-up then, not per event).
     fn monitor(self: Arc<Self>) {
         let mut st = self.state.lock().unwrap();
         loop {
             while !st.watching {
                 st = self.stall.wait(st).unwrap();
             }
-            st = self.stall.wait_timeout(st, STALL).unwrap().0;
-            if st.ready.is_empty() {
-                st.watching = false;
-                continue;
-            }
-            if st.idle > st.waking {
-                st.waking += 1;
-                self.work.notify_one();
-                continue;
-            }
-            let stuck = st
-                .slots
-                .iter()
-                .all(|s| s.busy_for(self.epoch).is_some_and(|d| d >= STALL));
-            if stuck {
-                tracing::debug!(
-                    workers = st.slots.len() + 1,
-                    "every delivery worker is in a long call: one more"
-                );
-                self.spawn_worker(&mut st);
+            st = self.stall.wait_timeout(st, TICK).unwrap().0;
+            let waited = st.ready.front().map(|(at, _)| at.elapsed());
+            match waited {
+                None if st.last_scheduled.elapsed() >= QUIET => st.watching = false,
+                Some(w) if w >= STALL && st.idle > st.waking => {
+                    st.waking += 1;
+                    self.work.notify_one();
+                }
+                Some(w) if w >= STALL => {
+                    let stuck = st
+                        .slots
+                        .iter()
+                        .all(|s| s.busy_for(self.epoch).is_some_and(|d| d >= STALL));
+                    if stuck {
+                        tracing::debug!(
+                            workers = st.slots.len() + 1,
+                            "every delivery worker is in a long call: one more"
+                        );
+                        self.spawn_worker(&mut st);
+                    }
+                }
+                _ => {}
             }
         }
     }

@@ -163,9 +163,19 @@ fn quoted(s: &str) -> String {
 /// plain keys (the caller then goes through a `Value`).
 pub(super) fn cached_text(
     json: Box<str>,
+    types: Option<&TypeMeta>,
     type_name: &TypeName,
     policy: CachePolicy,
 ) -> Result<String, Box<str>> {
+    // The common case, told by a substring search instead of a parse: the
+    // server's text already is what the cache holds.
+    let typed = types.is_some_and(|t| t.api_version == type_name.api_version && t.kind == type_name.kind);
+    if typed
+        && !(policy.managed_fields && json.contains("\"managedFields\""))
+        && !(policy.last_applied && json.contains(LAST_APPLIED))
+    {
+        return Ok(json.into_string());
+    }
     let Ok(top) = serde_json::from_str::<BTreeMap<&str, &RawValue>>(&json) else {
         return Err(json);
     };
@@ -266,7 +276,13 @@ mod tests {
         assert!(o.json.contains(r#""k":"v \u00e9""#), "{}", o.json);
         assert_eq!(o.metadata.resource_version.as_deref(), Some("7"));
         assert_eq!(o.types.as_ref().unwrap().kind, "ConfigMap");
-        let text = cached_text(o.json.clone(), &type_name(), CachePolicy::default()).unwrap();
+        let text = cached_text(
+            o.json.clone(),
+            o.types.as_ref(),
+            &type_name(),
+            CachePolicy::default(),
+        )
+        .unwrap();
         assert_eq!(text, &*o.json, "typed and nothing to strip: used as it is");
     }
 
@@ -277,7 +293,7 @@ mod tests {
         let item = &list.items[0];
         assert!(item.types.is_none());
         assert_eq!(item.metadata.name.as_deref(), Some("a"));
-        let text = cached_text(item.json.clone(), &type_name(), CachePolicy::default()).unwrap();
+        let text = cached_text(item.json.clone(), None, &type_name(), CachePolicy::default()).unwrap();
         let v: serde_json::Value = serde_json::from_str(&text).unwrap();
         assert_eq!(
             (v["apiVersion"].as_str(), v["kind"].as_str()),
@@ -291,7 +307,17 @@ mod tests {
         let json = format!(
             r#"{{"apiVersion":"v1","kind":"ConfigMap","metadata":{{"name":"a","managedFields":[{{"manager":"kubectl"}}],"annotations":{{"{LAST_APPLIED}":"{{}}","keep":"x"}}}},"data":{{"k":"v"}}}}"#
         );
-        let text = cached_text(json.clone().into(), &type_name(), CachePolicy::default()).unwrap();
+        let typed = TypeMeta {
+            api_version: "v1".into(),
+            kind: "ConfigMap".into(),
+        };
+        let text = cached_text(
+            json.clone().into(),
+            Some(&typed),
+            &type_name(),
+            CachePolicy::default(),
+        )
+        .unwrap();
         let v: serde_json::Value = serde_json::from_str(&text).unwrap();
         assert!(v["metadata"].get("managedFields").is_none());
         assert_eq!(v["metadata"]["annotations"], serde_json::json!({"keep": "x"}));
@@ -302,7 +328,7 @@ mod tests {
             compress: false,
         };
         assert_eq!(
-            cached_text(json.clone().into(), &type_name(), keep).unwrap(),
+            cached_text(json.clone().into(), Some(&typed), &type_name(), keep).unwrap(),
             json
         );
     }
