@@ -5,10 +5,12 @@
 //! kube-runtime's `watcher`; this module only buffers a (re)list between
 //! `Init` and `InitDone` so the store can swap atomically, converts objects
 //! (decoded as [`RawObject`]s: their text, not a tree) into their cached
-//! form once, and drops objects of the wrong kind. It never
-//! touches the store or the listeners.
+//! form once (or, in a relist, reuses the cached version of an unchanged
+//! object), and drops objects of the wrong kind. It reads the
+//! store (for that reuse), never writes it, and never touches the listeners.
 
 use super::object::{CachePolicy, CachedObject, ObjRef, RawObject, TypeName};
+use super::store::Store;
 use kube::api::ApiResource;
 use kube::runtime::watcher::Event;
 use std::sync::Arc;
@@ -32,6 +34,10 @@ pub struct Reflector {
     policy: CachePolicy,
     relist: Option<Vec<ObjRef>>,
     dropped: u64,
+    /// The informer's store, read (never written) so that a relist reuses
+    /// the cached version of every object that did not change.
+    known: Option<Store>,
+    reused: u64,
 }
 
 impl Reflector {
@@ -43,7 +49,36 @@ impl Reflector {
             policy,
             relist: None,
             dropped: 0,
+            known: None,
+            reused: 0,
         }
+    }
+
+    /// Reuse the versions `store` holds: a relisted object whose uid and
+    /// resourceVersion are the cached ones is that same version, so it is
+    /// not decoded into a second copy (a relist of 100,000 unchanged objects
+    /// then costs no second cache).
+    pub fn reuse_from(&mut self, store: Store) {
+        self.known = Some(store);
+    }
+
+    /// Relisted objects that were the cached version already.
+    pub fn reused(&self) -> u64 {
+        self.reused
+    }
+
+    fn cached_version(&self, obj: &RawObject) -> Option<ObjRef> {
+        let store = self.known.as_ref()?;
+        let m = &obj.metadata;
+        let key = super::object::key_of(m.namespace.as_deref(), m.name.as_deref()?);
+        let cached = store.get(&key)?;
+        let same = Some(cached.resource_version()) == m.resource_version.as_deref()
+            && Some(cached.uid()) == m.uid.as_deref()
+            && obj
+                .types
+                .as_ref()
+                .is_none_or(|t| t.kind == cached.kind() && t.api_version == cached.api_version());
+        same.then_some(cached)
     }
 
     /// Objects dropped because they were not of the watched kind.
@@ -75,7 +110,13 @@ impl Reflector {
                 None
             }
             Event::InitApply(obj) => {
-                let obj = self.convert(obj)?;
+                let obj = match self.cached_version(&obj) {
+                    Some(cached) => {
+                        self.reused += 1;
+                        cached
+                    }
+                    None => self.convert(obj)?,
+                };
                 self.relist.get_or_insert_with(Vec::new).push(obj);
                 None
             }
@@ -117,6 +158,40 @@ mod tests {
             r.handle(Event::Delete(dyn_pod("c", "Pod"))),
             Some(Delta::Delete(_))
         ));
+    }
+
+    #[test]
+    fn a_relist_reuses_the_cached_version_of_unchanged_objects() {
+        let raw = |name: &str, rv: &str| -> RawObject {
+            serde_json::from_value(serde_json::json!({
+                "apiVersion": "v1", "kind": "Pod",
+                "metadata": {"namespace": "d", "name": name, "resourceVersion": rv, "uid": format!("u-{name}")}
+            }))
+            .unwrap()
+        };
+        let mut r = Reflector::new(pod_resource(), CachePolicy::default());
+        r.handle(Event::Init);
+        r.handle(Event::InitApply(raw("a", "1")));
+        r.handle(Event::InitApply(raw("b", "1")));
+        let Some(Delta::Replace(first)) = r.handle(Event::InitDone) else {
+            panic!("a replace")
+        };
+        let writer = crate::informer::store::Writer::new();
+        writer.replace(first.clone());
+        r.reuse_from(writer.reader());
+        r.handle(Event::Init);
+        r.handle(Event::InitApply(raw("a", "1")));
+        r.handle(Event::InitApply(raw("b", "2")));
+        let Some(Delta::Replace(second)) = r.handle(Event::InitDone) else {
+            panic!("a replace")
+        };
+        assert!(
+            Arc::ptr_eq(&first[0], &second[0]),
+            "a is unchanged: the same version"
+        );
+        assert!(!Arc::ptr_eq(&first[1], &second[1]), "b changed");
+        assert_eq!(second[1].resource_version(), "2");
+        assert_eq!(r.reused(), 1);
     }
 
     #[test]

@@ -149,6 +149,7 @@ impl SharedInformer {
         S: Stream<Item = Result<watcher::Event<RawObject>, watcher::Error>> + Send + 'static,
     {
         let this = self.clone();
+        reflector.reuse_from(self.store().clone());
         let task = tokio::spawn(async move {
             let mut stream = std::pin::pin!(stream);
             let mut tick = tokio::time::interval(RESYNC_CHECK);
