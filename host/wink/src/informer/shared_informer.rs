@@ -308,7 +308,7 @@ impl SharedInformer {
         Some(listener)
     }
 
-    /// Unregister a listener and stop its thread; returns how many remain.
+    /// Unregister a listener and stop its deliveries; returns how many remain.
     pub fn remove_listener(&self, id: u64) -> usize {
         let (removed, remaining) = {
             let mut listeners = self.listeners.lock().unwrap();

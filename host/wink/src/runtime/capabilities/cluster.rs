@@ -1,5 +1,5 @@
 //! The API server as the `write` and `events` capabilities reach it: one
-//! request at a time from a plugin's own delivery thread, as that plugin
+//! request at a time from the delivery worker running a plugin, as that plugin
 //! (its user agent and field manager), paced by token buckets, and answered
 //! as a typed `write-error` when the server refuses.
 //!
@@ -158,7 +158,7 @@ impl ClusterAccess {
     }
 
     /// Send `request` as `user_agent` and wait for the answer (on the
-    /// calling thread, which is the plugin's own). A 429 whose Retry-After
+    /// calling thread, the delivery worker running the plugin). A 429 whose Retry-After
     /// is at most [`MAX_RETRY_AFTER`] is retried after it, up to
     /// [`RETRIES_429`] times; then the plugin gets `too-many-requests` with
     /// the server's retry-after, to decide for itself.
