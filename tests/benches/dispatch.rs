@@ -199,7 +199,7 @@ fn main() {
     row("(b) 1 wasm plugin, metadata only", one, 1.0);
     row("(c) 10 wasm plugins, metadata only", ten, 10.0);
     row("(d) 1 wasm plugin decoding Pod", decode, 1.0);
-    println!("(c): every event goes to each of the 10 plugins, each on its own listener thread (2 cores).");
+    println!("(c): every event goes to each of the 10 plugins, each with its own listener, on the delivery pool (2 cores).");
     println!(
         "cache: {cache_bytes} B/object held vs {json_size} B JSON without managedFields ({:.2} x)",
         cache_bytes as f64 / json_size as f64
