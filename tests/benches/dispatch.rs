@@ -18,6 +18,8 @@ mod common;
 mod support;
 
 use support::Native;
+use wink::runtime::WinkEngine;
+use wink::runtime::engine::Compiler;
 
 use kube::api::{ApiResource, DynamicObject};
 use kube::core::GroupVersionKind;
@@ -199,7 +201,9 @@ fn main() {
     row("(b) 1 wasm plugin, metadata only", one, 1.0);
     row("(c) 10 wasm plugins, metadata only", ten, 10.0);
     row("(d) 1 wasm plugin decoding Pod", decode, 1.0);
-    println!("(c): every event goes to each of the 10 plugins, each with its own listener, on the delivery pool (2 cores).");
+    println!(
+        "(c): every event goes to each of the 10 plugins, each with its own listener, on the delivery pool (2 cores)."
+    );
     println!(
         "cache: {cache_bytes} B/object held vs {json_size} B JSON without managedFields ({:.2} x)",
         cache_bytes as f64 / json_size as f64
@@ -225,5 +229,24 @@ fn main() {
             bare_ns - native,
             wasm - native
         );
+    }
+    // What tier-up's Winch build costs per event against Cranelift's.
+    let component = common::plugin("bench_counter");
+    println!("compiled by Winch (tier-up's first build) against Cranelift, warm, ns per delivery:");
+    println!("| plugin | Cranelift | Winch | Winch / Cranelift |");
+    println!("|---|---|---|---|");
+    for (what, config) in [
+        ("reading the name", r#"{"decode": false}"#),
+        ("decoding the Pod (k8s-openapi)", r#"{"decode": true}"#),
+    ] {
+        let cranelift = support::plugins_with_config(&component, 1, config);
+        let winch_engine = WinkEngine::with_compiler(Compiler::Winch).unwrap();
+        let winch = support::plugins_on(winch_engine, &component, 1, config);
+        let (mut c, mut w) = (f64::INFINITY, f64::INFINITY);
+        for _ in 0..3 {
+            c = c.min(direct(&objects, &*cranelift[0], true));
+            w = w.min(direct(&objects, &*winch[0], true));
+        }
+        println!("| {what} | {c:.0} | {w:.0} | {:.2} |", w / c);
     }
 }

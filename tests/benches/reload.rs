@@ -16,8 +16,9 @@
 //!     to the fresh instance's first replayed event and to the end of its
 //!     replay (the default 100 ms restart backoff included);
 //! (a') the same with tier-up (`--tier-up`, the default of `wink dev`): to
-//!     the first event of the Winch build, and to the Cranelift build's
-//!     swap (waited for before the next run, so compiles never overlap);
+//!     the first event of the Winch build, and to its Cranelift build
+//!     being cached for the next load (waited for before the next run, so
+//!     compiles never overlap);
 //! (e) for reference: Cranelift compile and cache deserialization alone.
 //!
 //! p50/p95 over 20 runs each. Run: `cargo bench -p wink-e2e --bench reload`.
@@ -312,7 +313,10 @@ async fn main() {
         ),
     ] {
         tier.put(&format!("{plugin}.json"), config.as_bytes());
-        let upgraded = probe(&["plugin tiered up to Cranelift", &format!("plugin={plugin} ")]);
+        let upgraded = probe(&[
+            "Cranelift build cached for the next load",
+            &format!("plugin={plugin} "),
+        ]);
         tier.put(
             &format!("{plugin}.wasm"),
             &with_custom_section(bytes, &format!("{nonce}-t")),
@@ -327,7 +331,10 @@ async fn main() {
                 &format!("plugin={plugin} "),
                 "compiler=Winch",
             ]);
-            let upgraded = probe(&["plugin tiered up to Cranelift", &format!("plugin={plugin} ")]);
+            let upgraded = probe(&[
+                "Cranelift build cached for the next load",
+                &format!("plugin={plugin} "),
+            ]);
             let t0 = Instant::now();
             tier.put(&format!("{plugin}.wasm"), &changed_bytes);
             let (at, _) = hit(first).await;
@@ -497,7 +504,7 @@ async fn main() {
             summary(winch)
         );
         println!(
-            "|     write → Cranelift build swapped in (background) {}",
+            "|     write → Cranelift build cached for the next load (background) {}",
             summary(cranelift)
         );
     }

@@ -169,9 +169,10 @@ struct HostArgs {
     /// they have no authentication.
     #[arg(long)]
     allow_non_loopback: bool,
-    /// Bring a changed plugin up on Winch (compiles ~5x faster) and swap in
-    /// its Cranelift build when ready: `--tier-up` or `--tier-up=false`
-    /// (default: on in `wink dev`, off in `wink run`).
+    /// Bring a changed plugin up on Winch (compiles 3-6x faster) and build
+    /// its Cranelift code in the background for its next load (it is not
+    /// swapped in: that would replay its initial list): `--tier-up` or
+    /// `--tier-up=false` (default: on in `wink dev`, off in `wink run`).
     #[arg(long, num_args = 0..=1, default_missing_value = "true")]
     tier_up: Option<bool>,
     /// Hold cached objects' JSON compressed (LZ4): about half the

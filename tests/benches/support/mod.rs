@@ -42,7 +42,16 @@ pub fn plugins_with_config(
     n: usize,
     config: &str,
 ) -> Vec<Arc<dyn EventHandler>> {
-    let engine = WinkEngine::new().unwrap();
+    plugins_on(WinkEngine::new().unwrap(), component, n, config)
+}
+
+/// `n` instances of a plugin compiled by `engine`, each started with `config`.
+pub fn plugins_on(
+    engine: WinkEngine,
+    component: &std::path::Path,
+    n: usize,
+    config: &str,
+) -> Vec<Arc<dyn EventHandler>> {
     let linker = loader::linker(&engine).unwrap();
     let loaded = loader::load(&engine, &linker, None, component).unwrap();
     (0..n)

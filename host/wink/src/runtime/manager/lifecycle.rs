@@ -5,10 +5,10 @@
 //! |---|---|---|
 //! | (loading) | installed on its Cranelift build | `Running` |
 //! | (loading) | installed on its Winch build (tier-up) | `TieringUp` |
-//! | `TieringUp` | `tiered_up`, `tier_up_abandoned` | `Running` |
+//! | `TieringUp` | `tiered_up` (its Cranelift build is cached), `tier_up_abandoned` | `Running` |
 //! | `Running`, `TieringUp`, `Restarting` | `crashed`, within the limit | `Restarting` |
 //! | `Running`, `TieringUp`, `Restarting` | `crashed`, past the limit | `Quarantined` |
-//! | `Restarting` | `restarted` | `TieringUp` while its Cranelift build is awaited, else `Running` |
+//! | `Restarting` | `restarted` | `TieringUp` while its Cranelift build is being made, else `Running` |
 //! | `Quarantined` | its file changes | (loading) |
 //! | any | unloaded | (stopped: gone) |
 //!
@@ -41,7 +41,8 @@ pub enum PluginState {
     /// Its instance takes events.
     Running,
     /// Its instance runs on the Winch build and takes events while the
-    /// Cranelift build compiles; that build is handed over when ready.
+    /// Cranelift build compiles into the precompiled directory, for the
+    /// next load (the running instance stays on Winch).
     TieringUp,
     /// Crashed; a fresh instance starts after the backoff.
     Restarting,
@@ -135,18 +136,12 @@ impl Lifecycle {
         self.last_error.as_deref()
     }
 
-    /// Whether a Cranelift build may be handed over now.
-    pub fn awaits_tier_up(&self) -> bool {
-        self.state == PluginState::TieringUp
-    }
-
-    /// TieringUp -> Running: the Cranelift build took over.
+    /// TieringUp -> Running: the Cranelift build is cached.
     pub fn tiered_up(&mut self) {
         self.tier_up_abandoned();
     }
 
-    /// TieringUp -> Running: no Cranelift build will come (it failed, or
-    /// arrived while the plugin could not take it); the Winch build stays.
+    /// TieringUp -> Running: no Cranelift build will come (it failed).
     pub fn tier_up_abandoned(&mut self) {
         self.tier_up_pending = false;
         if self.state == PluginState::TieringUp {
@@ -288,17 +283,16 @@ mod tests {
     }
 
     #[test]
-    fn tier_up_is_awaited_only_while_tiering_up() {
+    fn tiering_up_lasts_until_the_cranelift_build_is_cached() {
         let t0 = Instant::now();
         let mut l = Lifecycle::installed(true, t0);
-        assert!(l.awaits_tier_up());
-        l.crashed(&POLICY, "x", t0);
-        assert!(!l.awaits_tier_up(), "a crashed plugin takes no hand-over");
-        l.restarted(t0);
         assert_eq!(l.state(), &PluginState::TieringUp);
+        l.crashed(&POLICY, "x", t0);
+        assert_eq!(l.state(), &PluginState::Restarting);
+        l.restarted(t0);
+        assert_eq!(l.state(), &PluginState::TieringUp, "still being built");
         l.tiered_up();
         assert_eq!(l.state(), &PluginState::Running);
-        assert!(!l.awaits_tier_up());
         l.crashed(&POLICY, "x", t0);
         l.restarted(t0);
         assert_eq!(l.state(), &PluginState::Running, "tiered up already");

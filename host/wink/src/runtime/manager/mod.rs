@@ -6,7 +6,7 @@
 //! those resources. A reload hands every informer registration over to the
 //! new version atomically (old drains what it was given, new gets the cache
 //! replayed, then everything after). With tier-up, a new component runs on
-//! Winch first and its Cranelift build is handed over when ready. Crash
+//! Winch, and its Cranelift build is cached for its next load. Crash
 //! recovery (backoff, restart, quarantine) is in `recovery.rs`. It does not
 //! deliver events nor watch the directory.
 
@@ -113,10 +113,11 @@ pub struct ManagerOptions {
     /// Where plugins' policy results are gathered (the report writer reads
     /// them).
     pub reports: Arc<crate::reports::Aggregator>,
-    /// Bring a plugin whose compiled code is not precompiled up on Winch first
-    /// (~5x faster to compile), then swap in its Cranelift build once the
-    /// background compile is done (a second hand-over, with the cache
-    /// replayed again). For `wink dev`'s edit loop.
+    /// Bring a plugin whose compiled code is not precompiled up on Winch
+    /// (~3-5x faster to compile) and compile its Cranelift build in the
+    /// background into the precompiled directory, for the next load of the
+    /// same component; the running plugin is not swapped (that would replay
+    /// its initial list again). For `wink dev`'s edit loop.
     pub tier_up: bool,
 }
 
@@ -309,41 +310,43 @@ impl PluginManager {
             let loaded = self
                 .compile(&self.engine, &self.linker, path, bytes, digest)
                 .await?;
-            return self.install(loaded, &self.engine, config, started, None).await;
+            return self.install(loaded, &self.engine, config, started).await;
         };
-        // Tier up: Winch now, Cranelift in the background, swapped in if the
-        // plugin still runs this very component and config by then.
+        // Tier up: Winch now; Cranelift in the background, into the
+        // precompiled directory for the next load of this component (a
+        // restart of wink, or a revert), never swapped in under the running
+        // plugin: a swap would hand it its initial list a second time.
         let loaded = self
             .compile(&winch, &winch_linker, path, bytes.clone(), digest.clone())
             .await?;
-        self.install(loaded, &winch, config.clone(), started, None)
-            .await?;
+        self.install(loaded, &winch, config, started).await?;
         let me = self.me.clone();
         let path = path.to_path_buf();
         tokio::spawn(async move {
             let Some(m) = me.upgrade() else { return };
             let optimized = Instant::now();
-            let result = match m
+            let built = m
                 .compile(&m.engine, &m.linker, &path, bytes, digest.clone())
-                .await
-            {
-                Ok(loaded) => {
-                    m.install(loaded, &m.engine, config, optimized, Some(&digest))
-                        .await
+                .await;
+            let name = plugin_file::plugin_name(&path).unwrap_or_default();
+            let mut plugins = m.plugins.lock().await;
+            let current = plugins.get_mut(&name).filter(|r| r.digest == digest);
+            match built {
+                Ok(_) => {
+                    tracing::info!(
+                        plugin = %name,
+                        compile_ms = optimized.elapsed().as_millis() as u64,
+                        "Cranelift build cached for the next load; this load stays on Winch"
+                    );
+                    if let Some(r) = current {
+                        r.lifecycle.tiered_up();
+                    }
                 }
-                Err(e) => Err(e),
-            };
-            if let Err(e) = result {
-                tracing::warn!(path = %path.display(), "plugin stays on Winch: its Cranelift build failed: {e:#}");
-                let name = plugin_file::plugin_name(&path).unwrap_or_default();
-                if let Some(r) = m
-                    .plugins
-                    .lock()
-                    .await
-                    .get_mut(&name)
-                    .filter(|r| r.digest == digest)
-                {
-                    r.lifecycle.tier_up_abandoned();
+                Err(e) => {
+                    tracing::warn!(path = %path.display(), "no Cranelift build cached: {e:#}");
+                    if let Some(r) = current {
+                        r.lifecycle.tier_up_abandoned();
+                    }
                 }
             }
         });
@@ -373,16 +376,13 @@ impl PluginManager {
     }
 
     /// Start a compiled component and hand its registrations over from the
-    /// running version, if any. With `tier_up_of`, only if the running
-    /// version is the Winch build of that digest (else the new one is
-    /// dropped unused).
+    /// running version, if any.
     async fn install(
         &self,
         loaded: loader::LoadedComponent,
         engine: &WinkEngine,
         config: String,
         started: Instant,
-        tier_up_of: Option<&str>,
     ) -> anyhow::Result<()> {
         let path = loaded.path.clone();
         let (instance, registration) = self
@@ -392,7 +392,7 @@ impl PluginManager {
             .resolve(instance.name(), &registration)
             .await
             .with_context(|| format!("{}: registration failed", path.display()))?;
-        if !resolution.missing.is_empty() && tier_up_of.is_none() {
+        if !resolution.missing.is_empty() {
             tracing::warn!(
                 plugin = %instance.name(),
                 "plugin declares writes the operator has not granted; they will be refused. To allow them, grant: {}",
@@ -400,16 +400,6 @@ impl PluginManager {
             );
         }
         let mut plugins = self.plugins.lock().await;
-        if let Some(digest) = tier_up_of {
-            let current = plugins.get_mut(instance.name()).filter(|r| r.digest == digest);
-            let Some(current) = current else {
-                return Ok(()); // reloaded or unloaded meanwhile: not ours to replace
-            };
-            if !(current.lifecycle.awaits_tier_up() && current.instance.config() == instance.config()) {
-                current.lifecycle.tier_up_abandoned();
-                return Ok(());
-            }
-        }
         let previous = plugins.remove(instance.name());
         let declared = resolution.declared.clone();
         let registered = self.attach(
@@ -417,10 +407,9 @@ impl PluginManager {
             resolution,
             previous.as_ref().map(|p| p.registered.as_slice()),
         );
-        let what = match (previous.is_some(), tier_up_of.is_some()) {
-            (_, true) => "tiered up to Cranelift",
-            (true, false) => "reloaded",
-            (false, false) => "loaded",
+        let what = match previous.is_some() {
+            true => "reloaded",
+            false => "loaded",
         };
         tracing::info!(
             plugin = %instance.name(),
@@ -431,17 +420,10 @@ impl PluginManager {
             "plugin {what} from {}",
             path.display()
         );
-        let lifecycle = match (tier_up_of, previous) {
-            (Some(_), Some(previous)) => {
-                let mut lifecycle = previous.lifecycle;
-                lifecycle.tiered_up();
-                lifecycle
-            }
-            _ => Lifecycle::installed(
-                engine.compiler() == Compiler::Winch && self.baseline.is_some(),
-                Instant::now(),
-            ),
-        };
+        let lifecycle = Lifecycle::installed(
+            engine.compiler() == Compiler::Winch && self.baseline.is_some(),
+            Instant::now(),
+        );
         plugins.insert(
             instance.name().to_string(),
             LoadedPlugin {
