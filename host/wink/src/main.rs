@@ -87,7 +87,7 @@ enum Command {
 #[derive(Args)]
 struct HostArgs {
     /// Directory of plugin components (`*.wasm`, optional `<name>.json` config).
-    #[arg(long, default_value = "target/wasm32-wasip2/release")]
+    #[arg(long, default_value = DEFAULT_PLUGINS)]
     plugins: PathBuf,
     /// Narrow watches that name no namespace to this namespace.
     #[arg(long)]
@@ -126,6 +126,9 @@ struct HostArgs {
     /// Grant whatever plugins declare (`wink dev` without `--grants`).
     #[arg(skip)]
     grant_declared: bool,
+    /// Load only these plugins of the directory (`wink dev`: the examples).
+    #[arg(skip)]
+    only: Option<std::collections::BTreeSet<String>>,
     /// Pending notifications per plugin past which they coalesce per object
     /// (0: never coalesce, an unbounded backlog like client-go's).
     #[arg(long, default_value_t = wink::informer::factory::DEFAULT_COALESCE_AFTER)]
@@ -189,6 +192,9 @@ struct HostArgs {
     report_batch_ms: u64,
 }
 
+/// Where `cargo build --release --target wasm32-wasip2` puts components.
+const DEFAULT_PLUGINS: &str = "target/wasm32-wasip2/release";
+
 impl HostArgs {
     /// The grants: the file's, `--allow-secrets` folded in; in `wink dev`
     /// without a file, whatever plugins declare.
@@ -235,6 +241,7 @@ impl HostArgs {
             precompiled,
             max_restarts: self.max_restarts,
             tier_up: self.tier_up.unwrap_or(false),
+            only: self.only.clone(),
             ..Default::default()
         };
         Ok((factory, manager))
@@ -474,6 +481,35 @@ async fn sim(args: SimArgs) -> anyhow::Result<()> {
     wink_sim::run(args).await
 }
 
+/// With the default plugin directory (the workspace's wasm build), the
+/// plugins `wink dev` loads: the crates of `plugins/`, the examples meant
+/// for people; the test and benchmark plugins of `tests/plugins/` are built
+/// into the same directory and skipped. A directory given with `--plugins`
+/// is loaded as it is.
+#[cfg(feature = "sim")]
+fn examples(plugins: &std::path::Path) -> Option<std::collections::BTreeSet<String>> {
+    if plugins != std::path::Path::new(DEFAULT_PLUGINS) {
+        return None;
+    }
+    let names: std::collections::BTreeSet<String> = std::fs::read_dir("plugins")
+        .ok()?
+        .flatten()
+        .filter_map(|e| {
+            let manifest = std::fs::read_to_string(e.path().join("Cargo.toml")).ok()?;
+            let name = manifest
+                .lines()
+                .find_map(|l| l.trim().strip_prefix("name = "))?
+                .trim_matches('"');
+            Some(name.replace('-', "_"))
+        })
+        .collect();
+    println!(
+        "wink dev: loading the examples of plugins/: {} (--plugins DIR loads a directory as it is)",
+        names.iter().cloned().collect::<Vec<_>>().join(", ")
+    );
+    Some(names)
+}
+
 /// `wink dev`: the embedded simulated cluster with demo churn, and the
 /// plugins running against it.
 #[cfg(feature = "sim")]
@@ -485,6 +521,7 @@ async fn dev(
 ) -> anyhow::Result<()> {
     host.tier_up.get_or_insert(true);
     host.grant_declared = true;
+    host.only = examples(&host.plugins);
     let sim = wink_sim::Sim::start(wink_sim::SimConfig {
         churn_per_sec: (churn > 0.0).then_some(churn),
         seed_dir: seed,

@@ -131,7 +131,13 @@ impl Wink {
     }
 
     pub fn spawn(args: &[&str]) -> Wink {
+        Wink::spawn_in(Path::new("."), args)
+    }
+
+    /// Spawn `wink <args>` in the directory `dir`.
+    pub fn spawn_in(dir: &Path, args: &[&str]) -> Wink {
         let mut child = Command::new(wink_bin())
+            .current_dir(dir)
             .args(args)
             .env("RUST_LOG", "info")
             .env_remove("KUBECONFIG")

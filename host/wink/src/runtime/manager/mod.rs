@@ -110,6 +110,9 @@ pub struct ManagerOptions {
     pub restart_backoff: Duration,
     /// A crash this long after the last (re)start starts a new series.
     pub healthy_after: Duration,
+    /// Load only the plugins of these names (file stems); other components
+    /// of the directory are skipped. None: every one.
+    pub only: Option<std::collections::BTreeSet<String>>,
     /// Where plugins' policy results are gathered (the report writer reads
     /// them).
     pub reports: Arc<crate::reports::Aggregator>,
@@ -146,6 +149,7 @@ impl Default for ManagerOptions {
             healthy_after: Duration::from_secs(30),
             tier_up: false,
             reports: crate::reports::Aggregator::new(),
+            only: None,
         }
     }
 }
@@ -276,6 +280,12 @@ impl PluginManager {
 
     async fn load_file_once(&self, path: &Path) -> anyhow::Result<()> {
         let started = Instant::now();
+        if let Some(only) = &self.options.only
+            && !plugin_file::plugin_name(path).is_ok_and(|n| only.contains(&n))
+        {
+            tracing::debug!(path = %path.display(), "not one of the plugins to load: skipped");
+            return Ok(());
+        }
         let owned = path.to_path_buf();
         // Read (checked, capped) off the async threads and before any lock.
         let (files, digest) = tokio::task::spawn_blocking(move || {
