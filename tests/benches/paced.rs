@@ -84,13 +84,18 @@ fn realistic_pod(i: usize) -> Value {
 
 // ---- roles -------------------------------------------------------------
 
-/// The simulated server's process: loads objects, then obeys stdin.
-fn role_sim(kind: &str, n: usize) {
-    let rt = tokio::runtime::Builder::new_multi_thread()
+/// A child's runtime: two workers, as the daemon's on this machine.
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
-        .unwrap();
+        .unwrap()
+}
+
+/// The simulated server's process: loads objects, then obeys stdin.
+fn role_sim(kind: &str, n: usize) {
+    let rt = runtime();
     let _guard = rt.enter();
     let sim = rt
         .block_on(Sim::start(SimConfig {
@@ -168,11 +173,7 @@ type Closure = Box<dyn Fn(&DynamicObject) + Send>;
 
 /// A consumer's process: syncs, says so, then counts until told to stop.
 fn role_consume(variant: &str, n: usize, kind: &str, kubeconfig: &str) {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = runtime();
     let _guard = rt.enter();
     let config = rt.block_on(async {
         let kc = kube::config::Kubeconfig::read_from(kubeconfig).unwrap();

@@ -13,20 +13,9 @@ use serde_json::json;
 use std::time::{Duration, Instant};
 use wink_sim::{Sim, SimConfig};
 
-/// Short timings for the test: lease 6 s, renew deadline 3 s, retry 250 ms
-/// (the margins between them absorb a loaded machine).
+/// A replica with the short test timings (see `cache_support::replica`).
 fn replica(s: &Setup, identity: &str) -> Wink {
-    s.run(&[
-        "--leader-elect",
-        "--leader-elect-identity",
-        identity,
-        "--lease-duration-ms",
-        "6000",
-        "--renew-deadline-ms",
-        "3000",
-        "--retry-period-ms",
-        "250",
-    ])
+    cache_support::replica(s, identity, &[])
 }
 
 fn pod(name: &str) -> serde_json::Value {

@@ -190,22 +190,8 @@ async fn a_thousand_changes_take_far_fewer_report_writes() {
 }
 
 /// A replica with leader election and an admin server.
-fn replica(s: &Setup, identity: &str, admin: &str) -> Wink {
-    s.run(&[
-        "--leader-elect",
-        "--leader-elect-identity",
-        identity,
-        "--lease-duration-ms",
-        "6000",
-        "--renew-deadline-ms",
-        "3000",
-        "--retry-period-ms",
-        "250",
-        "--admin-addr",
-        admin,
-        "--report-batch-ms",
-        "200",
-    ])
+fn reporting_replica(s: &Setup, identity: &str, admin: &str) -> Wink {
+    replica(s, identity, &["--admin-addr", admin, "--report-batch-ms", "200"])
 }
 
 /// The report writer's successful writes, from a replica's /metrics.
@@ -233,9 +219,9 @@ async fn only_the_leader_writes_reports_and_a_failover_keeps_them_right() {
         format!("127.0.0.1:{}", free_port()),
         format!("127.0.0.1:{}", free_port()),
     );
-    let mut a = replica(&s, "a", &admin_a);
+    let mut a = reporting_replica(&s, "a", &admin_a);
     a.wait_for_line("became the leader", WAIT);
-    let b = replica(&s, "b", &admin_b);
+    let b = reporting_replica(&s, "b", &admin_b);
     wait_synced(&b, "pod-security");
     until_reports(&sim, &expected(&pods), WAIT).await;
     sim.insert(violating_pod("team-a", "late", 1)).unwrap();

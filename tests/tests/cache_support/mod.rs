@@ -92,6 +92,25 @@ impl Setup {
     }
 }
 
+/// A replica contending for leadership with short timings: lease 6 s,
+/// renew deadline 3 s, retry 250 ms (the margins between them absorb a
+/// loaded machine), plus `extra` arguments.
+pub fn replica(s: &Setup, identity: &str, extra: &[&str]) -> Wink {
+    let mut args = vec![
+        "--leader-elect",
+        "--leader-elect-identity",
+        identity,
+        "--lease-duration-ms",
+        "6000",
+        "--renew-deadline-ms",
+        "3000",
+        "--retry-period-ms",
+        "250",
+    ];
+    args.extend_from_slice(extra);
+    s.run(&args)
+}
+
 pub fn wait_synced(wink: &Wink, plugin: &str) {
     wink.wait_for_line(&format!("plugin synced plugin={plugin}"), WAIT);
 }

@@ -111,6 +111,22 @@ struct Inner {
     given: u64,
 }
 
+impl Inner {
+    /// Drop the entries `gone` picks, marking their scopes changed.
+    fn drop_where(&mut self, gone: impl Fn(&Arc<str>, &Entry) -> bool) {
+        for (scope, m) in self.entries.iter_mut() {
+            let before = m.len();
+            m.retain(|(p, _), e| !gone(p, e));
+            if m.len() != before {
+                self.dirty.insert(scope.clone());
+            }
+        }
+        let entries = &self.entries;
+        self.scope_of
+            .retain(|key, scope| entries.get(scope).is_some_and(|m| m.contains_key(key)));
+    }
+}
+
 /// Every plugin's current results. Cheap to share: one lock, held briefly.
 #[derive(Default)]
 pub struct Aggregator {
@@ -208,27 +224,8 @@ impl Aggregator {
     /// predecessors that it did not state again go.
     pub fn synced(&self, plugin: &Arc<str>, instance: usize) {
         let mut inner = self.lock();
-        let Inner {
-            entries,
-            scope_of,
-            dirty,
-            synced,
-            ..
-        } = &mut *inner;
-        for (scope, m) in entries.iter_mut() {
-            let before = m.len();
-            m.retain(|(p, _), e| p != plugin || e.instance == instance);
-            if m.len() != before {
-                dirty.insert(scope.clone());
-            }
-        }
-        scope_of.retain(|(p, uid), scope| {
-            p != plugin
-                || entries
-                    .get(scope)
-                    .is_some_and(|m| m.contains_key(&(p.clone(), uid.clone())))
-        });
-        synced.insert(plugin.clone(), (instance, Instant::now()));
+        inner.drop_where(|p, e| p == plugin && e.instance != instance);
+        inner.synced.insert(plugin.clone(), (instance, Instant::now()));
         drop(inner);
         self.changed.notify_one();
     }
@@ -236,22 +233,8 @@ impl Aggregator {
     /// `plugin` was unloaded: every result it gave goes.
     pub fn unload(&self, plugin: &str) {
         let mut inner = self.lock();
-        let Inner {
-            entries,
-            scope_of,
-            dirty,
-            synced,
-            ..
-        } = &mut *inner;
-        for (scope, m) in entries.iter_mut() {
-            let before = m.len();
-            m.retain(|(p, _), _| &**p != plugin);
-            if m.len() != before {
-                dirty.insert(scope.clone());
-            }
-        }
-        scope_of.retain(|(p, _), _| &**p != plugin);
-        synced.remove(plugin);
+        inner.drop_where(|p, _| &**p == plugin);
+        inner.synced.remove(plugin);
         drop(inner);
         self.changed.notify_one();
     }
