@@ -10,9 +10,11 @@
 pub mod admin;
 pub mod cache_view;
 pub mod daemon;
+pub mod harness;
 pub mod informer;
 pub mod leader;
 pub mod listener;
 pub mod manifests;
 pub mod reports;
 pub mod runtime;
+pub mod scaffold;

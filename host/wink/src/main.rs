@@ -82,6 +82,25 @@ enum Command {
         #[arg(long, default_value = "wink:latest")]
         image: String,
     },
+    /// Scaffold a plugin crate that builds and passes its `wink test` case.
+    New {
+        /// The new crate's directory (its name is the crate's), e.g. plugins/my-plugin.
+        dir: PathBuf,
+        /// The wink-sdk crate (default: the sdk/ of the wink workspace DIR is in).
+        #[arg(long)]
+        sdk: Option<PathBuf>,
+    },
+    /// Test built plugins offline: each case (YAML) gives the initial cache,
+    /// steps (add, update, delete, resync, relist) and the log lines and
+    /// policy results expected; a mismatch prints a diff and exits 1.
+    Test {
+        /// Test case files.
+        #[arg(required = true)]
+        cases: Vec<PathBuf>,
+        /// Record what happened as each case's expectation.
+        #[arg(long)]
+        bless: bool,
+    },
 }
 
 #[derive(Args)]
@@ -399,6 +418,16 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             namespace,
             image,
         } => manifests(&plugins, grants.as_deref(), namespace, image),
+        Command::Test { cases, bless } => wink::harness::test(&cases, bless),
+        Command::New { dir, sdk } => {
+            let name = wink::scaffold::create(&dir, sdk.as_deref())?;
+            println!(
+                "created {name} in {}: cd {} && cargo build --release --target wasm32-wasip2 && wink test wink-test.yaml",
+                dir.display(),
+                dir.display()
+            );
+            Ok(())
+        }
     }
 }
 

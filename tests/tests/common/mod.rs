@@ -45,7 +45,7 @@ fn run_cargo(args: &[&str]) {
 /// rustup adds the targets of `rust-toolchain.toml` only when it installs
 /// the toolchain itself: on a machine that already had the toolchain, add
 /// the plugins' target here (a no-op when present, or without rustup).
-fn ensure_wasm_target() {
+pub fn ensure_wasm_target() {
     let installed = Command::new("rustup")
         .args(["target", "list", "--installed"])
         .current_dir(root())

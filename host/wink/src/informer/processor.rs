@@ -278,6 +278,12 @@ impl Listener {
         self.queue.lock().unwrap().state.on_drain();
     }
 
+    /// Whether nothing is queued and no worker is delivering to it.
+    pub fn is_idle(&self) -> bool {
+        let q = self.queue.lock().unwrap();
+        q.items.is_empty() && q.state.place() == Place::Idle
+    }
+
     /// Whether it delivers nothing more and no worker has it.
     pub fn is_finished(&self) -> bool {
         let q = self.queue.lock().unwrap();

@@ -138,6 +138,11 @@ impl SharedInformer {
         self.events.load(Ordering::Relaxed)
     }
 
+    /// Whether every listener has delivered everything queued for it.
+    pub fn is_idle(&self) -> bool {
+        self.listeners.lock().unwrap().iter().all(|l| l.is_idle())
+    }
+
     /// Number of listeners.
     pub fn listener_count(&self) -> usize {
         self.listeners.lock().unwrap().len()

@@ -75,10 +75,30 @@ pub fn set_structured(on: bool) {
     STRUCTURED.store(on, Ordering::Relaxed);
 }
 
+/// Whether guest lines are also kept for `wink test`.
+static CAPTURING: AtomicBool = AtomicBool::new(false);
+
+/// The guest lines kept, as (plugin, `LEVEL line`).
+static CAPTURED: std::sync::Mutex<Vec<(String, String)>> = std::sync::Mutex::new(Vec::new());
+
+/// Keep every guest line from now on, for [`take_captured`] (`wink test`).
+pub fn capture_guest_lines() {
+    CAPTURING.store(true, Ordering::Relaxed);
+}
+
+/// The guest lines kept since the last call, as (plugin, `LEVEL line`).
+pub fn take_captured() -> Vec<(String, String)> {
+    std::mem::take(&mut *CAPTURED.lock().unwrap_or_else(|e| e.into_inner()))
+}
+
 /// One guest line into the host's log, at `level`, escaped, with its
 /// plugin: every guest line (stdout, stderr, the `log` import) goes here.
 pub fn guest_line(plugin: &str, level: tracing::Level, line: &str) {
     let line = printable(line);
+    if CAPTURING.load(Ordering::Relaxed) {
+        let kept = (plugin.to_string(), format!("{level} {line}"));
+        CAPTURED.lock().unwrap_or_else(|e| e.into_inner()).push(kept);
+    }
     macro_rules! emit {
         ($mac:ident) => {
             if STRUCTURED.load(Ordering::Relaxed) {

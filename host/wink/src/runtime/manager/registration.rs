@@ -117,7 +117,7 @@ pub(super) struct Wanted {
     informer: Arc<SharedInformer>,
 }
 
-fn index_spec(by: &IndexBy) -> IndexSpec {
+pub(crate) fn index_spec(by: &IndexBy) -> IndexSpec {
     match by {
         IndexBy::Label(k) => IndexSpec::Label(k.clone()),
         IndexBy::Annotation(k) => IndexSpec::Annotation(k.clone()),

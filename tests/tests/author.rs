@@ -1,0 +1,126 @@
+//! End-to-end: the plugin author's tools. `wink test` passes every example's
+//! case, fails with a diff (and exit 1) when an expectation changes, and
+//! `--bless` records what happened; `wink new` scaffolds a crate that builds
+//! for wasm32-wasip2 and passes its own case as generated.
+
+mod common;
+
+use common::{plugins_dir, root, scratch, wink_bin};
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn wink(dir: &Path, args: &[&str]) -> Output {
+    Command::new(wink_bin())
+        .current_dir(dir)
+        .args(args)
+        .env("RUST_LOG", "error")
+        .output()
+        .expect("run wink")
+}
+
+fn text(out: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+#[test]
+fn wink_test_passes_every_example_and_a_changed_expectation_fails_with_a_diff() {
+    plugins_dir();
+    let cases: Vec<String> = std::fs::read_dir(root().join("plugins"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path().join("wink-test.yaml"))
+        .filter(|p| p.exists())
+        .map(|p| p.strip_prefix(root()).unwrap().display().to_string())
+        .collect();
+    assert!(cases.len() >= 8, "every example has a case: {cases:?}");
+    let mut args = vec!["test"];
+    args.extend(cases.iter().map(String::as_str));
+    let out = wink(&root(), &args);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(text(&out).matches("ok ").count(), cases.len(), "{}", text(&out));
+
+    // A copy of pod-logger's case with one expectation changed.
+    let dir = scratch("author_test");
+    let case = std::fs::read_to_string(root().join("plugins/pod-logger/wink-test.yaml")).unwrap();
+    let component = plugins_dir().join("pod_logger.wasm");
+    let case = case
+        .replace(
+            "../../target/wasm32-wasip2/release/pod_logger.wasm",
+            component.to_str().unwrap(),
+        )
+        .replace("OnUpdate: pod1", "OnUpdate: someone-else");
+    let path = dir.join("case.yaml");
+    std::fs::write(&path, &case).unwrap();
+    let out = wink(&dir, &["test", "case.yaml"]);
+    let said = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{said}");
+    assert!(said.contains("FAILED  case.yaml"), "{said}");
+    assert!(said.contains("  - INFO OnUpdate: someone-else"), "{said}");
+    assert!(said.contains("  + INFO OnUpdate: pod1"), "{said}");
+    assert!(
+        said.contains("    INFO OnAdd: pod0"),
+        "unchanged lines shown as context: {said}"
+    );
+
+    let out = wink(&dir, &["test", "--bless", "case.yaml"]);
+    assert!(
+        out.status.success() && text(&out).contains("blessed case.yaml"),
+        "{}",
+        text(&out)
+    );
+    let blessed = std::fs::read_to_string(&path).unwrap();
+    assert!(blessed.contains("OnUpdate: pod1") && !blessed.contains("someone-else"));
+    assert!(
+        blessed.starts_with("# wink test case"),
+        "the leading comment stays"
+    );
+    let out = wink(&dir, &["test", "case.yaml"]);
+    assert!(out.status.success(), "{}", text(&out));
+}
+
+#[test]
+fn wink_new_scaffolds_a_plugin_that_builds_and_passes_its_test() {
+    let dir = scratch("author_new");
+    let out = wink(
+        &dir,
+        &[
+            "new",
+            "hello-plugin",
+            "--sdk",
+            root().join("sdk").to_str().unwrap(),
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let krate = dir.join("hello-plugin");
+    for f in [
+        "Cargo.toml",
+        "src/lib.rs",
+        "config.example.json",
+        "wink-test.yaml",
+    ] {
+        assert!(krate.join(f).exists(), "{f}");
+    }
+    let again = wink(&dir, &["new", "hello-plugin", "--sdk", "x"]);
+    assert!(
+        !again.status.success(),
+        "an existing directory is not overwritten"
+    );
+
+    // Its own workspace; the build shares the repository's target directory
+    // (a link), so the SDK's dependencies are not compiled again.
+    std::os::unix::fs::symlink(root().join("target"), krate.join("target")).unwrap();
+    common::ensure_wasm_target();
+    let build = Command::new(env!("CARGO"))
+        .current_dir(&krate)
+        .args(["build", "--release", "--target", "wasm32-wasip2"])
+        .output()
+        .unwrap();
+    assert!(build.status.success(), "{}", text(&build));
+    let out = wink(&krate, &["test", "wink-test.yaml"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(text(&out).contains("ok      wink-test.yaml"));
+}
