@@ -93,3 +93,95 @@ fn wink_dev_loads_the_examples_once_each_and_skips_the_test_plugins() {
         "each seeded Deployment once"
     );
 }
+
+/// Wait for a line containing `needle` that was not there before.
+fn wait_new(wink: &Wink, needle: &str, before: usize) {
+    wink.wait_until(needle, WAIT, |w| {
+        w.lines().iter().skip(before).any(|l| l.contains(needle))
+    });
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wink_dev_src_rebuilds_on_save_and_a_broken_edit_keeps_the_running_version() {
+    let dir = scratch("dev_src");
+    let krate = dir.join("crates/dev-echo");
+    std::fs::create_dir_all(krate.join("src")).unwrap();
+    std::fs::write(
+        krate.join("Cargo.toml"),
+        format!(
+            "[package]\nname = \"dev-echo\"\nversion = \"0.1.0\"\nedition = \"2024\"\n\n[lib]\ncrate-type = [\"cdylib\"]\n\n[dependencies]\nwink-sdk = {{ path = \"{}\" }}\nserde_json = \"1\"\n\n[workspace]\n",
+            root().join("sdk").display()
+        ),
+    )
+    .unwrap();
+    let source = std::fs::read_to_string(root().join("plugins/pod-logger/src/lib.rs")).unwrap();
+    let lib = krate.join("src/lib.rs");
+    std::fs::write(&lib, &source).unwrap();
+    // Its build shares the repository's target directory (no dependency is
+    // compiled twice).
+    std::os::unix::fs::symlink(root().join("target"), krate.join("target")).unwrap();
+    common::ensure_wasm_target();
+    let seed = dir.join("seed");
+    std::fs::create_dir_all(&seed).unwrap();
+    std::fs::write(
+        seed.join("pod.yaml"),
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: pod0, namespace: default}\nspec: {containers: [{name: c, image: nginx}]}\n",
+    )
+    .unwrap();
+    let kubeconfig = dir.join("kubeconfig");
+    let precompiled = dir.join("precompiled");
+    let args = [
+        "dev",
+        "--src",
+        "crates",
+        "--churn",
+        "0",
+        "--seed",
+        seed.to_str().unwrap(),
+        "--kubeconfig-out",
+        kubeconfig.to_str().unwrap(),
+        "--precompiled",
+        precompiled.to_str().unwrap(),
+    ];
+    let wink = Wink::spawn_in(&dir, &args);
+    wink.wait_for_line("[dev_echo] OnAdd: pod0", WAIT);
+
+    // A one-line change: the new version is built, loaded and replayed.
+    let before = wink.lines().len();
+    let saved = std::time::Instant::now();
+    std::fs::write(&lib, source.replace("OnAdd:", "Added:")).unwrap();
+    wait_new(&wink, "[dev_echo] Added: pod0", before);
+    println!("save -> the new version handled an event: {:?}", saved.elapsed());
+
+    // A broken edit is shown once and changes nothing.
+    let before = wink.lines().len();
+    let broken = format!("{}\nthis is not Rust\n", source.replace("OnAdd:", "Added:"));
+    std::fs::write(&lib, &broken).unwrap();
+    wait_new(
+        &wink,
+        "dev-echo does not build; the running version stays",
+        before,
+    );
+    std::fs::write(&lib, &broken).unwrap();
+    let config = kube::Config::from_custom_kubeconfig(
+        kube::config::Kubeconfig::read_from(&kubeconfig).unwrap(),
+        &Default::default(),
+    )
+    .await
+    .unwrap();
+    let pods: kube::Api<k8s_openapi::api::core::v1::Pod> =
+        kube::Api::namespaced(kube::Client::try_from(config).unwrap(), "default");
+    let pod: k8s_openapi::api::core::v1::Pod = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": "pod1"}, "spec": {"containers": [{"name": "c", "image": "nginx"}]}
+    }))
+    .unwrap();
+    pods.create(&Default::default(), &pod).await.unwrap();
+    wait_new(&wink, "[dev_echo] Added: pod1", before);
+    let shown = wink
+        .lines()
+        .iter()
+        .skip(before)
+        .filter(|l| l.contains("does not build"))
+        .count();
+    assert_eq!(shown, 1, "the same error is shown once");
+}

@@ -15,6 +15,7 @@ pub mod informer;
 pub mod leader;
 pub mod listener;
 pub mod manifests;
+pub mod rebuild;
 pub mod reports;
 pub mod runtime;
 pub mod scaffold;

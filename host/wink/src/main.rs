@@ -60,6 +60,12 @@ enum Command {
         /// Directory of YAML/JSON manifests to load into the simulated cluster.
         #[arg(long)]
         seed: Option<PathBuf>,
+        /// Plugin crates to build, watch and rebuild on every save (a crate,
+        /// or a directory of crates); their components go to
+        /// target/wink-dev/plugins, which is loaded. Default: the
+        /// workspace's plugins/, rebuilt into the workspace's build.
+        #[arg(long)]
+        src: Option<PathBuf>,
         #[command(flatten)]
         host: HostArgs,
     },
@@ -409,8 +415,9 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             churn,
             kubeconfig_out,
             seed,
+            src,
             host,
-        } => dev(churn, kubeconfig_out, seed, host).await,
+        } => dev(churn, kubeconfig_out, seed, src, host).await,
         Command::Sim(args) => sim(args).await,
         Command::Manifests {
             plugins,
@@ -496,7 +503,7 @@ const NO_SIM: &str = "this wink was built without the simulated API server (carg
      rebuild with default features, or use `wink run --kubeconfig ...` against a cluster";
 
 #[cfg(not(feature = "sim"))]
-async fn dev(_: f64, _: PathBuf, _: Option<PathBuf>, _: HostArgs) -> anyhow::Result<()> {
+async fn dev(_: f64, _: PathBuf, _: Option<PathBuf>, _: Option<PathBuf>, _: HostArgs) -> anyhow::Result<()> {
     anyhow::bail!("wink dev: {NO_SIM}")
 }
 
@@ -510,35 +517,6 @@ async fn sim(args: SimArgs) -> anyhow::Result<()> {
     wink_sim::run(args).await
 }
 
-/// With the default plugin directory (the workspace's wasm build), the
-/// plugins `wink dev` loads: the crates of `plugins/`, the examples meant
-/// for people; the test and benchmark plugins of `tests/plugins/` are built
-/// into the same directory and skipped. A directory given with `--plugins`
-/// is loaded as it is.
-#[cfg(feature = "sim")]
-fn examples(plugins: &std::path::Path) -> Option<std::collections::BTreeSet<String>> {
-    if plugins != std::path::Path::new(DEFAULT_PLUGINS) {
-        return None;
-    }
-    let names: std::collections::BTreeSet<String> = std::fs::read_dir("plugins")
-        .ok()?
-        .flatten()
-        .filter_map(|e| {
-            let manifest = std::fs::read_to_string(e.path().join("Cargo.toml")).ok()?;
-            let name = manifest
-                .lines()
-                .find_map(|l| l.trim().strip_prefix("name = "))?
-                .trim_matches('"');
-            Some(name.replace('-', "_"))
-        })
-        .collect();
-    println!(
-        "wink dev: loading the examples of plugins/: {} (--plugins DIR loads a directory as it is)",
-        names.iter().cloned().collect::<Vec<_>>().join(", ")
-    );
-    Some(names)
-}
-
 /// `wink dev`: the embedded simulated cluster with demo churn, and the
 /// plugins running against it.
 #[cfg(feature = "sim")]
@@ -546,11 +524,45 @@ async fn dev(
     churn: f64,
     kubeconfig_out: PathBuf,
     seed: Option<PathBuf>,
+    src: Option<PathBuf>,
     mut host: HostArgs,
 ) -> anyhow::Result<()> {
     host.tier_up.get_or_insert(true);
     host.grant_declared = true;
-    host.only = examples(&host.plugins);
+    // Sources are rebuilt on save: --src's crates into a directory of their
+    // own (built once now), else the workspace's examples into its build.
+    let (crates, out) = match &src {
+        Some(dir) => {
+            let out = PathBuf::from("target/wink-dev/plugins");
+            std::fs::create_dir_all(&out)?;
+            host.plugins = out.clone();
+            let crates = wink::rebuild::crates_in(dir);
+            anyhow::ensure!(
+                !crates.is_empty(),
+                "wink dev: no plugin crate in {}",
+                dir.display()
+            );
+            for c in &crates {
+                match wink::rebuild::build(c, &out) {
+                    Ok(took) => println!("wink dev: {} built in {} ms", c.name, took.as_millis()),
+                    Err(e) => println!("wink dev: {} does not build yet:\n{e}", c.name),
+                }
+            }
+            (crates, out)
+        }
+        None => {
+            host.only = wink::rebuild::examples(&host.plugins, std::path::Path::new(DEFAULT_PLUGINS));
+            let crates = match host.only {
+                Some(_) => wink::rebuild::crates_in(std::path::Path::new("plugins")),
+                None => Vec::new(),
+            };
+            (crates, host.plugins.clone())
+        }
+    };
+    let _sources = match crates.is_empty() {
+        true => None,
+        false => Some(wink::rebuild::watch(crates, out)?),
+    };
     let sim = wink_sim::Sim::start(wink_sim::SimConfig {
         churn_per_sec: (churn > 0.0).then_some(churn),
         seed_dir: seed,
