@@ -252,3 +252,70 @@ metadata: {name: team}
     assert_eq!(got["spec"]["size"], 3);
     assert_eq!(got["apiVersion"], "example.com/v1");
 }
+
+#[tokio::test]
+async fn kubectl_auth_can_i() {
+    if !have_kubectl() {
+        return;
+    }
+    let e = env("can-i").await;
+    assert_eq!(e.ok(&["auth", "can-i", "create", "pods"]).await.trim(), "yes");
+    assert_eq!(
+        e.ok(&["auth", "can-i", "list", "deployments", "-n", "x"])
+            .await
+            .trim(),
+        "yes"
+    );
+    assert!(e.sim.request_count("create", "selfsubjectaccessreviews") >= 2);
+    let rules = e.ok(&["auth", "can-i", "--list"]).await;
+    assert!(rules.lines().any(|l| l.starts_with("*.*")), "{rules}");
+    // A review is created, never read back: the real server's 405.
+    let get = e
+        .cmd(&["get", "selfsubjectaccessreviews"])
+        .output()
+        .await
+        .unwrap();
+    assert!(!get.status.success());
+    let err = String::from_utf8_lossy(&get.stderr);
+    assert!(
+        err.contains("MethodNotAllowed")
+            && err.contains("the server does not allow this method on the requested resource"),
+        "{err}"
+    );
+}
+
+const LIST: &str = r#"
+apiVersion: v1
+kind: List
+items:
+- apiVersion: v1
+  kind: ConfigMap
+  metadata: {name: listed}
+  data: {k: v}
+- apiVersion: apps/v1
+  kind: Deployment
+  metadata: {name: listed}
+  spec:
+    selector: {matchLabels: {app: listed}}
+    template:
+      metadata: {labels: {app: listed}}
+      spec:
+        containers: [{name: web, image: nginx}]
+"#;
+
+#[tokio::test]
+async fn kubectl_create_a_list() {
+    if !have_kubectl() {
+        return;
+    }
+    let e = env("list").await;
+    let file = e.dir.join("list.yaml");
+    std::fs::write(&file, LIST).unwrap();
+    let out = e.ok(&["create", "-f", file.to_str().unwrap()]).await;
+    assert!(out.contains("configmap/listed created"), "{out}");
+    assert!(out.contains("deployment.apps/listed created"), "{out}");
+    let cm = e.json(&["get", "configmap", "listed", "-o", "json"]).await;
+    assert_eq!(cm["data"]["k"], "v");
+    let d = e.json(&["get", "deployment", "listed", "-o", "json"]).await;
+    assert_eq!(d["spec"]["replicas"], 1);
+}

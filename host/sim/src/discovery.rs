@@ -6,8 +6,10 @@
 //!
 //! Owns: the JSON of those documents. Must not touch: storage or routing.
 
+use super::authz;
 use super::resources::Registry;
 use serde_json::{Value, json};
+use std::collections::BTreeMap;
 
 pub fn version() -> Value {
     json!({
@@ -39,13 +41,23 @@ fn group_json(name: &str, versions: &[String]) -> Value {
     json!({"name": name, "versions": vs, "preferredVersion": vs[0].clone()})
 }
 
+/// The registry's groups and the authorization.k8s.io reviews.
+fn groups(reg: &Registry) -> BTreeMap<String, Vec<String>> {
+    let mut groups = reg.groups();
+    let vs = groups.entry(authz::GROUP.to_string()).or_default();
+    if !vs.iter().any(|v| v == authz::VERSION) {
+        vs.push(authz::VERSION.to_string());
+    }
+    groups
+}
+
 pub fn group_list(reg: &Registry) -> Value {
-    let groups: Vec<Value> = reg.groups().iter().map(|(g, vs)| group_json(g, vs)).collect();
+    let groups: Vec<Value> = groups(reg).iter().map(|(g, vs)| group_json(g, vs)).collect();
     json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": groups})
 }
 
 pub fn group(reg: &Registry, name: &str) -> Option<Value> {
-    let groups = reg.groups();
+    let groups = groups(reg);
     let vs = groups.get(name)?;
     let mut g = group_json(name, vs);
     g["kind"] = json!("APIGroup");
@@ -108,6 +120,9 @@ pub fn resource_list(reg: &Registry, group: &str, version: &str) -> Option<Value
             }));
         }
     }
+    if (group, version) == (authz::GROUP, authz::VERSION) {
+        resources.extend(authz::discovery_resources());
+    }
     if resources.is_empty() {
         return None;
     }
@@ -147,5 +162,17 @@ mod tests {
             group(&r, "apps").unwrap()["preferredVersion"]["groupVersion"],
             "apps/v1"
         );
+        let authz = resource_list(&r, "authorization.k8s.io", "v1").unwrap();
+        let ssar = &authz["resources"][0];
+        assert_eq!(
+            (&ssar["name"], &ssar["kind"], &ssar["namespaced"], &ssar["verbs"]),
+            (
+                &json!("selfsubjectaccessreviews"),
+                &json!("SelfSubjectAccessReview"),
+                &json!(false),
+                &json!(["create"])
+            )
+        );
+        assert!(group(&r, "authorization.k8s.io").is_some());
     }
 }

@@ -1,12 +1,13 @@
 //! HTTP front of the simulated API server: parses Kubernetes REST paths and
 //! query parameters, applies injected faults, dispatches to discovery, the
-//! store (get/list/create/update/patch/delete/deletecollection) and watch,
-//! and renders objects, lists and `Status` errors.
+//! store (get/list/create/update/patch/delete/deletecollection), watch and
+//! the access reviews (`authz`), and renders objects, lists and `Status` errors.
 //!
 //! Owns: request -> response. Must not touch: store internals (goes
 //! through `write`/`State::list`), watch stream internals, the accept loop.
 
 use super::Shared;
+use super::authz;
 use super::discovery;
 use super::limits;
 use super::meta::parse_rv;
@@ -176,6 +177,9 @@ pub async fn handle(shared: Arc<Shared>, req: Request<hyper::body::Incoming>) ->
         (["apis", g, v], _) => discovery::resource_list(&shared.store.lock().registry, g, v)
             .map(|v| value_response(200, &v))
             .ok_or_else(ApiError::no_route),
+        (["openapi", "v2"], _) => Ok(openapi::v2(
+            parts.headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()),
+        )),
         (["openapi", "v3"], _) => Ok(value_response(200, &openapi::root(&shared.store.lock().registry))),
         (["openapi", "v3", "api", v], _) => openapi::group_version(&shared.store.lock().registry, "", v)
             .map(|v| value_response(200, &v))
@@ -232,6 +236,11 @@ fn serve_resource(
     body: Bytes,
     watching: bool,
 ) -> Result<Resp, ApiError> {
+    if let Some(review) = authz::review(&rp.group, &rp.version, &rp.plural) {
+        let collection = rp.ns.is_none() && rp.name.is_none();
+        let (code, v) = authz::serve(review, method, collection, ct, &body, || parse_body(ct, &body))?;
+        return Ok(value_response(code, &v));
+    }
     let def = shared
         .store
         .lock()

@@ -20,6 +20,7 @@
 //! pre-scan of bodies).
 
 mod admin;
+mod authz;
 mod demo;
 mod depth;
 mod discovery;
@@ -30,6 +31,7 @@ mod limits;
 mod meta;
 mod openapi;
 mod patch;
+mod proto;
 mod resources;
 mod scale;
 mod stats;

@@ -3,10 +3,15 @@
 //! `x-kubernetes-group-version-kind`) and query parameters, schemaless.
 //! kubectl reads it to learn that the server validates fields itself
 //! (`fieldValidation`), so `kubectl create -f` needs no client-side schema.
+//! `/openapi/v2` is served too, without paths or definitions (see [`v2`]).
 //!
 //! Owns: the OpenAPI JSON. Must not touch: storage or routing.
 
+use super::authz;
+use super::proto;
 use super::resources::{Registry, ResourceDef};
+use axum::body::Body;
+use axum::http::{Response, header};
 use serde_json::{Map, Value, json};
 
 /// `group/version` path keys of the root document: `api/v1`, `apis/apps/v1`.
@@ -25,6 +30,7 @@ pub fn root(reg: &Registry) -> Value {
         .all()
         .flat_map(|d| d.versions.iter().map(|v| (d.group.clone(), v.clone())))
         .collect();
+    gvs.push((authz::GROUP.into(), authz::VERSION.into()));
     gvs.sort();
     gvs.dedup();
     for (g, v) in gvs {
@@ -121,6 +127,10 @@ pub fn group_version(reg: &Registry, group: &str, version: &str) -> Option<Value
         }
         paths.insert(format!("{base}/{{name}}"), item);
     }
+    if (group, version) == (authz::GROUP, authz::VERSION) {
+        authz::openapi_paths(&mut paths);
+        any = true;
+    }
     any.then(|| {
         json!({
             "openapi": "3.0.0",
@@ -129,6 +139,65 @@ pub fn group_version(reg: &Registry, group: &str, version: &str) -> Option<Value
             "components": {"schemas": {}}
         })
     })
+}
+
+const V2_TITLE: &str = "Kubernetes";
+const V2_VERSION: &str = "v1.32.0-wink-sim";
+/// The media types `/openapi/v2` is served in, the real handler's order:
+/// JSON, protobuf under its deprecated name (what kubectl asks for; the
+/// answer is labelled with the current one, as `@` is not valid in a
+/// `Content-Type`) and protobuf.
+const V2_TYPES: [&str; 3] = [
+    "application/json",
+    "application/com.github.proto-openapi.spec.v2@v1.0+protobuf",
+    V2_PROTOBUF,
+];
+const V2_PROTOBUF: &str = "application/com.github.proto-openapi.spec.v2.v1.0+protobuf";
+
+/// `GET /openapi/v2`: a Swagger 2.0 document with no paths and no
+/// definitions, as JSON or (gnostic `openapi_v2.Document`) protobuf by
+/// `Accept` (none: JSON; nothing acceptable: 406, as the real handler).
+/// kubectl validates client-side what it cannot leave to the server's field
+/// validation (the items of a `List`) against these definitions: with none,
+/// it leaves them to the server.
+pub fn v2(accept: Option<&str>) -> Response<Body> {
+    let accept = accept.filter(|a| !a.trim().is_empty()).unwrap_or("*/*");
+    let matched = accept.split(',').find_map(|clause| {
+        let want = clause.split(';').next().unwrap_or("").trim();
+        let (wt, ws) = want.split_once('/')?;
+        V2_TYPES.into_iter().find(|t| {
+            let (tt, ts) = t.split_once('/').expect("type/subtype");
+            (wt == "*" || wt == tt) && (ws == "*" || ws == ts)
+        })
+    });
+    let Some(ct) = matched else {
+        return Response::builder()
+            .status(406)
+            .body(Body::empty())
+            .expect("response");
+    };
+    let body = if ct == V2_TYPES[0] {
+        json!({"swagger": "2.0", "info": {"title": V2_TITLE, "version": V2_VERSION}, "paths": {}})
+            .to_string()
+            .into_bytes()
+    } else {
+        let mut info = Vec::new();
+        proto::put(&mut info, 1, V2_TITLE.as_bytes());
+        proto::put(&mut info, 2, V2_VERSION.as_bytes());
+        let mut doc = Vec::new();
+        proto::put(&mut doc, 1, b"2.0");
+        proto::put(&mut doc, 2, &info);
+        proto::put(&mut doc, 8, b""); // paths
+        doc
+    };
+    Response::builder()
+        .status(200)
+        .header(
+            header::CONTENT_TYPE,
+            if ct == V2_TYPES[0] { ct } else { V2_PROTOBUF },
+        )
+        .body(Body::from(body))
+        .expect("response")
 }
 
 #[cfg(test)]
@@ -157,5 +226,24 @@ mod tests {
                 .any(|p| p["name"] == "fieldValidation")
         );
         assert!(group_version(&r, "nope", "v1").is_none());
+        let authz = group_version(&r, "authorization.k8s.io", "v1").unwrap();
+        let ssar = &authz["paths"]["/apis/authorization.k8s.io/v1/selfsubjectaccessreviews"];
+        assert_eq!(ssar["post"]["x-kubernetes-action"], "post");
+    }
+
+    #[tokio::test]
+    async fn v2_is_negotiated() {
+        let ct = |r: &Response<Body>| r.headers()[header::CONTENT_TYPE].to_str().unwrap().to_string();
+        let r = v2(Some(V2_TYPES[1]));
+        assert_eq!((r.status().as_u16(), ct(&r)), (200, V2_PROTOBUF.to_string()));
+        let pb = axum::body::to_bytes(r.into_body(), 1 << 20).await.unwrap();
+        assert_eq!(&pb[..5], b"\x0a\x032.0");
+        let r = v2(None);
+        assert_eq!(ct(&r), "application/json");
+        let doc: Value =
+            serde_json::from_slice(&axum::body::to_bytes(r.into_body(), 1 << 20).await.unwrap()).unwrap();
+        assert_eq!((&doc["swagger"], &doc["paths"]), (&json!("2.0"), &json!({})));
+        assert_eq!(v2(Some("application/*;q=0.9")).status(), 200);
+        assert_eq!(v2(Some("text/html")).status(), 406);
     }
 }

@@ -102,12 +102,18 @@ impl ApiError {
         Self::new(400, "BadRequest", message)
     }
 
+    /// 405 for a method a path does not serve (the real server's router
+    /// answer, with the router's message as a cause).
     pub fn method_not_allowed() -> Self {
-        Self::new(
-            405,
-            "MethodNotAllowed",
-            "the server does not allow this method on the requested resource",
-        )
+        ApiError {
+            details: Some(json!({"causes": [{"reason": "UnexpectedServerResponse",
+                "message": "405: Method Not Allowed"}]})),
+            ..Self::new(
+                405,
+                "MethodNotAllowed",
+                "the server does not allow this method on the requested resource",
+            )
+        }
     }
 
     /// The plain 404 for a path nothing serves.
