@@ -268,6 +268,23 @@ impl Proc {
         Proc { child, stdin, lines }
     }
 
+    /// A consumer process (see `role_consume`).
+    fn consumer(variant: &str, n: usize, kind: &str, kubeconfig: &str) -> Proc {
+        let n = n.to_string();
+        Proc::spawn(&[
+            "--role",
+            "consume",
+            "--variant",
+            variant,
+            "--n",
+            &n,
+            "--kind",
+            kind,
+            "--kubeconfig",
+            kubeconfig,
+        ])
+    }
+
     fn expect(&mut self, prefix: &str) -> String {
         loop {
             let line = self.lines.next().expect("the child answers").unwrap();
@@ -356,18 +373,7 @@ fn cpu_part(seconds: f64) {
         let mut per_event = std::collections::BTreeMap::new();
         for variant in ["a", "b", "c"] {
             for n in [1usize, 10] {
-                let mut c = Proc::spawn(&[
-                    "--role",
-                    "consume",
-                    "--variant",
-                    variant,
-                    "--n",
-                    &n.to_string(),
-                    "--kind",
-                    "configmaps",
-                    "--kubeconfig",
-                    &kubeconfig,
-                ]);
+                let mut c = Proc::consumer(variant, n, "configmaps", &kubeconfig);
                 c.expect("synced");
                 std::thread::sleep(Duration::from_millis(500));
                 let (cpu0, cs0) = (cpu(c.pid()), context_switches(c.pid()));
@@ -412,18 +418,7 @@ fn memory_part() {
             let kubeconfig = words.next().unwrap().to_string();
             let json: u64 = words.next().unwrap().parse().unwrap();
             for variant in ["a", "b"] {
-                let mut c = Proc::spawn(&[
-                    "--role",
-                    "consume",
-                    "--variant",
-                    variant,
-                    "--n",
-                    "1",
-                    "--kind",
-                    kind,
-                    "--kubeconfig",
-                    &kubeconfig,
-                ]);
+                let mut c = Proc::consumer(variant, 1, kind, &kubeconfig);
                 c.expect("started");
                 let before = status_bytes(c.pid(), "VmRSS");
                 c.expect("synced");
