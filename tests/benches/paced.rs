@@ -367,7 +367,7 @@ fn cpu_part(seconds: f64) {
     println!(
         "10,000 ConfigMaps of 1 KiB; CPU and context switches of the consumer's process over a paced window of {seconds} s"
     );
-    println!("| rate | consumer | N | CPU µs / event | ctx switches / event | events delivered / events |");
+    println!("| rate | consumer | N | CPU µs / event | ctx switches / event | events paced |");
     println!("|---|---|---|---|---|---|");
     for rate in env_list("PACED_RATES", "1000,5000") {
         let mut per_event = std::collections::BTreeMap::new();
