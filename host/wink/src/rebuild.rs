@@ -93,7 +93,7 @@ pub fn build(krate: &Crate, out: &Path) -> Result<Duration, String> {
         .find(|f| f.extension().is_some_and(|e| e == "wasm"))
         .ok_or_else(|| format!("{} built no .wasm (crate-type = [\"cdylib\"]?)", krate.name))?;
     let target = out.join(artifact.file_name().unwrap_or_default());
-    if artifact != target {
+    if artifact.canonicalize().ok() != target.canonicalize().ok() {
         let tmp = out.join(format!(".{}.tmp", krate.name));
         std::fs::copy(&artifact, &tmp).map_err(|e| format!("copy {}: {e}", artifact.display()))?;
         std::fs::rename(&tmp, &target).map_err(|e| format!("install {}: {e}", target.display()))?;
