@@ -183,8 +183,10 @@ async fn a_thousand_changes_take_far_fewer_report_writes() {
     until_reports(&sim, &expected(&pods), WAIT).await;
     let writes = report_writes(&sim) - before;
     println!("1000 changes: {writes} report writes");
+    // At most a tenth of one write per change: batching, not a per-change
+    // write (11 on this machine; the bound leaves room for a slow one).
     assert!(
-        writes > 0 && writes <= 40,
+        writes > 0 && writes <= 100,
         "{writes} report writes for 1,000 changes"
     );
 }
