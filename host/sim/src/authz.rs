@@ -11,7 +11,6 @@
 //! Must not touch: the store (nothing is written) or routing (`http`
 //! dispatches here).
 
-use super::proto::{self, Message};
 use super::status::ApiError;
 use axum::http::Method;
 use serde_json::{Map, Value, json};
@@ -24,20 +23,16 @@ pub const VERSION: &str = "v1";
 pub struct Review {
     pub plural: &'static str,
     pub kind: &'static str,
-    /// How to read a protobuf body (what kubectl sends).
-    proto: Message,
 }
 
 pub const REVIEWS: [Review; 2] = [
     Review {
         plural: "selfsubjectaccessreviews",
         kind: "SelfSubjectAccessReview",
-        proto: proto::SELF_SUBJECT_ACCESS_REVIEW,
     },
     Review {
         plural: "selfsubjectrulesreviews",
         kind: "SelfSubjectRulesReview",
-        proto: proto::SELF_SUBJECT_RULES_REVIEW,
     },
 ];
 
@@ -84,14 +79,12 @@ pub fn openapi_paths(paths: &mut Map<String, Value>) {
 }
 
 /// Answer a request to a review path: `collection` is false for an item,
-/// subresource or namespaced path. A protobuf body (`ct`) is read here,
-/// any other by `parse` (JSON or YAML).
+/// subresource or namespaced path. `parse` reads the body (JSON, YAML or
+/// protobuf, as for any other create).
 pub fn serve(
     r: &Review,
     method: &Method,
     collection: bool,
-    ct: &str,
-    body: &[u8],
     parse: impl FnOnce() -> Result<Value, ApiError>,
 ) -> Result<(u16, Value), ApiError> {
     if !collection {
@@ -100,11 +93,7 @@ pub fn serve(
     if method != Method::POST {
         return Err(ApiError::method_not_allowed());
     }
-    let mut v = if ct.starts_with("application/vnd.kubernetes.protobuf") {
-        proto::object(body, r.proto)?
-    } else {
-        parse()?
-    };
+    let mut v = parse()?;
     let status = match r.kind {
         "SelfSubjectAccessReview" => {
             check_access_spec(v.get("spec"))?;
@@ -176,8 +165,6 @@ fn check_access_spec(spec: Option<&Value>) -> Result<(), ApiError> {
 mod tests {
     use super::*;
 
-    const JSON: &str = "application/json";
-
     #[test]
     fn access_reviews_are_allowed_and_only_created() {
         let r = review(GROUP, VERSION, "selfsubjectaccessreviews").unwrap();
@@ -185,19 +172,17 @@ mod tests {
         let body = json!({"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
             "metadata": {"creationTimestamp": null},
             "spec": {"resourceAttributes": {"verb": "create", "resource": "pods", "namespace": "default"}}});
-        let (code, v) = serve(r, &Method::POST, true, JSON, b"", || Ok(body.clone())).unwrap();
+        let (code, v) = serve(r, &Method::POST, true, || Ok(body.clone())).unwrap();
         assert_eq!(code, 201);
         assert_eq!(v["status"], json!({"allowed": true, "reason": REASON}));
         assert_eq!(v["spec"], body["spec"]);
-        let e = serve(r, &Method::GET, true, JSON, b"", || unreachable!()).unwrap_err();
+        let e = serve(r, &Method::GET, true, || unreachable!()).unwrap_err();
         assert_eq!((e.code, e.reason), (405, "MethodNotAllowed"));
         assert_eq!(
-            serve(r, &Method::GET, false, JSON, b"", || unreachable!())
-                .unwrap_err()
-                .code,
+            serve(r, &Method::GET, false, || unreachable!()).unwrap_err().code,
             404
         );
-        let e = serve(r, &Method::POST, true, JSON, b"", || Ok(json!({"spec": {}}))).unwrap_err();
+        let e = serve(r, &Method::POST, true, || Ok(json!({"spec": {}}))).unwrap_err();
         assert_eq!(e.code, 422);
         assert!(
             e.message
@@ -208,12 +193,12 @@ mod tests {
     #[test]
     fn rules_reviews_list_everything() {
         let r = review(GROUP, VERSION, "selfsubjectrulesreviews").unwrap();
-        let (_, v) = serve(r, &Method::POST, true, JSON, b"", || {
+        let (_, v) = serve(r, &Method::POST, true, || {
             Ok(json!({"spec": {"namespace": "default"}}))
         })
         .unwrap();
         assert_eq!(v["status"]["resourceRules"][0]["verbs"], json!(["*"]));
-        let e = serve(r, &Method::POST, true, JSON, b"", || Ok(json!({"spec": {}}))).unwrap_err();
+        let e = serve(r, &Method::POST, true, || Ok(json!({"spec": {}}))).unwrap_err();
         assert_eq!((e.code, e.message.as_str()), (400, "no namespace on request"));
     }
 }

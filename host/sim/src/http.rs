@@ -195,6 +195,8 @@ pub async fn handle(shared: Arc<Shared>, req: Request<hyper::body::Incoming>) ->
 fn parse_body(ct: &str, bytes: &[u8]) -> Result<Value, ApiError> {
     let v: Value = if ct.contains("yaml") {
         serde_yaml::from_slice(bytes).map_err(|e| ApiError::bad_request(e.to_string()))?
+    } else if ct.starts_with("application/vnd.kubernetes.protobuf") {
+        super::proto::object(bytes)?
     } else if ct.contains("protobuf") || ct.contains("cbor") {
         return Err(ApiError::new(
             415,
@@ -238,7 +240,7 @@ fn serve_resource(
 ) -> Result<Resp, ApiError> {
     if let Some(review) = authz::review(&rp.group, &rp.version, &rp.plural) {
         let collection = rp.ns.is_none() && rp.name.is_none();
-        let (code, v) = authz::serve(review, method, collection, ct, &body, || parse_body(ct, &body))?;
+        let (code, v) = authz::serve(review, method, collection, || parse_body(ct, &body))?;
         return Ok(value_response(code, &v));
     }
     let def = shared
