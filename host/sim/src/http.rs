@@ -10,28 +10,28 @@ use super::Shared;
 use super::authz;
 use super::discovery;
 use super::limits;
-use super::meta::parse_rv;
+use super::list;
 use super::openapi;
 use super::patch::{Patch, PatchType};
 use super::resources::ResourceDef;
 use super::scale;
 use super::status::ApiError;
 use super::store::{ListQuery, Obj};
+use super::table::{self, TableRequest};
 use super::watch::{self, WatchQuery, json_as};
 use super::write::{self, Preconditions};
 use super::write_mode;
 use axum::body::Body;
 use axum::http::{Method, Request, Response, header};
-use base64::Engine;
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::sync::Arc;
 use wink_selector::{FieldSelector, LabelSelector};
 
-type Resp = Response<Body>;
+pub type Resp = Response<Body>;
 
-fn json_response(code: u16, body: impl Into<Bytes>) -> Resp {
+pub fn json_response(code: u16, body: impl Into<Bytes>) -> Resp {
     Response::builder()
         .status(code)
         .header(header::CONTENT_TYPE, "application/json")
@@ -39,7 +39,7 @@ fn json_response(code: u16, body: impl Into<Bytes>) -> Resp {
         .expect("response")
 }
 
-fn value_response(code: u16, v: &Value) -> Resp {
+pub fn value_response(code: u16, v: &Value) -> Resp {
     json_response(code, v.to_string())
 }
 
@@ -151,10 +151,15 @@ pub async fn handle(shared: Arc<Shared>, req: Request<hyper::body::Incoming>) ->
                 Err(e) => return error_response(&e),
             };
             let off_thread = limits::off_thread(&ct, bytes.len());
+            let accept = parts.headers.get(header::ACCEPT).and_then(|v| v.to_str().ok());
+            let media = match table::requested(accept, &query) {
+                Ok(table) => Media { ct, table },
+                Err(e) => return error_response(&e),
+            };
             let (shared, method) = (shared.clone(), parts.method);
             let serve = move || {
-                super::depth::check(&ct, &bytes)?;
-                serve_resource(&shared, &method, rp, &query, &ct, bytes, watching)
+                super::depth::check(&media.ct, &bytes)?;
+                serve_resource(&shared, &method, rp, &query, &media, bytes, watching)
             };
             limits::serve_body(off_thread, serve).await
         }
@@ -215,11 +220,11 @@ fn parse_body(ct: &str, bytes: &[u8]) -> Result<Value, ApiError> {
     Ok(v)
 }
 
-fn qparam<'a>(q: &'a HashMap<String, String>, k: &str) -> Option<&'a str> {
+pub fn qparam<'a>(q: &'a HashMap<String, String>, k: &str) -> Option<&'a str> {
     q.get(k).map(String::as_str).filter(|s| !s.is_empty())
 }
 
-fn selectors(
+pub fn selectors(
     def: &ResourceDef,
     q: &HashMap<String, String>,
 ) -> Result<(LabelSelector, FieldSelector), ApiError> {
@@ -229,15 +234,22 @@ fn selectors(
     Ok((l, f))
 }
 
+/// The media types of a request: its body's, and the Table it accepts.
+struct Media {
+    ct: String,
+    table: Option<TableRequest>,
+}
+
 fn serve_resource(
     shared: &Arc<Shared>,
     method: &Method,
     rp: ResourcePath,
     q: &HashMap<String, String>,
-    ct: &str,
+    media: &Media,
     body: Bytes,
     watching: bool,
 ) -> Result<Resp, ApiError> {
+    let (ct, table) = (media.ct.as_str(), media.table);
     if let Some(review) = authz::review(&rp.group, &rp.version, &rp.plural) {
         let collection = rp.ns.is_none() && rp.name.is_none();
         let (code, v) = authz::serve(review, method, collection, || parse_body(ct, &body))?;
@@ -280,6 +292,7 @@ fn serve_resource(
                 timeout,
                 labels,
                 fields,
+                table,
             };
             let body = watch::start(shared.clone(), def, api_version, rp.ns, wq)?;
             Ok(Response::builder()
@@ -289,7 +302,7 @@ fn serve_resource(
                 .body(body)
                 .expect("response"))
         }
-        (&Method::GET, None) => list(shared, &def, &api_version, ns, q),
+        (&Method::GET, None) => list::list(shared, &def, &api_version, ns, q, table),
         (&Method::GET, Some(name)) => {
             let st = shared.store.lock();
             let key = super::store::key(ns, name);
@@ -297,6 +310,17 @@ fn serve_resource(
                 .table(&def.qualified())
                 .and_then(|t| t.objects.get(&key))
                 .ok_or_else(|| ApiError::not_found(&def.qualified(), name))?;
+            if let Some(req) = table {
+                let printer = list::printer(&st, &def, &api_version);
+                let meta = json!({"resourceVersion": o.rv.to_string()});
+                return Ok(list::table_response(
+                    &printer,
+                    std::slice::from_ref(o),
+                    &api_version,
+                    req,
+                    meta,
+                ));
+            }
             Ok(obj_response(200, o, &api_version))
         }
         (&Method::POST, None) => {
@@ -385,7 +409,7 @@ fn serve_resource(
                 }
             }
             let rv = st.rv;
-            Ok(list_response(&def, &api_version, &out, rv, None))
+            Ok(list::list_response(&def, &api_version, &out, rv, None))
         }
         _ => Err(ApiError::method_not_allowed()),
     }
@@ -447,124 +471,6 @@ fn obj_response(code: u16, o: &Obj, api_version: &str) -> Resp {
     json_response(code, json_as(o, api_version))
 }
 
-fn list_response(
-    def: &ResourceDef,
-    api_version: &str,
-    items: &[Arc<Obj>],
-    rv: u64,
-    cont: Option<String>,
-) -> Resp {
-    let mut b = BytesMut::with_capacity(256 + items.iter().map(|o| o.json.len() + 1).sum::<usize>());
-    let mut meta = json!({"resourceVersion": rv.to_string()});
-    if let Some(c) = cont {
-        meta["continue"] = json!(c);
-    }
-    b.extend_from_slice(
-        format!(
-            "{{\"kind\":\"{}List\",\"apiVersion\":\"{api_version}\",\"metadata\":{meta},\"items\":[",
-            def.kind
-        )
-        .as_bytes(),
-    );
-    for (i, o) in items.iter().enumerate() {
-        if i > 0 {
-            b.extend_from_slice(b",");
-        }
-        b.extend_from_slice(&json_as(o, api_version));
-    }
-    b.extend_from_slice(b"]}");
-    json_response(200, b.freeze())
-}
-
-fn encode_continue(rv: u64, start: &str) -> String {
-    let t = json!({"v": "meta.k8s.io/v1", "rv": rv, "start": format!("{start}\u{0}")});
-    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(t.to_string())
-}
-
-fn decode_continue(token: &str) -> Result<(u64, String), ApiError> {
-    let bad = |why: &str| ApiError::bad_request(format!("continue key is not valid: {why}"));
-    let raw = base64::engine::general_purpose::URL_SAFE_NO_PAD
-        .decode(token.trim_end_matches('='))
-        .map_err(|_| bad("incorrect encoded start resourceVersion (version meta.k8s.io/v1)"))?;
-    let v: Value = serde_json::from_slice(&raw).map_err(|_| bad("invalid json"))?;
-    let rv = v.get("rv").and_then(Value::as_u64).ok_or_else(|| bad("no rv"))?;
-    let start = v
-        .get("start")
-        .and_then(Value::as_str)
-        .ok_or_else(|| bad("no start"))?;
-    Ok((rv, start.trim_end_matches('\u{0}').to_string()))
-}
-
-fn list(
-    shared: &Arc<Shared>,
-    def: &ResourceDef,
-    api_version: &str,
-    ns: Option<&str>,
-    q: &HashMap<String, String>,
-) -> Result<Resp, ApiError> {
-    let (labels, fields) = selectors(def, q)?;
-    let limit = match qparam(q, "limit") {
-        Some(l) => Some(
-            l.parse::<usize>()
-                .map_err(|_| ApiError::bad_request(format!("invalid limit: {l}")))?,
-        ),
-        None => None,
-    };
-    let rv = qparam(q, "resourceVersion");
-    let rvm = qparam(q, "resourceVersionMatch");
-    let st = shared.store.lock();
-    let (snapshot, start, from_continue) = match (qparam(q, "continue"), rv, rvm) {
-        (Some(_), Some(_), _) | (Some(_), _, Some(_)) => {
-            return Err(ApiError::bad_request(
-                "specifying resource version is not allowed when using continue",
-            ));
-        }
-        (Some(c), None, None) => {
-            let (rv, start) = decode_continue(c)?;
-            (Some(rv), Some(start), true)
-        }
-        (None, None, Some(_)) => {
-            return Err(ApiError::bad_request(
-                "resourceVersionMatch is forbidden unless resourceVersion is provided",
-            ));
-        }
-        (None, None, None) | (None, Some("0"), None | Some("NotOlderThan")) => (None, None, false),
-        (None, Some(r), m @ (None | Some("NotOlderThan") | Some("Exact"))) => {
-            let n = parse_rv(r)?;
-            if n > st.rv {
-                return Err(ApiError::too_large(n, st.rv));
-            }
-            (if m == Some("Exact") { Some(n) } else { None }, None, false)
-        }
-        (None, Some(_), Some(m)) => {
-            return Err(ApiError::bad_request(format!(
-                "resourceVersionMatch: Unsupported value: \"{m}\""
-            )));
-        }
-    };
-    let page = st
-        .list(
-            &def.qualified(),
-            &ListQuery {
-                ns,
-                labels: Some(&labels),
-                fields: Some(&fields),
-                snapshot,
-                start_after: start.as_deref(),
-                limit,
-            },
-        )
-        .map_err(|e| match (from_continue, snapshot) {
-            (false, Some(n)) if e.code == 410 => {
-                ApiError::too_old(n, st.table(&def.qualified()).map_or(0, |t| t.compacted_rv))
-            }
-            _ => e,
-        })?;
-    drop(st);
-    let cont = page.more_after.as_deref().map(|k| encode_continue(page.rv, k));
-    Ok(list_response(def, api_version, &page.items, page.rv, cont))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -586,8 +492,5 @@ mod tests {
             (s.plural.as_str(), s.sub.as_deref()),
             ("namespaces", Some("status"))
         );
-        let t = encode_continue(42, "default/a");
-        assert_eq!(decode_continue(&t).unwrap(), (42, "default/a".to_string()));
-        assert_eq!(decode_continue("!!").unwrap_err().code, 400);
     }
 }

@@ -3,7 +3,8 @@
 //! "start at any/most recent" and streaming lists (sendInitialEvents), live
 //! events read from the store's history, selector transitions turned into
 //! ADDED/DELETED, periodic BOOKMARKs, in-stream 410 ERROR when the requested
-//! resourceVersion left the history, clean end on timeoutSeconds.
+//! resourceVersion left the history, clean end on timeoutSeconds; objects
+//! as JSON or, when a Table is accepted, as one-row Tables.
 //!
 //! Owns: one task per open watch feeding its response body. Must not touch:
 //! writes to the store, routing, discovery.
@@ -14,6 +15,7 @@ use super::meta::parse_rv;
 use super::resources::ResourceDef;
 use super::status::ApiError;
 use super::store::{EvType, Event, Obj, bookmark_object};
+use super::table::{self, Printer, TableRequest};
 use axum::body::Body;
 use bytes::{Bytes, BytesMut};
 use serde_json::Value;
@@ -32,6 +34,8 @@ pub struct WatchQuery {
     pub timeout: Option<Duration>,
     pub labels: LabelSelector,
     pub fields: FieldSelector,
+    /// Events' objects as one-row Tables (`Accept: ...;as=Table`).
+    pub table: Option<TableRequest>,
 }
 
 /// What one watcher sees of the store: namespace and selectors.
@@ -86,6 +90,27 @@ fn push_line(buf: &mut BytesMut, ty: &str, obj: &[u8]) {
 }
 
 /// An object's JSON as `api_version` (a served version other than the stored one).
+/// How a watcher writes each event's object: as JSON in the requested
+/// version, or as a one-row Table.
+struct Encoder {
+    api_version: String,
+    table: Option<(TableRequest, Printer)>,
+}
+
+impl Encoder {
+    fn encode(&self, obj: &Obj) -> Bytes {
+        match &self.table {
+            None => json_as(obj, &self.api_version),
+            Some((req, printer)) => {
+                let mut v = obj.value.clone();
+                v["apiVersion"] = Value::String(self.api_version.clone());
+                let meta = serde_json::json!({"resourceVersion": obj.rv.to_string()});
+                Bytes::from(table::table(printer, &[&v], *req, meta).to_string())
+            }
+        }
+    }
+}
+
 pub fn json_as(obj: &Obj, api_version: &str) -> Bytes {
     if obj.value.get("apiVersion").and_then(Value::as_str) == Some(api_version) {
         return obj.json.clone();
@@ -158,10 +183,16 @@ pub fn start(
     };
     let (tx, rx) = mpsc::channel::<Bytes>(8);
     let mut first = BytesMut::new();
-    let (cursor, notify) = {
+    let (cursor, notify, encoder) = {
         let st = shared.store.lock();
         let table = st.table(&qualified).ok_or_else(ApiError::no_route)?;
         let notify = table.notify.subscribe();
+        let encoder = Encoder {
+            api_version: api_version.clone(),
+            table: q
+                .table
+                .map(|req| (req, super::list::printer(&st, &def, &api_version))),
+        };
         if let Some(r) = requested
             && r > st.rv
         {
@@ -181,10 +212,10 @@ pub fn start(
                     break;
                 }
                 if filter.matches(k, &o.value) {
-                    push_line(&mut first, "ADDED", &json_as(o, &api_version));
+                    push_line(&mut first, "ADDED", &encoder.encode(o));
                 }
             }
-            (st.rv, notify)
+            (st.rv, notify, encoder)
         } else {
             let r = requested.unwrap_or(st.rv);
             if let Err(e) = st.events_after(&qualified, r, 0, false) {
@@ -193,7 +224,7 @@ pub fn start(
                 let _ = tx.try_send(first.freeze());
                 return Ok(body(rx));
             }
-            (r, notify)
+            (r, notify, encoder)
         }
     };
     if initial && q.send_initial_events == Some(true) {
@@ -209,6 +240,7 @@ pub fn start(
         api_version,
         filter,
         bookmarks: q.bookmarks,
+        encoder,
         tx,
     };
     let timeout = q.timeout.unwrap_or_else(|| {
@@ -235,6 +267,7 @@ struct Watcher {
     api_version: String,
     filter: Filter,
     bookmarks: bool,
+    encoder: Encoder,
     tx: mpsc::Sender<Bytes>,
 }
 
@@ -290,7 +323,7 @@ impl Watcher {
                 let full = events.len() == BATCH;
                 for e in &events {
                     if let Some((ty, obj)) = self.filter.apply(e) {
-                        push_line(&mut buf, ty.as_str(), &json_as(&obj, &self.api_version));
+                        push_line(&mut buf, ty.as_str(), &self.encoder.encode(&obj));
                     }
                     if buf.len() >= CHUNK && !self.send(&mut buf).await {
                         return;
