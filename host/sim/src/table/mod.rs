@@ -9,6 +9,7 @@
 //! Must not touch: the store (callers hand in objects and, for custom
 //! resources, the CRD's columns) or HTTP routing.
 
+mod cells;
 pub mod crd;
 pub mod printers;
 
