@@ -1,0 +1,104 @@
+/**
+ * require-labels in TypeScript: a policy that acts, like the Rust example.
+ *
+ * It watches apps/v1 Deployments; one missing a required label gets a
+ * Warning Event (`MissingLabel`) and the label, set to its default by a
+ * merge patch. Every Deployment it checks gets one policy result per
+ * required label, in category `Labels` with severity medium: rule
+ * `require-label-<label>`, `fail` ("missing label team") or `pass`.
+ *
+ * Config (these are the defaults): `{"labels": ["team"], "default": "unassigned"}`.
+ */
+
+import {
+  Handler,
+  type KubeObject,
+  NotFound,
+  type Registration,
+  Resource,
+  WinkError,
+  WriteError,
+  config,
+  events,
+  log,
+  plugin,
+  report,
+  write,
+} from "wink-sdk";
+
+const DEPLOYMENTS = new Resource("apps/v1", "Deployment");
+
+/** An error as the Rust example prints it, so both log the same lines. */
+function describe(e: WinkError): string {
+  if (e instanceof WriteError && e.status) return `WriteError::${e.kind}(${e.message})`;
+  return `WriteError::${e.kind}(${JSON.stringify(e.message)})`;
+}
+
+class RequireLabels extends Handler {
+  labels: string[] = [];
+  default = "";
+
+  init(text: string): Registration {
+    const cfg = config(text, { labels: ["team"], default: "unassigned" });
+    this.labels = [...cfg.labels];
+    this.default = String(cfg.default);
+    return {
+      watches: [{ apiVersion: "apps/v1", kind: "Deployment" }],
+      writes: [{ resource: DEPLOYMENTS, verbs: ["patch"] }],
+      recordsEvents: true,
+    };
+  }
+
+  onAdd(obj: KubeObject): void {
+    this.check(obj);
+  }
+
+  onUpdate(_old: KubeObject, obj: KubeObject): void {
+    this.check(obj);
+  }
+
+  check(obj: KubeObject): void {
+    const missing = this.labels.filter((l) => obj.label(l) === undefined);
+    this.report(obj, missing);
+    if (missing.length === 0) return;
+    const labels: Record<string, string> = {};
+    for (const label of missing) {
+      log.info(`require-labels: ${obj.key} missing ${label}`);
+      const note = `missing label ${label}: set to ${JSON.stringify(this.default)}`;
+      try {
+        events.warning(obj, "MissingLabel", "Labeled", note);
+      } catch (e) {
+        if (!(e instanceof WinkError)) throw e;
+        log.warn(`require-labels: Event about ${obj.key} not recorded: ${describe(e)}`);
+      }
+      labels[label] = this.default;
+    }
+    try {
+      write.mergePatch(DEPLOYMENTS, obj.key, { metadata: { labels } });
+    } catch (e) {
+      if (e instanceof NotFound) return; // deleted meanwhile: nothing to label
+      if (!(e instanceof WinkError)) throw e;
+      log.warn(`require-labels: ${obj.key} not labeled: ${describe(e)}`);
+    }
+  }
+
+  report(obj: KubeObject, missing: string[]): void {
+    try {
+      report.set(
+        obj,
+        this.labels.map((label) => ({
+          rule: `require-label-${label}`,
+          outcome: missing.includes(label) ? "fail" : "pass",
+          message: missing.includes(label) ? `missing label ${label}` : `has label ${label}`,
+          severity: "medium",
+          category: "Labels",
+        })),
+      );
+    } catch (e) {
+      if (!(e instanceof WinkError)) throw e;
+      log.warn(`require-labels: results about ${obj.key} not given: ${e.message}`);
+    }
+  }
+}
+
+export const handler = plugin(RequireLabels);
