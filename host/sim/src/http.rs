@@ -365,7 +365,7 @@ fn serve_resource(
             Ok(obj_response(200, &o, &api_version))
         }
         (&Method::DELETE, Some(name)) => {
-            let pre = preconditions(&body)?;
+            let pre = preconditions(&body, q)?;
             let mode = write_mode::with_delete_options(mode, &body);
             let (o, gone) = write::delete(&mut shared.store.lock_for_write(mode), &def, ns, name, &pre)?;
             let code = if gone { 200 } else { 202 };
@@ -385,6 +385,7 @@ fn serve_resource(
         }
         (&Method::DELETE, None) => {
             let (labels, fields) = selectors(&def, q)?;
+            let propagation = preconditions(&body, q)?.propagation;
             let mut st = shared.store.lock();
             let page = st.list(
                 &def.qualified(),
@@ -402,9 +403,11 @@ fn serve_resource(
                     .pointer("/metadata/namespace")
                     .and_then(Value::as_str)
                     .map(String::from);
-                if let Ok((d, _)) =
-                    write::delete(&mut st, &def, ons.as_deref(), o.name(), &Preconditions::default())
-                {
+                let pre = Preconditions {
+                    propagation: propagation.clone(),
+                    ..Default::default()
+                };
+                if let Ok((d, _)) = write::delete(&mut st, &def, ons.as_deref(), o.name(), &pre) {
                     out.push(d);
                 }
             }
@@ -451,19 +454,40 @@ fn returns_object(def: &ResourceDef) -> bool {
         )
 }
 
-fn preconditions(body: &[u8]) -> Result<Preconditions, ApiError> {
-    if body.iter().all(u8::is_ascii_whitespace) {
-        return Ok(Preconditions::default());
-    }
-    let v: Value = serde_json::from_slice(body).map_err(|e| ApiError::bad_request(e.to_string()))?;
+/// The DeleteOptions of a request: its body's, `propagationPolicy` (or the
+/// legacy `orphanDependents`) from the body or the query.
+fn preconditions(body: &[u8], q: &HashMap<String, String>) -> Result<Preconditions, ApiError> {
+    let v: Value = match body.iter().all(u8::is_ascii_whitespace) {
+        true => json!({}),
+        false => serde_json::from_slice(body).map_err(|e| ApiError::bad_request(e.to_string()))?,
+    };
     let s = |k: &str| {
         v.pointer(&format!("/preconditions/{k}"))
             .and_then(Value::as_str)
             .map(String::from)
     };
+    let orphan = v
+        .get("orphanDependents")
+        .and_then(Value::as_bool)
+        .or(qparam(q, "orphanDependents").map(|o| o == "true"))
+        == Some(true);
+    let propagation = v
+        .get("propagationPolicy")
+        .and_then(Value::as_str)
+        .or(qparam(q, "propagationPolicy"))
+        .map(String::from)
+        .or(orphan.then(|| "Orphan".to_string()));
+    if let Some(p) = propagation.as_deref()
+        && !matches!(p, "Background" | "Foreground" | "Orphan")
+    {
+        return Err(ApiError::bad_request(format!(
+            "propagationPolicy: Unsupported value: \"{p}\": supported values: \"Background\", \"Foreground\", \"Orphan\""
+        )));
+    }
     Ok(Preconditions {
         uid: s("uid"),
         resource_version: s("resourceVersion"),
+        propagation,
     })
 }
 

@@ -13,7 +13,9 @@
 //!
 //! Layout: `store` (objects, resourceVersion, history, MVCC lists),
 //! `write` (create/update/delete semantics), `patch`,
-//! `resources` (built-in types + CRDs), `scale` (the /scale subresource), `discovery`, `http` (routing),
+//! `resources` (built-in types + CRDs), `control` (the simulated control
+//! plane), `proto` (protobuf bodies), `table` and `list` (lists and Table
+//! output), `scale` (the /scale subresource), `discovery`, `http` (routing),
 //! `watch` (event streams), `faults`, `admin` (`/_sim` paths), `stats`,
 //! `status` (Status errors), `demo` (seed + churn), `kubeconfig`, `limits`
 //! (body size, `timeoutSeconds`, command-line values), `depth` (nesting
@@ -21,6 +23,7 @@
 
 mod admin;
 mod authz;
+mod control;
 mod demo;
 mod depth;
 mod discovery;
@@ -72,6 +75,11 @@ pub struct SimConfig {
     /// Serve streaming lists (`sendInitialEvents`, the WatchList feature);
     /// off, they are refused as by a server with the feature gate off.
     pub watch_list: bool,
+    /// Run the simulated control plane (`control`: nodes, Deployments,
+    /// ReplicaSets, scheduling, kubelets, garbage collection, namespace
+    /// termination). Off (the default here), the server is passive: nothing
+    /// changes but what clients write. `wink sim` and `wink dev` turn it on.
+    pub control_plane: bool,
 }
 
 impl Default for SimConfig {
@@ -83,6 +91,7 @@ impl Default for SimConfig {
             seed_dir: None,
             churn_per_sec: None,
             watch_list: true,
+            control_plane: false,
         }
     }
 }
@@ -111,6 +120,7 @@ struct Shared {
 /// The state a fresh server starts with: the usual namespaces, then the seed.
 fn initial_state(config: &SimConfig, start_rv: u64) -> anyhow::Result<store::State> {
     let mut st = store::State::new(config.history, start_rv);
+    st.control_plane = config.control_plane;
     let ns = st.registry.get("namespaces").cloned().expect("namespaces");
     for name in ["default", "kube-system", "kube-public", "kube-node-lease"] {
         write::create(
@@ -139,6 +149,7 @@ pub struct Sim {
     shared: Arc<Shared>,
     server: JoinHandle<()>,
     churn: Option<JoinHandle<()>>,
+    control: Option<JoinHandle<()>>,
 }
 
 impl Sim {
@@ -161,10 +172,15 @@ impl Sim {
         });
         let server = tokio::spawn(serve(listener, shared.clone(), rx));
         let churn = churn_rate.map(|r| tokio::spawn(demo::churn(shared.clone(), r)));
+        let control = shared
+            .config
+            .control_plane
+            .then(|| tokio::spawn(control::run(shared.clone())));
         Ok(Sim {
             shared,
             server,
             churn,
+            control,
         })
     }
 
@@ -283,8 +299,8 @@ impl Sim {
         if self.shared.control.send(Control::Shutdown { ack }).is_ok() {
             let _ = rx.await;
         }
-        if let Some(c) = self.churn.take() {
-            c.abort();
+        for task in [self.churn.take(), self.control.take()].into_iter().flatten() {
+            task.abort();
         }
         let _ = (&mut self.server).await;
     }
@@ -293,8 +309,8 @@ impl Sim {
 impl Drop for Sim {
     fn drop(&mut self) {
         self.server.abort();
-        if let Some(c) = &self.churn {
-            c.abort();
+        for task in [&self.churn, &self.control].into_iter().flatten() {
+            task.abort();
         }
     }
 }
@@ -369,6 +385,12 @@ pub struct SimArgs {
     /// Seconds between watch BOOKMARK events (above 0, at most 86400).
     #[arg(long, default_value_t = 5.0, value_parser = limits::bookmark_interval_arg)]
     pub bookmark_interval: f64,
+    /// Run the simulated control plane (Deployments -> ReplicaSets -> Pods
+    /// on simulated nodes, garbage collection, namespace termination);
+    /// `--control-plane=false` for a passive server.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set, num_args = 0..=1,
+          require_equals = true, default_missing_value = "true")]
+    pub control_plane: bool,
 }
 
 impl SimArgs {
@@ -383,6 +405,7 @@ impl SimArgs {
             seed_dir: self.seed.clone(),
             churn_per_sec: self.churn.map(limits::churn_rate).transpose().map_err(bad)?,
             watch_list: true,
+            control_plane: self.control_plane,
         })
     }
 }
@@ -452,6 +475,25 @@ mod tests {
         );
         let defaults = parse(&[]).unwrap().config().unwrap();
         assert_eq!(defaults.bookmark_interval, Duration::from_secs(5));
+        assert!(defaults.control_plane, "wink sim runs the control plane");
+        assert!(
+            !parse(&["--control-plane=false"])
+                .unwrap()
+                .config()
+                .unwrap()
+                .control_plane
+        );
+        assert!(
+            parse(&["--control-plane"])
+                .unwrap()
+                .config()
+                .unwrap()
+                .control_plane
+        );
+        assert!(
+            !SimConfig::default().control_plane,
+            "the library's server is passive"
+        );
         // Arguments built in Rust, bypassing clap, are checked too.
         for interval in [f64::INFINITY, f64::NAN, -1.0] {
             let args = SimArgs {

@@ -139,6 +139,12 @@ pub struct State {
     pub history_cap: usize,
     /// How the write being served asked to be made (reset after it).
     pub mode: WriteMode,
+    /// The control plane runs (`control`): deletes honour propagationPolicy
+    /// and namespaces go Terminating instead of going at once.
+    pub control_plane: bool,
+    /// The resourceVersion of the last commit to any table (what the
+    /// controllers wait on).
+    pub changes: watch::Sender<u64>,
 }
 
 /// How a write request asked to be made: `dryRun=All` validates as for a
@@ -204,6 +210,8 @@ impl State {
             tables,
             history_cap: history_cap.max(1),
             mode: WriteMode::default(),
+            control_plane: false,
+            changes: watch::channel(rv).0,
         }
     }
 
@@ -277,6 +285,7 @@ impl State {
             table.lost_rv = table.lost_rv.max(old.rv);
         }
         table.notify.send_replace(rv);
+        self.changes.send_replace(rv);
         obj
     }
 

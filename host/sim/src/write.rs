@@ -28,8 +28,16 @@ pub fn create(
     check_identity(def, ns, &mut body, None)?;
     if def.namespaced {
         let ns = ns.ok_or_else(|| ApiError::bad_request("the namespace of the object is required"))?;
-        if !st.namespace_exists(ns) {
+        let Some(namespace) = st.table("namespaces").and_then(|t| t.objects.get(ns)) else {
             return Err(ApiError::not_found("namespaces", ns));
+        };
+        if namespace.value.pointer("/metadata/deletionTimestamp").is_some() {
+            let name = mstr(&body, "name").or(mstr(&body, "generateName")).unwrap_or("");
+            return Err(ApiError::forbidden(
+                &q,
+                name,
+                &format!("unable to create new content in namespace {ns} because it is being terminated"),
+            ));
         }
     }
     if mstr(&body, "resourceVersion").is_some() {
@@ -91,7 +99,7 @@ pub fn create(
     if def.has_generation() {
         m.insert("generation".into(), json!(1));
     }
-    prepare_for_create(def, &mut body, new_def.as_ref());
+    prepare_for_create(def, &mut body, new_def.as_ref(), st.control_plane);
     if let Some(nd) = new_def.filter(|_| !st.mode.dry_run) {
         st.add_table(nd);
     }
@@ -99,7 +107,7 @@ pub fn create(
 }
 
 /// What the real per-type strategies do to a new object's status and spec.
-fn prepare_for_create(def: &ResourceDef, body: &mut Value, crd: Option<&ResourceDef>) {
+fn prepare_for_create(def: &ResourceDef, body: &mut Value, crd: Option<&ResourceDef>, control_plane: bool) {
     let o = body.as_object_mut().expect("object");
     if def.has_status {
         o.remove("status");
@@ -113,6 +121,12 @@ fn prepare_for_create(def: &ResourceDef, body: &mut Value, crd: Option<&Resource
         }
         ("", "namespaces") => {
             o.insert("status".into(), json!({"phase": "Active"}));
+            if control_plane {
+                let spec = o.entry("spec").or_insert_with(|| json!({}));
+                if spec.get("finalizers").is_none() {
+                    spec["finalizers"] = json!(["kubernetes"]);
+                }
+            }
         }
         ("", "secrets") => {
             fold_string_data(body);
@@ -251,21 +265,72 @@ pub fn update(
     if new == old.value {
         return Ok(old); // a no-op write is not persisted
     }
-    let finalizers_empty = new
-        .pointer("/metadata/finalizers")
-        .and_then(Value::as_array)
-        .is_none_or(|a| a.is_empty());
+    let empty = |ptr: &str| {
+        new.pointer(ptr)
+            .and_then(Value::as_array)
+            .is_none_or(|a| a.is_empty())
+    };
+    // A namespace also waits for its spec.finalizers (the namespace controller's).
+    let finalizers_empty = empty("/metadata/finalizers") && (!is_namespace(def) || empty("/spec/finalizers"));
     if new.pointer("/metadata/deletionTimestamp").is_some() && finalizers_empty {
         return Ok(remove(st, def, k, new));
     }
     Ok(st.commit(&q, k, EvType::Modified, new))
 }
 
-/// Delete preconditions (`DeleteOptions.preconditions`).
+/// Delete preconditions (`DeleteOptions.preconditions`) and the
+/// propagation policy (`Background`, `Foreground`, `Orphan`).
 #[derive(Debug, Default, Clone)]
 pub struct Preconditions {
     pub uid: Option<String>,
     pub resource_version: Option<String>,
+    pub propagation: Option<String>,
+}
+
+fn is_namespace(def: &ResourceDef) -> bool {
+    def.group.is_empty() && def.plural == "namespaces"
+}
+
+/// Mark an object deleted and held by `finalizer` (added when missing):
+/// what the real server does for foreground and orphan deletion, which the
+/// garbage collector then completes.
+fn hold_for(st: &mut State, def: &ResourceDef, k: Arc<str>, old: &Obj, finalizer: &str) -> Arc<Obj> {
+    let mut new = old.value.clone();
+    let m = meta(&mut new);
+    let mut finalizers: Vec<Value> = m
+        .get("finalizers")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    if !finalizers.iter().any(|f| f == finalizer) {
+        finalizers.push(json!(finalizer));
+    }
+    m.insert("finalizers".into(), json!(finalizers));
+    if !m.contains_key("deletionTimestamp") {
+        m.insert("deletionTimestamp".into(), json!(now()));
+        m.insert("deletionGracePeriodSeconds".into(), json!(0));
+    }
+    st.commit(&def.qualified(), k, EvType::Modified, new)
+}
+
+/// A namespace being deleted with the control plane on: Terminating, held
+/// by the `kubernetes` finalizer until the namespace controller has
+/// deleted its contents.
+fn terminate_namespace(st: &mut State, def: &ResourceDef, k: Arc<str>, old: &Obj) -> Arc<Obj> {
+    let mut new = old.value.clone();
+    let fins = new
+        .pointer("/spec/finalizers")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    if !fins.iter().any(|f| f == "kubernetes") {
+        let mut fins = fins;
+        fins.push(json!("kubernetes"));
+        new["spec"]["finalizers"] = json!(fins);
+    }
+    new["status"]["phase"] = json!("Terminating");
+    meta(&mut new).insert("deletionTimestamp".into(), json!(now()));
+    st.commit(&def.qualified(), k, EvType::Modified, new)
 }
 
 /// Namespaces the real server's NamespaceLifecycle admission refuses to
@@ -282,7 +347,7 @@ pub fn delete(
     pre: &Preconditions,
 ) -> Result<(Arc<Obj>, bool), ApiError> {
     let q = def.qualified();
-    if def.group.is_empty() && def.plural == "namespaces" && IMMORTAL_NAMESPACES.contains(&name) {
+    if is_namespace(def) && IMMORTAL_NAMESPACES.contains(&name) {
         return Err(ApiError::forbidden(&q, name, "this namespace may not be deleted"));
     }
     let k = key(ns.filter(|_| def.namespaced), name);
@@ -309,6 +374,23 @@ pub fn delete(
     {
         return Err(ApiError::conflict(&q, name));
     }
+    if st.control_plane && !st.mode.dry_run {
+        let deleting = old.value.pointer("/metadata/deletionTimestamp").is_some();
+        if is_namespace(def) {
+            return Ok(match deleting {
+                true => (old, false),
+                false => (terminate_namespace(st, def, k, &old), false),
+            });
+        }
+        let finalizer = match pre.propagation.as_deref() {
+            Some("Foreground") => Some("foregroundDeletion"),
+            Some("Orphan") => Some("orphan"),
+            _ => None,
+        };
+        if let Some(f) = finalizer {
+            return Ok((hold_for(st, def, k, &old, f), false));
+        }
+    }
     let has_finalizers = old
         .value
         .pointer("/metadata/finalizers")
@@ -333,7 +415,7 @@ pub fn delete(
 
 /// Remove an object now (cascading namespaces and CRDs).
 fn remove(st: &mut State, def: &Arc<ResourceDef>, k: Arc<str>, last: Value) -> Arc<Obj> {
-    if def.group.is_empty() && def.plural == "namespaces" {
+    if is_namespace(def) {
         let prefix = format!("{k}/");
         let tables: Vec<String> = st
             .tables

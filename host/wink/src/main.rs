@@ -66,6 +66,11 @@ enum Command {
         /// workspace's plugins/, rebuilt into the workspace's build.
         #[arg(long)]
         src: Option<PathBuf>,
+        /// Run the simulated control plane (Deployments -> ReplicaSets -> Pods
+        /// on simulated nodes, garbage collection); `=false`: a passive server.
+        #[arg(long, default_value_t = true, action = clap::ArgAction::Set, num_args = 0..=1,
+              require_equals = true, default_missing_value = "true")]
+        control_plane: bool,
         #[command(flatten)]
         host: HostArgs,
     },
@@ -416,8 +421,9 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             kubeconfig_out,
             seed,
             src,
+            control_plane,
             host,
-        } => dev(churn, kubeconfig_out, seed, src, host).await,
+        } => dev(churn, kubeconfig_out, seed, src, control_plane, host).await,
         Command::Sim(args) => sim(args).await,
         Command::Manifests {
             plugins,
@@ -503,7 +509,14 @@ const NO_SIM: &str = "this wink was built without the simulated API server (carg
      rebuild with default features, or use `wink run --kubeconfig ...` against a cluster";
 
 #[cfg(not(feature = "sim"))]
-async fn dev(_: f64, _: PathBuf, _: Option<PathBuf>, _: Option<PathBuf>, _: HostArgs) -> anyhow::Result<()> {
+async fn dev(
+    _: f64,
+    _: PathBuf,
+    _: Option<PathBuf>,
+    _: Option<PathBuf>,
+    _: bool,
+    _: HostArgs,
+) -> anyhow::Result<()> {
     anyhow::bail!("wink dev: {NO_SIM}")
 }
 
@@ -525,6 +538,7 @@ async fn dev(
     kubeconfig_out: PathBuf,
     seed: Option<PathBuf>,
     src: Option<PathBuf>,
+    control_plane: bool,
     mut host: HostArgs,
 ) -> anyhow::Result<()> {
     host.tier_up.get_or_insert(true);
@@ -566,6 +580,7 @@ async fn dev(
     let sim = wink_sim::Sim::start(wink_sim::SimConfig {
         churn_per_sec: (churn > 0.0).then_some(churn),
         seed_dir: seed,
+        control_plane,
         ..Default::default()
     })
     .await?;
