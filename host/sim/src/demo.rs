@@ -1,6 +1,12 @@
 //! Demo content: `--seed DIR` manifests (YAML, multi-document, `List`
 //! kinds, or JSON) loaded at start, and `--churn RATE` background activity
-//! (demo pods and deployments in `default` created, updated and deleted).
+//! in `default`: Deployments web/api/db scaled, and standalone demo pods
+//! created, relabelled and deleted. With the control plane on, the
+//! Deployments' pods are the controllers' (owned through ReplicaSets,
+//! scheduled and run), their images are rolled now and then (a rolling
+//! update to a new ReplicaSet), and the standalone pods move between apps
+//! (their `app` label changes); without it, the standalone pods carry a
+//! node and a Running status of their own.
 //!
 //! Owns: reading manifests and the churn loop. Must not touch: HTTP; it
 //! writes through the same `write` functions the API uses.
@@ -122,15 +128,25 @@ pub fn seed_from_config(st: &mut State, dir: Option<&Path>) -> anyhow::Result<()
 
 const APPS: [&str; 3] = ["web", "api", "db"];
 
-fn demo_pod(app: &str) -> Value {
-    json!({
+fn tier(app: &str) -> &'static str {
+    if app == "db" { "data" } else { "front" }
+}
+
+/// A standalone demo pod; with the control plane on, the scheduler and a
+/// kubelet place and run it.
+fn demo_pod(app: &str, control_plane: bool) -> Value {
+    let mut pod = json!({
         "apiVersion": "v1", "kind": "Pod",
         "metadata": {"generateName": format!("{app}-"), "namespace": "default",
-            "labels": {"app": app, "tier": if app == "db" { "data" } else { "front" }, "wink.dev/demo": "true"}},
-        "spec": {"nodeName": format!("node-{}", rand::random_range(1..=3)),
-            "containers": [{"name": app, "image": format!("example.com/{app}:1.0")}]},
-        "status": {"phase": "Running", "podIP": format!("10.244.{}.{}", rand::random_range(0..4), rand::random_range(2..250))}
-    })
+            "labels": {"app": app, "tier": tier(app), "wink.dev/demo": "true"}},
+        "spec": {"containers": [{"name": app, "image": format!("example.com/{app}:1.0")}]},
+    });
+    if !control_plane {
+        pod["spec"]["nodeName"] = json!(format!("node-{}", rand::random_range(1..=3)));
+        pod["status"] = json!({"phase": "Running",
+            "podIP": format!("10.244.{}.{}", rand::random_range(0..4), rand::random_range(2..250))});
+    }
+    pod
 }
 
 fn demo_deployment(app: &str) -> Value {
@@ -138,7 +154,7 @@ fn demo_deployment(app: &str) -> Value {
         "apiVersion": "apps/v1", "kind": "Deployment",
         "metadata": {"name": app, "namespace": "default", "labels": {"app": app, "wink.dev/demo": "true"}},
         "spec": {"replicas": 2, "selector": {"matchLabels": {"app": app}},
-            "template": {"metadata": {"labels": {"app": app}},
+            "template": {"metadata": {"labels": {"app": app, "tier": tier(app)}},
                 "spec": {"containers": [{"name": app, "image": format!("example.com/{app}:1.0")}]}}}
     })
 }
@@ -165,6 +181,7 @@ pub fn churn_step(st: &mut State) -> Result<(), ApiError> {
                 .range::<str, _>((std::ops::Bound::Included("default/"), std::ops::Bound::Unbounded))
                 .take_while(|(k, _)| k.starts_with("default/"))
                 .filter(|(_, o)| o.value.pointer("/metadata/labels/wink.dev~1demo").is_some())
+                .filter(|(_, o)| o.value.pointer("/metadata/ownerReferences").is_none())
                 .map(|(_, o)| o.value.clone())
                 .collect()
         })
@@ -172,9 +189,12 @@ pub fn churn_step(st: &mut State) -> Result<(), ApiError> {
     let roll: u32 = rand::random_range(0..100);
     let app = APPS[rand::random_range(0..APPS.len())];
     let name = |v: &Value| v["metadata"]["name"].as_str().unwrap_or("").to_string();
-    if demo.len() < 5 || (roll < 30 && demo.len() < 30) {
-        create_with_status(st, demo_pod(app))?;
-    } else if roll < 70 || demo.len() >= 30 && roll < 80 {
+    let cp = st.control_plane;
+    // With the controllers' pods around, fewer standalone ones do.
+    let (few, many) = if cp { (3, 12) } else { (5, 30) };
+    if demo.len() < few || (roll < 30 && demo.len() < many) {
+        create_with_status(st, demo_pod(app, cp))?;
+    } else if roll < 70 || demo.len() >= many && roll < 80 {
         let mut p = demo[rand::random_range(0..demo.len())].clone();
         let n: u64 = p
             .pointer("/metadata/annotations/wink.dev~1tick")
@@ -183,8 +203,13 @@ pub fn churn_step(st: &mut State) -> Result<(), ApiError> {
             .unwrap_or(0);
         p["metadata"]["annotations"]["wink.dev/tick"] = json!((n + 1).to_string());
         p["metadata"]["labels"]["version"] = json!(format!("v{}", rand::random_range(1..4)));
+        if cp && roll < 50 {
+            // The pod moves to another app: app-index sees it change hands.
+            p["metadata"]["labels"]["app"] = json!(app);
+            p["metadata"]["labels"]["tier"] = json!(tier(app));
+        }
         write::update(st, &pods, Some("default"), &name(&p), p.clone(), false)?;
-    } else if roll < 90 {
+    } else if roll < if cp { 80 } else { 90 } {
         let p = &demo[rand::random_range(0..demo.len())];
         write::delete(st, &pods, Some("default"), &name(p), &Default::default())?;
     } else if let Some(d) = st
@@ -193,7 +218,13 @@ pub fn churn_step(st: &mut State) -> Result<(), ApiError> {
         .cloned()
     {
         let mut v = d.value.clone();
-        v["spec"]["replicas"] = json!(rand::random_range(1..6));
+        if cp && roll >= 95 {
+            // A new image: a rolling update to a new ReplicaSet.
+            let image = format!("example.com/{app}:1.{}", rand::random_range(0..3));
+            v["spec"]["template"]["spec"]["containers"][0]["image"] = json!(image);
+        } else {
+            v["spec"]["replicas"] = json!(rand::random_range(1..6));
+        }
         write::update(st, &deps, Some("default"), app, v, false)?;
     }
     Ok(())
@@ -248,5 +279,60 @@ mod tests {
         }
         assert!(st.rv > rv);
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// With the control plane on, the demo gives every example plugin
+    /// something to see: pods owned through ReplicaSets of the demo
+    /// Deployments (replica-checker), Deployments that change
+    /// (deployment-lister), standalone pods whose `app` label moves (app-index).
+    #[test]
+    fn churn_with_the_control_plane_owns_moves_and_rolls() {
+        let mut st = crate::control::testing::state();
+        let mut apps_seen = std::collections::HashMap::<String, std::collections::HashSet<String>>::new();
+        let generation = |st: &State| -> i64 {
+            st.table("deployments.apps")
+                .unwrap()
+                .objects
+                .values()
+                .map(|o| o.value["metadata"]["generation"].as_i64().unwrap_or(0))
+                .sum()
+        };
+        let mut first_generation = None;
+        for _ in 0..300 {
+            churn_step(&mut st).unwrap();
+            crate::control::testing::settle(&mut st);
+            first_generation.get_or_insert(generation(&st));
+            for o in st.table("pods").unwrap().objects.values() {
+                if o.value.pointer("/metadata/ownerReferences").is_none() {
+                    let app = o.value["metadata"]["labels"]["app"]
+                        .as_str()
+                        .unwrap_or("")
+                        .to_string();
+                    apps_seen
+                        .entry(o.value["metadata"]["uid"].to_string())
+                        .or_default()
+                        .insert(app);
+                }
+            }
+        }
+        let deployments = crate::control::testing::all(&st, "deployments.apps");
+        assert_eq!(deployments.len(), 3);
+        for d in &deployments {
+            let want = d["spec"]["replicas"].as_i64().unwrap();
+            let owned = crate::control::testing::all(&st, "pods")
+                .into_iter()
+                .filter(|p| p["metadata"]["labels"]["app"] == d["metadata"]["name"])
+                .filter(|p| p["metadata"]["ownerReferences"][0]["kind"] == "ReplicaSet")
+                .count() as i64;
+            assert_eq!(owned, want, "{}", d["metadata"]["name"]);
+            assert_eq!(d["status"]["availableReplicas"].as_i64(), Some(want));
+        }
+        assert!(generation(&st) > first_generation.unwrap(), "deployments changed");
+        assert!(
+            apps_seen.values().any(|apps| apps.len() > 1),
+            "a standalone pod changed apps"
+        );
+        let pods = crate::control::testing::all(&st, "pods");
+        assert!(pods.iter().all(|p| p["status"]["phase"] == "Running"));
     }
 }
