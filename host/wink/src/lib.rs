@@ -19,3 +19,4 @@ pub mod rebuild;
 pub mod reports;
 pub mod runtime;
 pub mod scaffold;
+pub mod scaffold_lang;

@@ -97,9 +97,12 @@ enum Command {
     New {
         /// The new crate's directory (its name is the crate's), e.g. plugins/my-plugin.
         dir: PathBuf,
-        /// The wink-sdk crate (default: the sdk/ of the wink workspace DIR is in).
+        /// The SDK (default: the sdk/, sdk/python or sdk/js of the wink checkout DIR is in).
         #[arg(long)]
         sdk: Option<PathBuf>,
+        /// The plugin's language.
+        #[arg(long, value_enum, default_value = "rust")]
+        lang: wink::scaffold_lang::Lang,
     },
     /// Test built plugins offline: each case (YAML) gives the initial cache,
     /// steps (add, update, delete, resync, relist) and the log lines and
@@ -432,15 +435,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             image,
         } => manifests(&plugins, grants.as_deref(), namespace, image),
         Command::Test { cases, bless } => wink::harness::test(&cases, bless),
-        Command::New { dir, sdk } => {
-            let name = wink::scaffold::create(&dir, sdk.as_deref())?;
-            println!(
-                "created {name} in {}: cd {} && cargo build --release --target wasm32-wasip2 && wink test wink-test.yaml",
-                dir.display(),
-                dir.display()
-            );
-            Ok(())
-        }
+        Command::New { dir, sdk, lang } => wink::scaffold_lang::new(&dir, lang, sdk.as_deref()),
     }
 }
 

@@ -17,6 +17,15 @@ pub fn root() -> PathBuf {
         .to_path_buf()
 }
 
+/// Where cargo builds: `$CARGO_TARGET_DIR` when set (the nested builds
+/// below inherit it), else the workspace's `target/`.
+pub fn target_dir() -> PathBuf {
+    match std::env::var_os("CARGO_TARGET_DIR") {
+        Some(dir) if !dir.is_empty() => root().join(dir),
+        _ => root().join("target"),
+    }
+}
+
 /// A nested `cargo` in the workspace root, without the variables cargo sets
 /// for this test process (`CARGO_MANIFEST_DIR`, `CARGO_PKG_*`, ...): some
 /// build scripts (ring's) rerun when one of them changes, so inheriting them
@@ -81,7 +90,7 @@ pub fn plugins_dir() -> &'static Path {
             "--exclude",
             "wink*",
         ]);
-        root().join("target/wasm32-wasip2/release")
+        target_dir().join("wasm32-wasip2/release")
     })
 }
 
@@ -97,7 +106,7 @@ pub fn wink_bin() -> &'static Path {
     static BIN: OnceLock<PathBuf> = OnceLock::new();
     BIN.get_or_init(|| {
         run_cargo(&["build", "-p", "wink", "--bin", "wink"]);
-        root().join("target/debug/wink")
+        target_dir().join("debug/wink")
     })
 }
 

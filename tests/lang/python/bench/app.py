@@ -1,0 +1,34 @@
+"""The language benchmark's Python plugin. Config ``{"mode": "meta"}``:
+each event reads the object's name and one label (the metadata, no JSON);
+``{"mode": "parse"}``: each event parses the whole object (``to_dict``).
+It counts what it saw and logs nothing per event."""
+
+import wink_sdk
+from wink_sdk import Object, Registration, Watch
+
+
+class Bench(wink_sdk.Handler):
+    """Touches each object as its mode says."""
+
+    parse = False
+    seen = 0
+
+    def init(self, config: str) -> Registration:
+        self.parse = wink_sdk.config(config, {"mode": "meta"})["mode"] == "parse"
+        return Registration(watches=[Watch("v1", "Pod")])
+
+    def touch(self, obj: Object) -> None:
+        """Read what the mode asks for."""
+        if self.parse:
+            self.seen += len(obj.to_dict()["spec"]["containers"])
+        else:
+            self.seen += len(obj.name) + (obj.label("app") is not None)
+
+    def on_add(self, obj: Object, in_initial_list: bool) -> None:
+        self.touch(obj)
+
+    def on_update(self, old: Object, new: Object) -> None:
+        self.touch(new)
+
+
+Handler = wink_sdk.export(Bench)
