@@ -365,7 +365,7 @@ fn serve_resource(
             Ok(obj_response(200, &o, &api_version))
         }
         (&Method::DELETE, Some(name)) => {
-            let pre = preconditions(&body, q)?;
+            let pre = preconditions(&body, ct, q)?;
             let mode = write_mode::with_delete_options(mode, &body);
             let (o, gone) = write::delete(&mut shared.store.lock_for_write(mode), &def, ns, name, &pre)?;
             let code = if gone { 200 } else { 202 };
@@ -385,7 +385,7 @@ fn serve_resource(
         }
         (&Method::DELETE, None) => {
             let (labels, fields) = selectors(&def, q)?;
-            let propagation = preconditions(&body, q)?.propagation;
+            let propagation = preconditions(&body, ct, q)?.propagation;
             let mut st = shared.store.lock();
             let page = st.list(
                 &def.qualified(),
@@ -454,11 +454,13 @@ fn returns_object(def: &ResourceDef) -> bool {
         )
 }
 
-/// The DeleteOptions of a request: its body's, `propagationPolicy` (or the
-/// legacy `orphanDependents`) from the body or the query.
-fn preconditions(body: &[u8], q: &HashMap<String, String>) -> Result<Preconditions, ApiError> {
+/// The DeleteOptions of a request: its body's (JSON or protobuf),
+/// `propagationPolicy` (or the legacy `orphanDependents`) from the body or
+/// the query.
+fn preconditions(body: &[u8], ct: &str, q: &HashMap<String, String>) -> Result<Preconditions, ApiError> {
     let v: Value = match body.iter().all(u8::is_ascii_whitespace) {
         true => json!({}),
+        false if ct.starts_with("application/vnd.kubernetes.protobuf") => super::proto::object(body)?,
         false => serde_json::from_slice(body).map_err(|e| ApiError::bad_request(e.to_string()))?,
     };
     let s = |k: &str| {

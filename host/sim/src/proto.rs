@@ -49,8 +49,9 @@ fn unsupported(api_version: &str, kind: &str) -> ApiError {
     )
 }
 
-/// The protobuf package of an API group version: the group's first label
-/// (`apps`, `rbac` of `rbac.authorization.k8s.io`), `core` for the core group.
+/// The message of a kind: in the package of its API group version (the
+/// group's first label, `apps`, `rbac` of `rbac.authorization.k8s.io`,
+/// `core` for the core group), else meta.k8s.io/v1's (`DeleteOptions`).
 fn message_for(api_version: &str, kind: &str) -> Option<MessageDescriptor> {
     let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
     let pkg = match group.split('.').next().unwrap_or("") {
@@ -58,6 +59,8 @@ fn message_for(api_version: &str, kind: &str) -> Option<MessageDescriptor> {
         g => g,
     };
     POOL.get_message_by_name(&format!("k8s.io.api.{pkg}.{version}.{kind}"))
+        // Options sent to any group (DeleteOptions) are meta.k8s.io's.
+        .or_else(|| POOL.get_message_by_name(&format!("{META}.{kind}")))
 }
 
 /// An object in the Kubernetes envelope, as JSON, with the envelope's
@@ -337,6 +340,15 @@ mod tests {
         });
         let e = object(&envelope("v1", "Namespace", &ns[..ns.len() - 3])).unwrap_err();
         assert_eq!(e.code, 400);
+    }
+
+    #[test]
+    fn reads_delete_options_sent_to_any_group() {
+        let opts = encode(&format!("{META}.DeleteOptions"), |m| {
+            m.set_field_by_name("propagationPolicy", Pv::String("Foreground".into()));
+        });
+        let v = object(&envelope("apps/v1", "DeleteOptions", &opts)).unwrap();
+        assert_eq!(v["propagationPolicy"], "Foreground");
     }
 
     #[test]

@@ -260,13 +260,13 @@ static PRINTERS: &[Printer] = &[
     Printer {
         group: "rbac.authorization.k8s.io",
         plural: "roles",
-        columns: &[col!("Created At", "string")],
+        columns: &[col!("Created At", "date")],
         cells: role_cells,
     },
     Printer {
         group: "rbac.authorization.k8s.io",
         plural: "clusterroles",
-        columns: &[col!("Created At", "string")],
+        columns: &[col!("Created At", "date")],
         cells: role_cells,
     },
     Printer {
