@@ -8,6 +8,7 @@
 //! writer keeps the PolicyReports current.
 
 pub mod admin;
+pub mod blocking;
 pub mod cache_view;
 pub mod daemon;
 pub mod harness;

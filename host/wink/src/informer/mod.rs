@@ -6,11 +6,13 @@
 //! - [`store`]: the thread-safe store and its indexes (client-go's Indexer);
 //! - [`reflector`]: turns `kube::runtime::watcher` events into store deltas;
 //! - [`processor`]: per-handler queues (sharedProcessor / processorListener),
-//!   delivered on a small pool of threads that grows when handlers get stuck;
+//!   delivered as runtime tasks (async handlers: plugins) or on a small pool
+//!   of threads that grows when handlers get stuck (native handlers);
 //! - [`queue`]: one listener's pending notifications, coalescing per object
 //!   past a backlog;
 //! - [`shared_informer`]: one list+watch with its store and listeners;
-//! - [`factory`]: shares one informer per distinct watch.
+//! - [`factory`]: shares one informer per distinct watch;
+//! - `release`: gives the heap's free pages back to the OS after a list.
 //!
 //! Data flows one way: API server -> reflector -> informer/store -> processor
 //! -> handler. Nothing here knows about WebAssembly.
@@ -23,6 +25,7 @@ mod pool;
 pub mod processor;
 pub mod queue;
 pub mod reflector;
+mod release;
 pub mod shared_informer;
 pub mod stats;
 pub mod store;

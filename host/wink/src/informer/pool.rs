@@ -1,4 +1,5 @@
-//! The delivery pool: the threads listeners deliver on. A listener with
+//! The delivery pool: the threads native (non-async) handlers' listeners
+//! deliver on. A listener with
 //! something queued is scheduled once (it is in the ready queue or being
 //! run, never both), and a worker runs a batch of its notifications, so one
 //! listener's calls never overlap and keep their order, while one wake-up

@@ -1,13 +1,16 @@
 //! The processor: one [`Listener`] per registered handler, each with its own
-//! queue (client-go's sharedProcessor/processorListener), delivered on the
-//! shared delivery pool (`pool`) instead of a thread each: a listener with
-//! work is scheduled once, and a worker delivers a batch of it, so one event
-//! for many listeners costs one wake-up, not one per listener.
+//! queue (client-go's sharedProcessor/processorListener), never a thread
+//! each: a listener with work is scheduled once and delivers a batch. An
+//! async handler's batch (a plugin's, see [`EventHandler::deliver_async`])
+//! is a task of the runtime the listener started on, spawned where the
+//! event arrived, so it costs no wake-up of another thread; any other
+//! handler's runs on the shared delivery pool (`pool`), where one event for
+//! many listeners costs one wake-up.
 //!
 //! Owns ordering and isolation: notifications reach one handler in the order
 //! they were enqueued, calls to one handler never overlap, and a slow or
-//! stuck handler only grows its own queue (the pool gives the others another
-//! worker). It never touches the store; the informer enqueues after the
+//! stuck handler only grows its own queue (an async one yields its thread,
+//! the pool gives the others another worker). It never touches the store; the informer enqueues after the
 //! store changed.
 
 use super::object::ObjRef;
@@ -27,7 +30,24 @@ pub trait EventHandler: Send + Sync {
     fn on_delete(&self, obj: &ObjRef, final_state_unknown: bool);
     /// The listener has delivered its initial list.
     fn on_synced(&self) {}
+    /// Whether this handler delivers through [`deliver_async`](Self::deliver_async).
+    fn is_async(&self) -> bool {
+        false
+    }
+    /// Deliver `n` as a future, for a handler whose calls yield instead of
+    /// holding their thread (a plugin's: its guest runs on a fiber and
+    /// yields at epoch ticks). Such a handler is delivered on the async
+    /// runtime's own threads, where the event arrived, with no wake-up of
+    /// another thread; any other handler is called (the methods above) on
+    /// the delivery pool.
+    fn deliver_async(self: Arc<Self>, n: Notification) -> Option<DeliveryFuture> {
+        let _ = n;
+        None
+    }
 }
+
+/// A delivery in progress (see [`EventHandler::deliver_async`]).
+pub type DeliveryFuture = std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>;
 
 /// The state of a listener, kept under its queue's lock: whether it takes
 /// notifications, and where it is with the pool.
@@ -138,6 +158,9 @@ pub struct Listener {
     id: u64,
     name: String,
     handler: Arc<dyn EventHandler>,
+    /// Where its batches run: the runtime it was started on (an async
+    /// handler, on a multi-thread runtime), else the pool.
+    runtime: Option<tokio::runtime::Handle>,
     queue: Mutex<Queue>,
     /// Signalled when a worker lets go of it (for `stop`).
     released: Condvar,
@@ -164,11 +187,16 @@ impl Listener {
         coalesce_after: Option<usize>,
     ) -> Arc<Listener> {
         let resync = resync.map(|r| r.max(Duration::from_secs(1)));
+        let runtime = tokio::runtime::Handle::try_current()
+            .ok()
+            .filter(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread)
+            .filter(|_| handler.is_async());
         Arc::new_cyclic(|me| Listener {
             me: me.clone(),
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             name: name.to_string(),
             handler,
+            runtime,
             queue: Mutex::new(Queue {
                 items: PendingQueue::new(coalesce_after),
                 state: ListenerState::Open(Place::Idle),
@@ -231,7 +259,7 @@ impl Listener {
         let schedule = !q.items.is_empty() && q.state.on_push();
         drop(q);
         if schedule && let Some(me) = self.me.upgrade() {
-            pool().schedule(me);
+            me.schedule();
         }
         if started {
             // A large replay starts this too; it is only a problem when the
@@ -267,8 +295,13 @@ impl Listener {
         q.state.on_stop();
         q.items.clear();
         let me = std::thread::current().id();
-        while q.state.place() == Place::Running && q.running_on.is_some_and(|t| t != me) {
-            q = self.released.wait(q).unwrap();
+        if q.state.place() == Place::Running && q.running_on.is_some_and(|t| t != me) {
+            // Its batch may be a task waiting for this very thread.
+            crate::blocking::blocking(|| {
+                while q.state.place() == Place::Running && q.running_on.is_some_and(|t| t != me) {
+                    q = self.released.wait(q).unwrap();
+                }
+            });
         }
     }
 
@@ -293,27 +326,62 @@ impl Listener {
     /// Deliver up to [`BATCH`] queued notifications on the calling worker,
     /// then schedule it again if more are queued.
     pub(super) fn run_batch(self: &Arc<Self>, slot: &Slot, epoch: Instant) {
-        {
-            let mut q = self.queue.lock().unwrap();
-            let delivers = q.state.on_run();
-            q.running_on = Some(std::thread::current().id());
-            if !delivers {
-                q.items.clear();
-            }
-        }
+        let delivers = self.begin_batch();
         for _ in 0..BATCH {
-            let next = {
-                let mut q = self.queue.lock().unwrap();
-                if matches!(q.state, ListenerState::Stopped(_)) {
-                    break;
-                }
-                q.items.pop()
+            let Some(n) = self.next_in_batch(delivers) else {
+                break;
             };
-            let Some(n) = next else { break };
             slot.enter(epoch);
             self.deliver(n);
             slot.leave();
         }
+        self.end_batch();
+    }
+
+    /// [`run_batch`](Self::run_batch) for an async handler, as a task of
+    /// the runtime.
+    async fn run_batch_async(self: Arc<Self>) {
+        let delivers = self.begin_batch();
+        for _ in 0..BATCH {
+            let Some(n) = self.next_in_batch(delivers) else {
+                break;
+            };
+            let synced = matches!(n, Notification::Synced);
+            if synced {
+                self.synced.store(true, Ordering::Release);
+            }
+            if let Some(delivery) = self.handler.clone().deliver_async(n) {
+                delivery.await;
+            }
+            if !synced {
+                self.delivered.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        self.end_batch();
+    }
+
+    /// A batch starts: whether it delivers (a stopped listener's does not).
+    fn begin_batch(&self) -> bool {
+        let mut q = self.queue.lock().unwrap();
+        let delivers = q.state.on_run();
+        q.running_on = Some(std::thread::current().id());
+        if !delivers {
+            q.items.clear();
+        }
+        delivers
+    }
+
+    /// The batch's next notification, unless it was stopped meanwhile.
+    fn next_in_batch(&self, delivers: bool) -> Option<Notification> {
+        let mut q = self.queue.lock().unwrap();
+        if !delivers || matches!(q.state, ListenerState::Stopped(_)) {
+            return None;
+        }
+        q.items.pop()
+    }
+
+    /// The batch is done: release it, and schedule it again if more is queued.
+    fn end_batch(self: &Arc<Self>) {
         let again = {
             let mut q = self.queue.lock().unwrap();
             q.running_on = None;
@@ -322,7 +390,18 @@ impl Listener {
         };
         self.released.notify_all();
         if again {
-            pool().schedule(self.clone());
+            self.clone().schedule();
+        }
+    }
+
+    /// Have a batch of it run: as a task of its runtime (on the thread that
+    /// queued it, when that is one of the runtime's workers), or on the pool.
+    fn schedule(self: Arc<Self>) {
+        match &self.runtime {
+            Some(rt) => {
+                rt.spawn(self.clone().run_batch_async());
+            }
+            None => pool().schedule(self),
         }
     }
 

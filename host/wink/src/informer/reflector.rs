@@ -9,7 +9,7 @@
 //! object), and drops objects of the wrong kind. It reads the
 //! store (for that reuse), never writes it, and never touches the listeners.
 
-use super::object::{CachePolicy, CachedObject, ObjRef, RawObject, TypeName};
+use super::object::{CachePolicy, CachedObject, CompressionGate, ObjRef, RawObject, TypeName};
 use super::store::Store;
 use kube::api::ApiResource;
 use kube::runtime::watcher::Event;
@@ -32,6 +32,8 @@ pub struct Reflector {
     /// apiVersion and kind, shared by every object this reflector caches.
     type_name: Arc<TypeName>,
     policy: CachePolicy,
+    /// Stops trying LZ4 on a stream that does not compress.
+    gate: CompressionGate,
     relist: Option<Vec<ObjRef>>,
     dropped: u64,
     /// The informer's store, read (never written) so that a relist reuses
@@ -47,6 +49,7 @@ impl Reflector {
             type_name: TypeName::of(&resource),
             resource,
             policy,
+            gate: CompressionGate::default(),
             relist: None,
             dropped: 0,
             known: None,
@@ -99,7 +102,10 @@ impl Reflector {
             );
             return None;
         }
-        Some(CachedObject::from_raw(obj, &self.type_name, self.policy))
+        let policy = self.gate.policy(self.policy);
+        let cached = CachedObject::from_raw(obj, &self.type_name, policy);
+        self.gate.record(policy, cached.is_compressed());
+        Some(cached)
     }
 
     /// Feed one watcher event; returns a delta when one is complete.

@@ -184,6 +184,7 @@ impl SharedInformer {
         let listeners = self.listeners.lock().unwrap();
         let mut out = Vec::new();
         let mut first_sync = false;
+        let listed = matches!(delta, Delta::Replace(_));
         match delta {
             Delta::Replace(list) => {
                 let first = !self.has_synced();
@@ -191,7 +192,7 @@ impl SharedInformer {
                 let mut old = self.writer.replace(list);
                 let mut survivors = Vec::with_capacity(new_list.len());
                 for obj in new_list {
-                    let prev = old.remove(&obj.key());
+                    let prev = old.remove(obj.key().as_str());
                     survivors.push((prev, obj));
                 }
                 let mut tombstones: Vec<ObjRef> = old.into_values().collect();
@@ -256,6 +257,9 @@ impl SharedInformer {
             } else if !out.is_empty() {
                 l.push_all(out.iter().cloned());
             }
+        }
+        if listed {
+            super::release::after_list();
         }
     }
 

@@ -36,19 +36,29 @@ pub enum StoreError {
     },
 }
 
+/// An object's key (`namespace/name`, or `name`), held once per object:
+/// the items map and every index set share it.
+pub type Key = Arc<str>;
+
 /// Maps keyed by object keys or index values: foldhash (randomly seeded per
 /// map) instead of SipHash, as every query and event hashes a key.
-pub type KeyMap<V> = HashMap<String, V, foldhash::fast::RandomState>;
+pub type KeyMap<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
 
-type Index = KeyMap<BTreeSet<String>>;
+/// The objects by key.
+pub type Items = KeyMap<Key, ObjRef>;
+
+/// One index: indexed value -> keys of the objects indexed under it.
+type Index = KeyMap<String, BTreeSet<Key>>;
 
 #[derive(Default)]
 struct Inner {
-    items: KeyMap<ObjRef>,
+    items: Items,
     indexers: HashMap<String, IndexFunc>,
     indices: HashMap<String, Index>,
     definitions: HashMap<String, String>,
     index_errors: u64,
+    /// A key being built (no allocation per event for known keys).
+    scratch: String,
 }
 
 type Shared = Arc<RwLock<Inner>>;
@@ -71,6 +81,19 @@ pub fn selected(obj: &CachedObject, namespace: Option<&str>, selector: Option<&L
     namespace.is_none_or(|ns| obj.namespace() == Some(ns)) && selector.is_none_or(|s| s.matches(obj))
 }
 
+/// The values `func` indexes `obj` under; a failure is counted and leaves
+/// the object out of that index.
+fn index_values(func: &IndexFunc, name: &str, obj: &CachedObject, errors: &mut u64) -> Vec<String> {
+    match func(obj) {
+        Ok(values) => values,
+        Err(err) => {
+            *errors += 1;
+            tracing::warn!(index = name, key = %obj.key(), "index function failed: {err}");
+            Vec::new()
+        }
+    }
+}
+
 impl Inner {
     /// The index `name`, or the error every query gives for an unknown one.
     fn index(&self, name: &str) -> Result<&Index, StoreError> {
@@ -80,27 +103,36 @@ impl Inner {
     }
 
     /// Sorted keys indexed under `value` in index `name`.
-    fn keys(&self, name: &str, value: &str) -> Result<impl Iterator<Item = &String>, StoreError> {
+    fn keys(&self, name: &str, value: &str) -> Result<impl Iterator<Item = &Key>, StoreError> {
         Ok(self.index(name)?.get(value).into_iter().flatten())
     }
 
-    fn index_values(&mut self, name: &str, obj: &CachedObject) -> Vec<String> {
-        match (self.indexers[name])(obj) {
-            Ok(values) => values,
-            Err(err) => {
-                self.index_errors += 1;
-                tracing::warn!(index = name, key = %obj.key(), "index function failed: {err}");
-                Vec::new()
-            }
+    /// The stored key equal to `obj`'s key, or a new one.
+    fn key_for(&mut self, obj: &CachedObject) -> Key {
+        self.scratch.clear();
+        super::object::push_key_of(&mut self.scratch, obj.namespace(), obj.name());
+        match self.items.get_key_value(self.scratch.as_str()) {
+            Some((key, _)) => key.clone(),
+            None => Key::from(self.scratch.as_str()),
         }
     }
 
-    fn update_indices(&mut self, key: &str, old: Option<&CachedObject>, new: Option<&CachedObject>) {
-        let names: Vec<String> = self.indexers.keys().cloned().collect();
-        for name in names {
-            let old_values = old.map(|o| self.index_values(&name, o)).unwrap_or_default();
-            let new_values = new.map(|n| self.index_values(&name, n)).unwrap_or_default();
-            let index = self.indices.entry(name).or_default();
+    /// Move `key` in every index from what `old` is indexed under to what
+    /// `new` is. Values both have are left alone (an update that keeps its
+    /// namespace and labels touches no set).
+    fn update_indices(&mut self, key: &Key, old: Option<&CachedObject>, new: Option<&CachedObject>) {
+        let errors = &mut self.index_errors;
+        for (name, func) in &self.indexers {
+            let old_values = old
+                .map(|o| index_values(func, name, o, errors))
+                .unwrap_or_default();
+            let new_values = new
+                .map(|n| index_values(func, name, n, errors))
+                .unwrap_or_default();
+            if old_values == new_values {
+                continue;
+            }
+            let index = self.indices.entry(name.clone()).or_default();
             for v in old_values.iter().filter(|v| !new_values.contains(v)) {
                 if let Some(set) = index.get_mut(v) {
                     set.remove(key);
@@ -109,21 +141,27 @@ impl Inner {
                     }
                 }
             }
-            for v in new_values {
-                index.entry(v).or_default().insert(key.to_string());
+            for v in new_values.into_iter().filter(|v| !old_values.contains(v)) {
+                index.entry(v).or_default().insert(key.clone());
             }
         }
     }
 
     /// Build index `name` over every object from scratch.
     fn rebuild_index(&mut self, name: &str) {
-        let all: Vec<(String, ObjRef)> = self.items.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
-        let mut index = Index::default();
-        for (key, obj) in &all {
-            for v in self.index_values(name, obj) {
-                index.entry(v).or_default().insert(key.clone());
+        let func = &self.indexers[name];
+        let mut groups: KeyMap<String, Vec<Key>> = KeyMap::default();
+        for (key, obj) in &self.items {
+            for v in index_values(func, name, obj, &mut self.index_errors) {
+                groups.entry(v).or_default().push(key.clone());
             }
         }
+        // Each set is built from all its keys at once (sorted, then packed
+        // into full nodes), not grown one insertion at a time.
+        let index: Index = groups
+            .into_iter()
+            .map(|(v, keys)| (v, keys.into_iter().collect()))
+            .collect();
         self.indices.insert(name.to_string(), index);
     }
 }
@@ -202,8 +240,8 @@ impl Writer {
 
     /// Insert or replace an object; returns the previous version.
     pub fn upsert(&self, obj: ObjRef) -> Option<ObjRef> {
-        let key = obj.key();
         let mut inner = write(&self.shared);
+        let key = inner.key_for(&obj);
         let old = inner.items.insert(key.clone(), obj.clone());
         inner.update_indices(&key, old.as_deref(), Some(&obj));
         old
@@ -212,16 +250,21 @@ impl Writer {
     /// Remove an object; returns what was cached.
     pub fn remove(&self, key: &str) -> Option<ObjRef> {
         let mut inner = write(&self.shared);
-        let old = inner.items.remove(key)?;
-        inner.update_indices(key, Some(&old), None);
+        let (key, old) = inner.items.remove_entry(key)?;
+        inner.update_indices(&key, Some(&old), None);
         Some(old)
     }
 
     /// Replace the whole content atomically (a relist); returns the previous
     /// content. Readers see either the old or the new complete state.
-    pub fn replace(&self, objects: Vec<ObjRef>) -> KeyMap<ObjRef> {
-        let items: KeyMap<ObjRef> = objects.into_iter().map(|o| (o.key(), o)).collect();
+    pub fn replace(&self, objects: Vec<ObjRef>) -> Items {
         let mut inner = write(&self.shared);
+        let mut items = Items::with_capacity_and_hasher(objects.len(), Default::default());
+        for o in objects {
+            // A relisted object keeps the key its cached version has.
+            let key = inner.key_for(&o);
+            items.insert(key, o);
+        }
         let old = std::mem::replace(&mut inner.items, items);
         let names: Vec<String> = inner.indexers.keys().cloned().collect();
         for name in names {
@@ -265,7 +308,7 @@ impl Store {
                 .collect(),
             None => {
                 // Sort the stored keys (no key strings built per comparison).
-                let mut all: Vec<(&String, &ObjRef)> = inner.items.iter().filter(|(_, o)| pick(o)).collect();
+                let mut all: Vec<(&Key, &ObjRef)> = inner.items.iter().filter(|(_, o)| pick(o)).collect();
                 all.sort_unstable_by(|a, b| a.0.cmp(b.0));
                 all.into_iter().map(|(_, o)| o.clone()).collect()
             }
@@ -274,7 +317,7 @@ impl Store {
 
     /// Every key, sorted.
     pub fn list_keys(&self) -> Vec<String> {
-        let mut keys: Vec<String> = read(&self.shared).items.keys().cloned().collect();
+        let mut keys: Vec<String> = read(&self.shared).items.keys().map(|k| k.to_string()).collect();
         keys.sort();
         keys
     }
@@ -300,7 +343,10 @@ impl Store {
 
     /// Keys whose index `index` holds `value`, sorted.
     pub fn index_keys(&self, index: &str, value: &str) -> Result<Vec<String>, StoreError> {
-        Ok(read(&self.shared).keys(index, value)?.cloned().collect())
+        Ok(read(&self.shared)
+            .keys(index, value)?
+            .map(|k| k.to_string())
+            .collect())
     }
 
     /// Every value index `index` currently holds, sorted.

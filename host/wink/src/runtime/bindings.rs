@@ -9,6 +9,9 @@ wasmtime::component::bindgen!({
     world: "plugin",
     ownership: Borrowing { duplicate_if_necessary: true },
     imports: { default: trappable },
+    // Calls into the guest run on a fiber, so a long one yields to the
+    // runtime at epoch ticks (see `instance`).
+    exports: { default: async },
     with: {
         "wink:plugin/types.object": super::capabilities::ObjectHandle,
         "wink:plugin/types.object-list": super::capabilities::ObjectListHandle,

@@ -1,6 +1,6 @@
 //! [`WinkEngine`]: the one wasmtime engine every plugin shares, configured for
-//! cheap synchronous calls, plus the epoch ticker that enforces call
-//! deadlines. Owns engine configuration and [`Limits`]; knows nothing about
+//! cheap calls (no component-model concurrency), plus the epoch ticker that
+//! makes long calls yield and enforces call deadlines. Owns engine configuration and [`Limits`]; knows nothing about
 //! plugins or informers.
 
 use std::sync::Arc;
@@ -26,13 +26,6 @@ impl Default for Limits {
             call_deadline: Duration::from_secs(1),
             memory_bytes: 64 << 20,
         }
-    }
-}
-
-impl Limits {
-    /// The call deadline in epoch ticks (at least one).
-    pub fn deadline_ticks(&self) -> u64 {
-        (self.call_deadline.as_millis() / EPOCH_TICK.as_millis()).max(1) as u64
     }
 }
 

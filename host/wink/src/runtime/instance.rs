@@ -2,6 +2,12 @@
 //! instance in it, calls `init`, and delivers events into the guest with a
 //! deadline per call. Calls never overlap (one lock per instance).
 //!
+//! Every call runs on a fiber (wasmtime's async calls): on the async
+//! runtime's threads a call that runs past an epoch tick yields, so a plugin
+//! in a long call holds no thread that informers or other plugins need, and
+//! off the runtime (the delivery pool, `init`) the same call is driven to
+//! its end in place.
+//!
 //! A trap (a panic, a deadline or memory-limit hit, a stack overflow) poisons
 //! the Store, so the instance drops it, reports the crash to the manager and
 //! ignores later events until the manager has started a fresh instance (which
@@ -12,10 +18,11 @@ use super::bindings::types::Registration;
 use super::bindings::{Plugin, PluginPre};
 use super::capabilities::{CacheScope, CallClock, HostState, ReportScope, WriteScope};
 use super::engine::{Limits, WinkEngine};
-use crate::informer::{EventHandler, ObjRef};
+use crate::informer::processor::DeliveryFuture;
+use crate::informer::{EventHandler, Notification, ObjRef};
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
 use tokio::sync::mpsc::UnboundedSender;
 use wasmtime::Store;
 use wasmtime::component::Resource;
@@ -52,7 +59,9 @@ pub struct PluginInstance {
     cache: CacheScope,
     writes: WriteScope,
     reports: ReportScope,
-    live: Mutex<Option<Live>>,
+    /// An async lock: a call waiting for the instance (it has several
+    /// watches) yields instead of holding its thread.
+    live: tokio::sync::Mutex<Option<Live>>,
     synced: AtomicBool,
     crashed: AtomicBool,
     calls: AtomicU64,
@@ -96,7 +105,7 @@ impl PluginInstance {
             cache: CacheScope::default(),
             writes: WriteScope::default(),
             reports: ReportScope::default(),
-            live: Mutex::new(None),
+            live: tokio::sync::Mutex::new(None),
             synced: AtomicBool::new(false),
             crashed: AtomicBool::new(false),
             calls: AtomicU64::new(0),
@@ -106,12 +115,15 @@ impl PluginInstance {
             handler_time: Histogram::new(exponential_buckets(1e-5, 4.0, 9)),
             crash_tx,
         });
-        let (live, registration) = instance.instantiate()?;
-        *instance.live.lock().unwrap() = Some(live);
+        let (live, registration) = futures::executor::block_on(instance.instantiate())?;
+        *instance
+            .live
+            .try_lock()
+            .expect("a new instance is not shared yet") = Some(live);
         Ok((instance, registration))
     }
 
-    fn instantiate(&self) -> Result<(Live, Registration), InitError> {
+    async fn instantiate(&self) -> Result<(Live, Registration), InitError> {
         let plugin = self.name.to_string();
         let state = HostState::new(
             self.name.clone(),
@@ -122,36 +134,37 @@ impl PluginInstance {
         );
         let mut store = Store::new(self.engine.engine(), state);
         store.limiter(|s| &mut s.limits);
-        // The deadline counts the guest's own time: when the epoch deadline
-        // comes, time the host spent on I/O for the guest in this call
-        // (writes waiting on the API server) is given back.
+        // The deadline counts the guest's own time: at every epoch tick of a
+        // call, time the host spent on I/O for the guest in this call
+        // (writes waiting on the API server) is given back; until the
+        // deadline the call yields, so other tasks of its thread run.
         let deadline = self.limits.call_deadline;
         store.epoch_deadline_callback(move |ctx| {
-            let guest = ctx.data().clock.guest_time();
-            if guest >= deadline {
+            if ctx.data().clock.guest_time() >= deadline {
                 return Err(wasmtime::Trap::Interrupt.into());
             }
-            let left = (deadline - guest).as_millis() / super::engine::EPOCH_TICK.as_millis();
-            Ok(wasmtime::UpdateDeadline::Continue((left as u64).max(1)))
+            Ok(wasmtime::UpdateDeadline::Yield(1))
         });
         // wasmtime's own store-wide cap on component handles (100,000 by
         // default) sits above ours, so ours, with its clear message, trips
         // first; the margin covers WASI's handles and lent objects.
         store.set_max_component_handles(super::capabilities::MAX_HANDLES + 4096);
         // A new Store's deadline is 0: set it before instantiating.
-        store.set_epoch_deadline(self.limits.deadline_ticks());
+        store.set_epoch_deadline(1);
         let instance = self
             .pre
-            .instantiate(&mut store)
+            .instantiate_async(&mut store)
+            .await
             .map_err(|e| InitError::Instantiate {
                 plugin: plugin.clone(),
                 reason: format!("{e:#}"),
             })?;
-        store.set_epoch_deadline(self.limits.deadline_ticks());
+        store.set_epoch_deadline(1);
         store.data_mut().clock = CallClock::start();
         let registration = instance
             .wink_plugin_handler()
             .call_init(&mut store, &self.config)
+            .await
             .map_err(|e| InitError::Trap {
                 plugin: plugin.clone(),
                 reason: format!("{e:?}"),
@@ -251,25 +264,21 @@ impl PluginInstance {
         self.id
     }
 
-    /// Call into the guest about `obj` (none for `on-synced`); `f` gets the
-    /// Store, the bindings and `obj`'s key.
-    fn call(
-        &self,
-        what: &str,
-        obj: Option<&ObjRef>,
-        f: impl FnOnce(&mut Store<HostState>, &Plugin, &str) -> wasmtime::Result<()>,
-    ) {
-        let mut live = self.live.lock().unwrap();
+    /// Make `call` into the guest (waiting for a call of another of its
+    /// watches to end first).
+    async fn call(&self, call: Call<'_>) {
+        let mut live = self.live.lock().await;
         let Some(l) = live.as_mut() else { return };
         self.calls.fetch_add(1, Ordering::Relaxed);
-        l.store.set_epoch_deadline(self.limits.deadline_ticks());
+        l.store.set_epoch_deadline(1);
         l.store.data_mut().clock = CallClock::start();
         l.key.clear();
+        let obj = call.object();
         if let Some(obj) = obj {
             crate::informer::object::push_key_of(&mut l.key, obj.namespace(), obj.name());
         }
         let started = std::time::Instant::now();
-        let result = f(&mut l.store, &l.plugin, &l.key);
+        let result = call.run(l).await;
         self.handler_time.observe(started.elapsed().as_secs_f64());
         let Err(err) = result else {
             l.store.data_mut().commit_reports(self.id);
@@ -289,7 +298,7 @@ impl PluginInstance {
         // (the last field) follows on the next lines.
         tracing::error!(
             plugin = %self.name,
-            call = %what,
+            call = %call.name(),
             object = %obj.map_or_else(String::new, |o| o.key()),
             resource_version = %obj.map_or("", |o| o.resource_version()),
             backtrace = %backtrace,
@@ -304,6 +313,110 @@ impl PluginInstance {
             });
         }
     }
+
+    /// Deliver `n` (see [`EventHandler`]); the future ends when the guest's
+    /// call has.
+    pub async fn deliver(&self, n: &Notification) {
+        match n {
+            Notification::Add { obj, in_initial_list } => {
+                self.delivered[0].fetch_add(1, Ordering::Relaxed);
+                self.note_delivery(obj);
+                self.call(Call::Add(obj, *in_initial_list)).await;
+            }
+            Notification::Update { old, new } => {
+                self.delivered[1].fetch_add(1, Ordering::Relaxed);
+                self.note_delivery(new);
+                self.call(Call::Update(old, new)).await;
+            }
+            Notification::Delete {
+                obj,
+                final_state_unknown,
+            } => {
+                self.delivered[2].fetch_add(1, Ordering::Relaxed);
+                self.call(Call::Delete(obj, *final_state_unknown)).await;
+                // After the call, the plugin's results about the deleted
+                // object go.
+                if let Some(aggregator) = self.reports.get() {
+                    aggregator.forget(&self.name, obj.uid());
+                }
+            }
+            Notification::Synced => self.synced_call().await,
+        }
+    }
+
+    /// Every watch and read of this instance delivered its initial list:
+    /// after the guest's `on-synced`, results of earlier instances that
+    /// this one did not state again go.
+    pub async fn synced_call(&self) {
+        self.call(Call::Synced).await;
+        if let Some(aggregator) = self.reports.get()
+            && !self.is_crashed()
+        {
+            aggregator.synced(&self.name, self.id);
+        }
+    }
+}
+
+/// One call into the guest's handler.
+enum Call<'a> {
+    Add(&'a ObjRef, bool),
+    Update(&'a ObjRef, &'a ObjRef),
+    Delete(&'a ObjRef, bool),
+    Synced,
+}
+
+impl Call<'_> {
+    fn name(&self) -> &'static str {
+        match self {
+            Call::Add(..) => "on-add",
+            Call::Update(..) => "on-update",
+            Call::Delete(..) => "on-delete",
+            Call::Synced => "on-synced",
+        }
+    }
+
+    /// The object the call is about (the new version of an update).
+    fn object(&self) -> Option<&ObjRef> {
+        match self {
+            Call::Add(o, _) | Call::Update(_, o) | Call::Delete(o, _) => Some(o),
+            Call::Synced => None,
+        }
+    }
+
+    /// Lend the call's objects to the guest (each gets a slot in the
+    /// Store's handles, the guest gets borrows; no object bytes are copied)
+    /// and make the call; the slots are freed when it returns.
+    async fn run(&self, l: &mut Live) -> wasmtime::Result<()> {
+        let Live { store, plugin, key } = l;
+        let handler = plugin.wink_plugin_handler();
+        let lent: Vec<u32> = match self {
+            Call::Add(o, _) | Call::Delete(o, _) => vec![store.data_mut().objects.insert((*o).clone())],
+            Call::Update(old, new) => {
+                let objects = &mut store.data_mut().objects;
+                vec![objects.insert((*old).clone()), objects.insert((*new).clone())]
+            }
+            Call::Synced => Vec::new(),
+        };
+        let borrow = |i: usize| Resource::new_borrow(lent[i]);
+        match *self {
+            Call::Add(_, initial) => handler.call_on_add(&mut *store, key, borrow(0), initial).await?,
+            Call::Update(..) => {
+                handler
+                    .call_on_update(&mut *store, key, borrow(0), borrow(1))
+                    .await?
+            }
+            Call::Delete(_, unknown) => {
+                handler
+                    .call_on_delete(&mut *store, key, borrow(0), unknown)
+                    .await?
+            }
+            Call::Synced => handler.call_on_synced(&mut *store).await?,
+        }
+        for rep in lent {
+            store.data_mut().objects.remove(rep);
+        }
+        Ok(())
+    }
 }
 
 /// What went wrong in one line: the trap's name (`interrupt` for a deadline,
@@ -317,73 +430,43 @@ fn trap_summary(err: &wasmtime::Error) -> String {
     what.lines().next().unwrap_or("").to_string()
 }
 
-/// Lend `objects` to the guest for one call: each gets a slot in the Store's
-/// handles, the guest gets borrows, and the slots are freed when the call
-/// returns. No object bytes are copied here.
-fn lend<const N: usize, R>(
-    store: &mut Store<HostState>,
-    objects: [&ObjRef; N],
-    call: impl FnOnce(
-        &mut Store<HostState>,
-        [Resource<super::capabilities::ObjectHandle>; N],
-    ) -> wasmtime::Result<R>,
-) -> wasmtime::Result<R> {
-    let handles = &mut store.data_mut().objects;
-    let reps: [u32; N] = std::array::from_fn(|i| handles.insert(objects[i].clone()));
-    let result = call(store, reps.map(Resource::new_borrow))?;
-    for rep in reps {
-        store.data_mut().objects.remove(rep);
-    }
-    Ok(result)
-}
-
+/// Off the async runtime (the delivery pool, tests), each event is driven to
+/// its end on the calling thread; on it, the listener awaits
+/// [`PluginInstance::deliver`] instead.
 impl EventHandler for PluginInstance {
     fn on_add(&self, obj: &ObjRef, in_initial_list: bool) {
-        self.delivered[0].fetch_add(1, Ordering::Relaxed);
-        self.note_delivery(obj);
-        self.call("on-add", Some(obj), |store, p, key| {
-            lend(store, [obj], |store, [o]| {
-                p.wink_plugin_handler()
-                    .call_on_add(store, key, o, in_initial_list)
-            })
-        });
+        let n = Notification::Add {
+            obj: obj.clone(),
+            in_initial_list,
+        };
+        futures::executor::block_on(self.deliver(&n));
     }
 
     fn on_update(&self, old: &ObjRef, new: &ObjRef) {
-        self.delivered[1].fetch_add(1, Ordering::Relaxed);
-        self.note_delivery(new);
-        self.call("on-update", Some(new), |store, p, key| {
-            lend(store, [old, new], |store, [o, n]| {
-                p.wink_plugin_handler().call_on_update(store, key, o, n)
-            })
-        });
+        let n = Notification::Update {
+            old: old.clone(),
+            new: new.clone(),
+        };
+        futures::executor::block_on(self.deliver(&n));
     }
 
-    /// After the call, the plugin's results about the deleted object go.
     fn on_delete(&self, obj: &ObjRef, final_state_unknown: bool) {
-        self.delivered[2].fetch_add(1, Ordering::Relaxed);
-        self.call("on-delete", Some(obj), |store, p, key| {
-            lend(store, [obj], |store, [o]| {
-                p.wink_plugin_handler()
-                    .call_on_delete(store, key, o, final_state_unknown)
-            })
-        });
-        if let Some(aggregator) = self.reports.get() {
-            aggregator.forget(&self.name, obj.uid());
-        }
+        let n = Notification::Delete {
+            obj: obj.clone(),
+            final_state_unknown,
+        };
+        futures::executor::block_on(self.deliver(&n));
     }
 
-    /// Every watch and read of this instance delivered its initial list:
-    /// after the guest's `on-synced`, results of earlier instances that
-    /// this one did not state again go.
     fn on_synced(&self) {
-        self.call("on-synced", None, |store, p, _| {
-            p.wink_plugin_handler().call_on_synced(store)
-        });
-        if let Some(aggregator) = self.reports.get()
-            && !self.is_crashed()
-        {
-            aggregator.synced(&self.name, self.id);
-        }
+        futures::executor::block_on(self.synced_call());
+    }
+
+    fn is_async(&self) -> bool {
+        true
+    }
+
+    fn deliver_async(self: Arc<Self>, n: Notification) -> Option<DeliveryFuture> {
+        Some(Box::pin(async move { self.deliver(&n).await }))
     }
 }

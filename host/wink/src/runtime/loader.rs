@@ -44,7 +44,9 @@ pub struct LoadedComponent {
 /// the per-Store context) plus the `log` and `cache` imports.
 pub fn linker(engine: &WinkEngine) -> anyhow::Result<Linker<HostState>> {
     let mut linker = Linker::new(engine.engine());
-    wasmtime_wasi::p2::add_to_linker_sync(&mut linker)?;
+    // WASI asynchronously: its host calls then await instead of entering a
+    // runtime of their own, on whatever thread the guest runs.
+    wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
     super::bindings::Plugin::add_to_linker::<HostState, HasSelf<HostState>>(&mut linker, |s| s)?;
     Ok(linker)
 }

@@ -8,9 +8,11 @@
 //! stripped, compression); the metadata's representation is in `meta`.
 //! Knows nothing about stores or plugins.
 
+mod gate;
 mod meta;
 mod raw;
 
+pub use gate::CompressionGate;
 pub use raw::RawObject;
 
 use kube::api::{ApiResource, DynamicObject};

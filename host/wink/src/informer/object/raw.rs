@@ -21,8 +21,8 @@ use std::fmt;
 
 /// The name under which serde_json hands out a value's raw text (the way
 /// its own `RawValue` asks for it). Any other deserializer gets an ordinary
-/// map, which is re-serialized: correct, only slower (kube's paged lists go
-/// through serde's buffering because of a flattened field).
+/// map, which is transcoded member by member (kube's paged lists go through
+/// serde's buffering because of a flattened field).
 const RAW_TOKEN: &str = "$serde_json::private::RawValue";
 
 /// One watched object: its JSON text and the metadata the watcher reads.
@@ -87,16 +87,43 @@ impl<'de> Visitor<'de> for TextVisitor {
             let text: Cow<'de, str> = map.next_value()?;
             return Ok(text.into());
         }
-        let mut object = serde_json::Map::new();
-        object.insert(first.into_owned(), map.next_value()?);
-        while let Some((k, v)) = map.next_entry::<String, serde_json::Value>()? {
-            object.insert(k, v);
+        // Any other deserializer (serde's buffering, for kube's paged
+        // lists) hands out the members: each is transcoded to JSON text as
+        // it is visited, with no tree built in between.
+        let mut out = Vec::with_capacity(1024);
+        out.push(b'{');
+        let mut key = first;
+        loop {
+            serde_json::to_writer(&mut out, key.as_ref()).map_err(de::Error::custom)?;
+            out.push(b':');
+            map.next_value_seed(WriteJson(&mut out))?;
+            match map.next_key::<Cow<'de, str>>()? {
+                Some(next) => {
+                    out.push(b',');
+                    key = next;
+                }
+                None => break,
+            }
         }
-        Ok(serde_json::Value::Object(object).to_string().into())
+        out.push(b'}');
+        let text = String::from_utf8(out).map_err(de::Error::custom)?;
+        Ok(text.into_boxed_str())
     }
 
     fn visit_newtype_struct<D: Deserializer<'de>>(self, d: D) -> Result<Box<str>, D::Error> {
         d.deserialize_map(self)
+    }
+}
+
+/// Writes the value it is given as JSON text onto a buffer.
+struct WriteJson<'a>(&'a mut Vec<u8>);
+
+impl<'de> de::DeserializeSeed<'de> for WriteJson<'_> {
+    type Value = ();
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        let mut ser = serde_json::Serializer::new(&mut *self.0);
+        serde_transcode::transcode(d, &mut ser).map_err(de::Error::custom)
     }
 }
 
@@ -157,6 +184,21 @@ fn quoted(s: &str) -> String {
     serde_json::to_string(s).expect("a string serializes")
 }
 
+/// Searchers for what the cache strips, built once (SIMD substring search
+/// with its tables made up front, not per object).
+struct Finders {
+    managed_fields: memchr::memmem::Finder<'static>,
+    last_applied: memchr::memmem::Finder<'static>,
+}
+
+fn finders() -> &'static Finders {
+    static FINDERS: std::sync::OnceLock<Finders> = std::sync::OnceLock::new();
+    FINDERS.get_or_init(|| Finders {
+        managed_fields: memchr::memmem::Finder::new("\"managedFields\""),
+        last_applied: memchr::memmem::Finder::new(LAST_APPLIED),
+    })
+}
+
 /// The text the cache holds for `obj`: the server's text when it already
 /// is that (typed, nothing to strip), else its top-level members rewritten
 /// (values copied as text). `None` when the text is not an object with
@@ -171,8 +213,8 @@ pub(super) fn cached_text(
     // server's text already is what the cache holds.
     let typed = types.is_some_and(|t| t.api_version == type_name.api_version && t.kind == type_name.kind);
     if typed
-        && !(policy.managed_fields && json.contains("\"managedFields\""))
-        && !(policy.last_applied && json.contains(LAST_APPLIED))
+        && !(policy.managed_fields && finders().managed_fields.find(json.as_bytes()).is_some())
+        && !(policy.last_applied && finders().last_applied.find(json.as_bytes()).is_some())
     {
         return Ok(json.into_string());
     }
@@ -300,6 +342,23 @@ mod tests {
             (Some("v1"), Some("ConfigMap"))
         );
         assert_eq!(v["data"]["k"], "v");
+    }
+
+    #[test]
+    fn buffered_items_are_transcoded_exactly_and_in_order() {
+        let item = r#"{"metadata":{"name":"b","namespace":"ns","resourceVersion":"4","labels":{"z":"1","a":"2"}},"spec":{"n":-3,"big":18446744073709551615,"f":1.5,"ok":true,"none":null,"list":[1,[2,{"x":"q\"uote\u00e9\n"}],[]],"empty":{}}}"#;
+        let list = format!(r#"{{"apiVersion":"v1","kind":"PodList","metadata":{{}},"items":[{item}]}}"#);
+        let list: kube::core::ObjectList<RawObject> = serde_json::from_str(&list).unwrap();
+        let text = &*list.items[0].json;
+        let want: serde_json::Value = serde_json::from_str(item).unwrap();
+        let got: serde_json::Value = serde_json::from_str(text).unwrap();
+        assert_eq!(got, want);
+        // Members keep the server's order (labels z before a).
+        assert!(
+            text.find("\"z\"").unwrap() < text.find("\"a\"").unwrap(),
+            "{text}"
+        );
+        assert!(text.starts_with(r#"{"metadata":"#), "{text}");
     }
 
     #[test]

@@ -145,24 +145,32 @@ impl ClusterAccess {
         if let Some(found) = self.resolved.lock().unwrap().get(&key) {
             return Ok(found.clone());
         }
-        let resolved = self
-            .runtime
-            .block_on(self.factory.resolve(api_version, kind))
-            .map(|(ar, scope)| Resolved {
-                ar,
-                namespaced: matches!(scope, Scope::Namespaced),
-            })
-            .map_err(|e| WriteError::InvalidArgument(format!("{e:#}")))?;
+        let resolved =
+            crate::blocking::blocking(|| self.runtime.block_on(self.factory.resolve(api_version, kind)))
+                .map(|(ar, scope)| Resolved {
+                    ar,
+                    namespaced: matches!(scope, Scope::Namespaced),
+                })
+                .map_err(|e| WriteError::InvalidArgument(format!("{e:#}")))?;
         self.resolved.lock().unwrap().insert(key, resolved.clone());
         Ok(resolved)
     }
 
     /// Send `request` as `user_agent` and wait for the answer (on the
-    /// calling thread, the delivery worker running the plugin). A 429 whose Retry-After
+    /// calling thread, the one running the plugin, handed off by
+    /// [`crate::blocking`] when it is a runtime worker). A 429 whose Retry-After
     /// is at most [`MAX_RETRY_AFTER`] is retried after it, up to
     /// [`RETRIES_429`] times; then the plugin gets `too-many-requests` with
     /// the server's retry-after, to decide for itself.
     pub fn send(&self, request: Request, user_agent: &HeaderValue) -> Result<(u16, Vec<u8>), WriteError> {
+        crate::blocking::blocking(|| self.send_retrying(request, user_agent))
+    }
+
+    fn send_retrying(
+        &self,
+        request: Request,
+        user_agent: &HeaderValue,
+    ) -> Result<(u16, Vec<u8>), WriteError> {
         let mut retries = 0;
         loop {
             match self.send_once(&request, user_agent) {

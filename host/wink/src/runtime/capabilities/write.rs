@@ -130,7 +130,7 @@ impl WriteAccess {
             use std::sync::atomic::Ordering::Relaxed;
             self.rate_waits.fetch_add(1, Relaxed);
             self.rate_waited_us.fetch_add(wait.as_micros() as u64, Relaxed);
-            std::thread::sleep(wait);
+            crate::blocking::blocking(|| std::thread::sleep(wait));
         }
         wait
     }

@@ -11,7 +11,8 @@
 
 use super::PluginManager;
 use crate::informer::index::IndexSpec;
-use crate::informer::{EventHandler, ObjRef, SharedInformer, WatchSpec};
+use crate::informer::processor::DeliveryFuture;
+use crate::informer::{EventHandler, Notification, ObjRef, SharedInformer, WatchSpec};
 use crate::leader::Leadership;
 use crate::runtime::bindings::types::{IndexBy, Registration, Verb as WitVerb};
 use crate::runtime::capabilities::WriteAccess;
@@ -48,6 +49,22 @@ impl InstanceEventHandler {
     }
 }
 
+impl InstanceEventHandler {
+    /// One of the plugin's watches and reads delivered its initial list:
+    /// whether it was the last, so the plugin is now synced and (when this
+    /// replica leads) is told.
+    fn count_down_sync(&self) -> bool {
+        if self.pending_syncs.fetch_sub(1, Ordering::AcqRel) != 1 {
+            return false;
+        }
+        self.instance.set_synced();
+        tracing::info!(plugin = %self.instance.name(), "plugin synced");
+        // Its last initial add was delivered (this listener delivered it,
+        // the others' before they counted down).
+        self.leadership.is_leading()
+    }
+}
+
 impl EventHandler for InstanceEventHandler {
     fn on_add(&self, obj: &ObjRef, in_initial_list: bool) {
         if self.delivers() {
@@ -65,15 +82,22 @@ impl EventHandler for InstanceEventHandler {
         }
     }
     fn on_synced(&self) {
-        if self.pending_syncs.fetch_sub(1, Ordering::AcqRel) == 1 {
-            self.instance.set_synced();
-            tracing::info!(plugin = %self.instance.name(), "plugin synced");
-            // Its last initial add was delivered (this thread delivered it,
-            // the others' before they counted down).
-            if self.leadership.is_leading() {
-                self.instance.on_synced();
-            }
+        if self.count_down_sync() {
+            self.instance.on_synced();
         }
+    }
+    fn is_async(&self) -> bool {
+        true
+    }
+    fn deliver_async(self: Arc<Self>, n: Notification) -> Option<DeliveryFuture> {
+        Some(Box::pin(async move {
+            match n {
+                Notification::Synced if self.count_down_sync() => self.instance.synced_call().await,
+                Notification::Synced => {}
+                n if self.delivers() => self.instance.deliver(&n).await,
+                _ => {}
+            }
+        }))
     }
 }
 
