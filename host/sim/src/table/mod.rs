@@ -183,7 +183,8 @@ fn row(printer: &Printer, obj: &Value, req: TableRequest, now: chrono::DateTime<
     match req.include {
         Include::None => {}
         Include::Metadata => {
-            r["object"] = json!({"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1",
+            // In the Table's own version of meta.k8s.io.
+            r["object"] = json!({"kind": "PartialObjectMetadata", "apiVersion": req.api_version,
                 "metadata": obj.get("metadata").cloned().unwrap_or(json!({}))});
         }
         Include::Object => r["object"] = obj.clone(),
