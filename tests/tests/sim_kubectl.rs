@@ -253,6 +253,55 @@ metadata: {name: team}
     assert_eq!(got["apiVersion"], "example.com/v1");
 }
 
+/// `kubectl get` asks for server-side tables: the columns come from the
+/// server (a CRD's additionalPrinterColumns, the default Name/Created At).
+#[tokio::test]
+async fn kubectl_get_prints_server_side_tables() {
+    if !have_kubectl() {
+        return;
+    }
+    let e = env("tables").await;
+    let crd = r#"
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: gadgets.example.com}
+spec:
+  group: example.com
+  scope: Namespaced
+  names: {plural: gadgets, singular: gadget, kind: Gadget}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}
+    additionalPrinterColumns:
+    - {name: Size, type: integer, jsonPath: .spec.size}
+    - {name: Color, type: string, jsonPath: ".spec.colors[0]"}
+    - {name: Owner, type: string, jsonPath: .spec.owner, priority: 1}
+    - {name: Age, type: date, jsonPath: .metadata.creationTimestamp}
+"#;
+    let file = e.dir.join("crd.yaml");
+    std::fs::write(&file, crd).unwrap();
+    e.ok(&["create", "-f", file.to_str().unwrap()]).await;
+    let g = e.dir.join("g.yaml");
+    std::fs::write(
+        &g,
+        "apiVersion: example.com/v1\nkind: Gadget\nmetadata: {name: g1}\nspec: {size: 3, colors: [teal, red], owner: ann}\n",
+    )
+    .unwrap();
+    e.ok(&["create", "-f", g.to_str().unwrap()]).await;
+    let out = e.ok(&["get", "gadgets"]).await;
+    let lines: Vec<Vec<&str>> = out.lines().map(|l| l.split_whitespace().collect()).collect();
+    assert_eq!(lines[0], ["NAME", "SIZE", "COLOR", "AGE"], "{out}");
+    assert_eq!(lines[1][..3], ["g1", "3", "teal"], "{out}");
+    let wide = e.ok(&["get", "gadgets", "-o", "wide"]).await;
+    assert!(wide.contains("OWNER") && wide.contains("ann"), "{wide}");
+    let crds = e.ok(&["get", "crds"]).await;
+    assert!(crds.starts_with("NAME") && crds.contains("CREATED AT"), "{crds}");
+    let nss = e.ok(&["get", "namespaces"]).await;
+    assert!(nss.lines().next().unwrap().contains("STATUS"), "{nss}");
+}
+
 #[tokio::test]
 async fn kubectl_auth_can_i() {
     if !have_kubectl() {
