@@ -114,6 +114,29 @@ fn wink_new_lang_python_and_js_build_and_pass_as_generated() {
     }
 }
 
+#[test]
+fn the_typescript_sdk_and_examples_type_check() {
+    let tsc = lang_support::js_tools().join("node_modules/typescript/bin/tsc");
+    for project in [
+        "sdk/js",
+        "plugins/js/pod-logger",
+        "plugins/js/app-index",
+        "plugins/js/require-labels",
+    ] {
+        let out = Command::new("node")
+            .arg(&tsc)
+            .args(["--noEmit", "-p", "."])
+            .current_dir(root().join(project))
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "tsc --noEmit in {project}:\n{}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+    }
+}
+
 /// Wait until every plugin of `names` has logged `count` lines.
 fn wait_lines(wink: &Wink, names: &[String], count: usize) {
     wink.wait_until(&format!("{count} lines from each of {names:?}"), WAIT, |w| {

@@ -19,6 +19,7 @@ export class KubeObject {
   #json: string | undefined;
   #parsed: unknown;
   #labels: Record<string, string> | undefined;
+  #asked: Map<string, string | undefined> | undefined;
 
   /** @internal */
   constructor(handle: Handle | undefined, key: string | undefined, list?: ObjectList, index = 0) {
@@ -95,9 +96,18 @@ export class KubeObject {
     return this.#labels;
   }
 
-  /** One label's value, or undefined. */
+  /**
+   * One label's value, or undefined: from the metadata when it was fetched,
+   * else asked of the host alone (one string crosses, not every label), and
+   * kept.
+   */
   label(key: string): string | undefined {
-    return Object.prototype.hasOwnProperty.call(this.labels, key) ? this.labels[key] : undefined;
+    if (this.#meta !== undefined) {
+      return Object.prototype.hasOwnProperty.call(this.labels, key) ? this.labels[key] : undefined;
+    }
+    this.#asked ??= new Map();
+    if (!this.#asked.has(key)) this.#asked.set(key, this.handle.label(key));
+    return this.#asked.get(key);
   }
 
   /** The whole object as JSON text, as the host's cache holds it. */

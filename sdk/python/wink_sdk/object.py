@@ -34,7 +34,18 @@ class Object:
     keep it longer (the clone is an owned handle to the same version).
     """
 
-    __slots__ = ("_handle", "_key", "_answer", "_index", "_meta", "_json", "_dict", "_uid", "_rv")
+    __slots__ = (
+        "_handle",
+        "_key",
+        "_answer",
+        "_index",
+        "_meta",
+        "_json",
+        "_dict",
+        "_uid",
+        "_rv",
+        "_asked",
+    )
 
     def __init__(
         self,
@@ -52,6 +63,7 @@ class Object:
         self._dict: Optional[Dict[str, Any]] = None
         self._uid: Optional[str] = None
         self._rv: Optional[str] = None
+        self._asked: Optional[Dict[str, Optional[str]]] = None
 
     @classmethod
     def _from_answer(cls, answer: _types.Answer) -> List["Object"]:
@@ -126,11 +138,18 @@ class Object:
         return dict(self._metadata().labels)
 
     def label(self, key: str) -> Optional[str]:
-        """One label's value, or ``None``."""
-        for k, v in self._metadata().labels:
-            if k == key:
-                return v
-        return None
+        """One label's value, or ``None``: from the metadata when it was
+        fetched, else asked of the host alone (one string crosses), and kept."""
+        if self._meta is not None:
+            for k, v in self._meta.labels:
+                if k == key:
+                    return v
+            return None
+        if self._asked is None:
+            self._asked = {}
+        if key not in self._asked:
+            self._asked[key] = self.handle.label(key)
+        return self._asked[key]
 
     def json(self) -> str:
         """The whole object as JSON text, as the host's cache holds it."""

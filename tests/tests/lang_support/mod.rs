@@ -14,8 +14,12 @@ use std::sync::{Mutex, OnceLock};
 
 /// componentize-py, from PyPI.
 pub const COMPONENTIZE_PY: &str = "componentize-py==0.25.1";
-/// componentize-js and esbuild, from npm.
-pub const NPM_TOOLS: [&str; 2] = ["@bytecodealliance/componentize-js@0.23.0", "esbuild@0.25.12"];
+/// componentize-js and esbuild (the build), TypeScript (`tsc --noEmit`), from npm.
+pub const NPM_TOOLS: [&str; 3] = [
+    "@bytecodealliance/componentize-js@0.23.0",
+    "esbuild@0.25.12",
+    "typescript@5.9.3",
+];
 
 /// A plugin's language.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -80,7 +84,7 @@ pub fn js_tools() -> &'static Path {
     DIR.get_or_init(|| {
         let dir = tools().join("js");
         let have = |p: &str| dir.join("node_modules").join(p).join("package.json").is_file();
-        if !(have("@bytecodealliance/componentize-js") && have("esbuild")) {
+        if !(have("@bytecodealliance/componentize-js") && have("esbuild") && have("typescript")) {
             std::fs::create_dir_all(&dir).unwrap();
             std::fs::write(dir.join("package.json"), "{\"private\": true}\n").unwrap();
             run(

@@ -5,19 +5,20 @@
  * counts what it saw and logs nothing per event.
  */
 
-import { Handler, type KubeObject, type Registration, config, plugin } from "wink-sdk";
+import { Handler, type HandlerExport, type KubeObject, type Registration, config, plugin } from "wink-sdk";
 
 class Bench extends Handler {
-  parse = false;
+  mode = "meta";
   seen = 0;
 
   init(text: string): Registration {
-    this.parse = config(text, { mode: "meta" }).mode === "parse";
+    this.mode = config(text, { mode: "meta" }).mode;
     return { watches: [{ apiVersion: "v1", kind: "Pod" }] };
   }
 
   touch(obj: KubeObject): void {
-    if (this.parse) {
+    if (this.mode === "none") return;
+    if (this.mode === "parse") {
       const pod = obj.toJSON<{ spec: { containers: unknown[] } }>();
       this.seen += pod.spec.containers.length;
     } else {
@@ -34,4 +35,21 @@ class Bench extends Handler {
   }
 }
 
-export const handler = plugin(Bench);
+const sdk = plugin(Bench);
+let bare = false;
+
+/**
+ * Mode `bare` returns from the export itself, before the SDK makes objects:
+ * the floor of a call into the runtime. Mode `none` goes through the SDK
+ * and reads nothing.
+ */
+export const handler: HandlerExport = {
+  ...sdk,
+  init(text) {
+    bare = text.includes('"bare"');
+    return sdk.init(text);
+  },
+  onUpdate(key, oldObj, newObj) {
+    if (!bare) sdk.onUpdate(key, oldObj, newObj);
+  },
+};
