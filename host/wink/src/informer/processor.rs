@@ -144,8 +144,37 @@ impl ListenerState {
 struct Queue {
     items: PendingQueue,
     state: ListenerState,
-    /// The worker delivering it, while Running.
+    /// The pool worker delivering it, while Running there (none for a task).
     running_on: Option<ThreadId>,
+    /// Threads in [`Listener::stop`] waiting for the batch to end.
+    stoppers: usize,
+}
+
+/// Listeners that got work from one event, started together once it has
+/// been queued to all: the async ones as one task of their runtime (one
+/// event for many plugins then wakes no thread at all), the others on the
+/// pool.
+#[derive(Default)]
+pub struct Starts {
+    tasks: Vec<Arc<Listener>>,
+}
+
+impl Starts {
+    /// Start every batch collected (on the first one's runtime: a process's
+    /// listeners all start on the daemon's one runtime).
+    pub fn run(mut self) {
+        let Some(first) = self.tasks.first() else { return };
+        let Some(rt) = first.runtime.clone() else { return };
+        if self.tasks.len() == 1 {
+            let l = self.tasks.pop().expect("one listener");
+            rt.spawn(l.run_batch_async());
+            return;
+        }
+        let batches: Vec<_> = self.tasks.drain(..).map(Listener::run_batch_async).collect();
+        rt.spawn(async move {
+            futures::future::join_all(batches).await;
+        });
+    }
 }
 
 /// How many notifications one listener delivers before a worker moves on
@@ -201,6 +230,7 @@ impl Listener {
                 items: PendingQueue::new(coalesce_after),
                 state: ListenerState::Open(Place::Idle),
                 running_on: None,
+                stoppers: 0,
             }),
             released: Condvar::new(),
             synced: AtomicBool::new(false),
@@ -247,6 +277,14 @@ impl Listener {
 
     /// Enqueue many at once, in order.
     pub fn push_all(&self, ns: impl IntoIterator<Item = Notification>) {
+        let mut starts = Starts::default();
+        self.queue_all(ns, &mut starts);
+        starts.run();
+    }
+
+    /// [`push_all`](Self::push_all), leaving an async listener's start in
+    /// `starts` (to be run with the other listeners the same event went to).
+    pub fn queue_all(&self, ns: impl IntoIterator<Item = Notification>, starts: &mut Starts) {
         let mut q = self.queue.lock().unwrap();
         if !q.state.accepts() {
             return;
@@ -259,7 +297,10 @@ impl Listener {
         let schedule = !q.items.is_empty() && q.state.on_push();
         drop(q);
         if schedule && let Some(me) = self.me.upgrade() {
-            me.schedule();
+            match me.runtime {
+                Some(_) => starts.tasks.push(me),
+                None => pool().schedule(me),
+            }
         }
         if started {
             // A large replay starts this too; it is only a problem when the
@@ -294,14 +335,20 @@ impl Listener {
         let mut q = self.queue.lock().unwrap();
         q.state.on_stop();
         q.items.clear();
-        let me = std::thread::current().id();
-        if q.state.place() == Place::Running && q.running_on.is_some_and(|t| t != me) {
+        // A pool worker's batch may be this very call (a handler stopping
+        // its own listener); a task's never is.
+        let me = Some(std::thread::current().id());
+        let waits = |q: &Queue| q.state.place() == Place::Running && q.running_on != me;
+        if waits(&q) {
             // Its batch may be a task waiting for this very thread.
-            crate::blocking::blocking(|| {
-                while q.state.place() == Place::Running && q.running_on.is_some_and(|t| t != me) {
+            q.stoppers += 1;
+            q = crate::blocking::blocking(move || {
+                while waits(&q) {
                     q = self.released.wait(q).unwrap();
                 }
+                q
             });
+            q.stoppers -= 1;
         }
     }
 
@@ -326,7 +373,7 @@ impl Listener {
     /// Deliver up to [`BATCH`] queued notifications on the calling worker,
     /// then schedule it again if more are queued.
     pub(super) fn run_batch(self: &Arc<Self>, slot: &Slot, epoch: Instant) {
-        let delivers = self.begin_batch();
+        let delivers = self.begin_batch(Some(std::thread::current().id()));
         for _ in 0..BATCH {
             let Some(n) = self.next_in_batch(delivers) else {
                 break;
@@ -341,7 +388,7 @@ impl Listener {
     /// [`run_batch`](Self::run_batch) for an async handler, as a task of
     /// the runtime.
     async fn run_batch_async(self: Arc<Self>) {
-        let delivers = self.begin_batch();
+        let delivers = self.begin_batch(None);
         for _ in 0..BATCH {
             let Some(n) = self.next_in_batch(delivers) else {
                 break;
@@ -360,11 +407,12 @@ impl Listener {
         self.end_batch();
     }
 
-    /// A batch starts: whether it delivers (a stopped listener's does not).
-    fn begin_batch(&self) -> bool {
+    /// A batch starts on `thread` (none for a task, which may move between
+    /// threads): whether it delivers (a stopped listener's does not).
+    fn begin_batch(&self, thread: Option<ThreadId>) -> bool {
         let mut q = self.queue.lock().unwrap();
         let delivers = q.state.on_run();
-        q.running_on = Some(std::thread::current().id());
+        q.running_on = thread;
         if !delivers {
             q.items.clear();
         }
@@ -382,13 +430,15 @@ impl Listener {
 
     /// The batch is done: release it, and schedule it again if more is queued.
     fn end_batch(self: &Arc<Self>) {
-        let again = {
+        let (again, stoppers) = {
             let mut q = self.queue.lock().unwrap();
             q.running_on = None;
             let queued = !q.items.is_empty();
-            q.state.on_batch_done(queued)
+            (q.state.on_batch_done(queued), q.stoppers)
         };
-        self.released.notify_all();
+        if stoppers > 0 {
+            self.released.notify_all();
+        }
         if again {
             self.clone().schedule();
         }
@@ -425,168 +475,4 @@ impl Listener {
 }
 
 #[cfg(test)]
-pub(crate) mod tests {
-    use super::*;
-    use crate::informer::object::tests::pod;
-
-    /// Records what it receives as lines, for tests.
-    #[derive(Default)]
-    pub struct Recorder {
-        pub lines: Mutex<Vec<String>>,
-        pub gate: Mutex<()>,
-    }
-
-    impl Recorder {
-        pub fn lines(&self) -> Vec<String> {
-            self.lines.lock().unwrap().clone()
-        }
-        fn rec(&self, s: String) {
-            let _g = self.gate.lock().unwrap();
-            self.lines.lock().unwrap().push(s);
-        }
-    }
-
-    impl EventHandler for Recorder {
-        fn on_add(&self, obj: &ObjRef, initial: bool) {
-            self.rec(format!("add {} {}", obj.key(), initial));
-        }
-        fn on_update(&self, old: &ObjRef, new: &ObjRef) {
-            self.rec(format!(
-                "update {} {}->{}",
-                new.key(),
-                old.resource_version(),
-                new.resource_version()
-            ));
-        }
-        fn on_delete(&self, obj: &ObjRef, unknown: bool) {
-            self.rec(format!("delete {} {}", obj.key(), unknown));
-        }
-        fn on_synced(&self) {
-            self.rec("synced".into());
-        }
-    }
-
-    pub fn wait_for(mut cond: impl FnMut() -> bool) {
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while !cond() {
-            assert!(Instant::now() < deadline, "condition not met in 10 s");
-            std::thread::sleep(Duration::from_millis(5));
-        }
-    }
-
-    #[test]
-    fn delivers_in_order_and_marks_synced() {
-        let rec = Arc::new(Recorder::default());
-        let l = Listener::start("t", rec.clone(), None);
-        l.push(Notification::Add {
-            obj: pod("d", "a", 1, &[]),
-            in_initial_list: true,
-        });
-        l.push(Notification::Synced);
-        l.push(Notification::Update {
-            old: pod("d", "a", 1, &[]),
-            new: pod("d", "a", 2, &[]),
-        });
-        l.push(Notification::Delete {
-            obj: pod("d", "a", 2, &[]),
-            final_state_unknown: true,
-        });
-        wait_for(|| rec.lines().len() == 4);
-        assert_eq!(
-            rec.lines(),
-            vec!["add d/a true", "synced", "update d/a 1->2", "delete d/a true"]
-        );
-        assert!(l.has_synced());
-        assert_eq!(l.delivered(), 3);
-        l.stop();
-    }
-
-    #[test]
-    fn a_stuck_listener_does_not_block_another() {
-        let stuck = Arc::new(Recorder::default());
-        let free = Arc::new(Recorder::default());
-        let gate = stuck.gate.lock().unwrap();
-        let a = Listener::start("stuck", stuck.clone(), None);
-        let b = Listener::start("free", free.clone(), None);
-        for i in 0..100 {
-            let n = Notification::Add {
-                obj: pod("d", &format!("p{i}"), i, &[]),
-                in_initial_list: false,
-            };
-            a.push(n.clone());
-            b.push(n);
-        }
-        wait_for(|| free.lines().len() == 100);
-        assert!(stuck.lines().is_empty());
-        assert!(a.backlog() >= 99);
-        drop(gate);
-        wait_for(|| stuck.lines().len() == 100);
-        assert_eq!(stuck.lines(), free.lines());
-        a.stop();
-        b.stop();
-    }
-
-    #[test]
-    fn listeners_stuck_on_every_worker_get_the_others_another_worker() {
-        let stuck: Vec<Arc<Recorder>> = (0..4).map(|_| Arc::new(Recorder::default())).collect();
-        let gates: Vec<_> = stuck.iter().map(|r| r.gate.lock().unwrap()).collect();
-        let listeners: Vec<_> = stuck
-            .iter()
-            .enumerate()
-            .map(|(i, r)| Listener::start(&format!("stuck-{i}"), r.clone(), None))
-            .collect();
-        for l in &listeners {
-            l.push(Notification::Synced);
-        }
-        let free = Arc::new(Recorder::default());
-        let f = Listener::start("free", free.clone(), None);
-        f.push(Notification::Synced);
-        wait_for(|| free.lines().len() == 1);
-        assert!(
-            super::super::pool::pool().workers() >= 5,
-            "one worker per stuck listener, plus one"
-        );
-        drop(gates);
-        wait_for(|| stuck.iter().all(|r| r.lines().len() == 1));
-        for l in listeners {
-            l.stop();
-        }
-        f.stop();
-    }
-
-    #[test]
-    fn drain_and_stop_delivers_what_was_queued_and_refuses_more() {
-        let rec = Arc::new(Recorder::default());
-        let gate = rec.gate.lock().unwrap();
-        let l = Listener::start("d", rec.clone(), None);
-        for i in 0..5 {
-            l.push(Notification::Add {
-                obj: pod("d", &format!("p{i}"), i, &[]),
-                in_initial_list: false,
-            });
-        }
-        l.drain_and_stop();
-        l.push(Notification::Add {
-            obj: pod("d", "late", 9, &[]),
-            in_initial_list: false,
-        });
-        drop(gate);
-        wait_for(|| l.is_finished());
-        assert_eq!(rec.lines().len(), 5);
-        assert!(!rec.lines().iter().any(|x| x.contains("late")));
-    }
-
-    #[test]
-    fn resync_schedule_floors_at_one_second() {
-        let l = Listener::start(
-            "r",
-            Arc::new(Recorder::default()),
-            Some(Duration::from_millis(10)),
-        );
-        let now = Instant::now();
-        assert!(!l.take_resync_due(now));
-        assert!(l.take_resync_due(now + Duration::from_secs(1)));
-        assert!(!l.take_resync_due(now + Duration::from_millis(1500)));
-        l.stop();
-    }
-}
+pub(crate) mod tests;

@@ -10,7 +10,7 @@
 
 use super::object::ObjRef;
 use super::object::RawObject;
-use super::processor::{EventHandler, Listener, Notification};
+use super::processor::{EventHandler, Listener, Notification, Starts};
 use super::reflector::{Delta, Reflector};
 use super::stats::{EventType, InformerStats};
 use super::store::{IndexFunc, Store, StoreError, Writer};
@@ -251,13 +251,18 @@ impl SharedInformer {
                 }
             }
         }
+        let mut starts = Starts::default();
         for l in listeners.iter() {
             if first_sync {
-                l.push_all(out.iter().cloned().chain(std::iter::once(Notification::Synced)));
+                l.queue_all(
+                    out.iter().cloned().chain(std::iter::once(Notification::Synced)),
+                    &mut starts,
+                );
             } else if !out.is_empty() {
-                l.push_all(out.iter().cloned());
+                l.queue_all(out.iter().cloned(), &mut starts);
             }
         }
+        starts.run();
         if listed {
             super::release::after_list();
         }
