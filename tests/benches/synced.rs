@@ -83,10 +83,10 @@ async fn main() {
                 .unwrap();
         }
         for streaming in [false, true] {
-            // Alternate, best of 3 each, in the same run.
+            // Alternate, best of 5 each, in the same run.
             let mut kube = Duration::MAX;
             let mut wink = Duration::MAX;
-            for _ in 0..3 {
+            for _ in 0..5 {
                 kube = kube.min(kube_synced(&sim, streaming).await);
                 wink = wink.min(wink_synced(&sim, streaming).await);
             }

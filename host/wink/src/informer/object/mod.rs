@@ -131,7 +131,7 @@ impl CachedObject {
     /// text is used as it is, or rewritten at its top level (see `raw`),
     /// never parsed into a tree (unless its keys are escaped).
     pub fn from_raw(obj: RawObject, type_name: &Arc<TypeName>, policy: CachePolicy) -> ObjRef {
-        match raw::cached_text(obj.json, obj.types.as_ref(), type_name, policy) {
+        match raw::cached_text(obj.json, obj.types.as_ref(), obj.untyped, type_name, policy) {
             Ok(json) => Self::from_text(json, type_name, policy),
             Err(json) => {
                 let obj: DynamicObject =

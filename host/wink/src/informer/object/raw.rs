@@ -34,6 +34,8 @@ pub struct RawObject {
     pub metadata: ObjectMeta,
     /// The object as the server sent it.
     pub json: Box<str>,
+    /// Neither apiVersion nor kind was in the text (a list's item).
+    pub untyped: bool,
 }
 
 impl kube::Resource for RawObject {
@@ -150,6 +152,7 @@ impl<'de> Deserialize<'de> for RawObject {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let json = d.deserialize_newtype_struct(RAW_TOKEN, TextVisitor)?;
         let head: Head = serde_json::from_str(&json).map_err(de::Error::custom)?;
+        let untyped = head.api_version.is_none() && head.kind.is_none();
         let types = match (head.api_version, head.kind) {
             (Some(api_version), Some(kind)) => Some(TypeMeta {
                 api_version: api_version.into_owned(),
@@ -168,6 +171,7 @@ impl<'de> Deserialize<'de> for RawObject {
                 ..ObjectMeta::default()
             },
             json,
+            untyped,
         })
     }
 }
@@ -177,6 +181,14 @@ impl Serialize for RawObject {
         let raw: &RawValue = serde_json::from_str(&self.json).map_err(serde::ser::Error::custom)?;
         raw.serialize(s)
     }
+}
+
+/// `{"apiVersion":...,"kind":...` (the object's opening, its types).
+fn push_types(out: &mut String, type_name: &TypeName) {
+    out.push_str("{\"apiVersion\":");
+    out.push_str(&quoted(&type_name.api_version));
+    out.push_str(",\"kind\":");
+    out.push_str(&quoted(&type_name.kind));
 }
 
 /// A JSON string literal.
@@ -206,17 +218,30 @@ fn finders() -> &'static Finders {
 pub(super) fn cached_text(
     json: Box<str>,
     types: Option<&TypeMeta>,
+    untyped: bool,
     type_name: &TypeName,
     policy: CachePolicy,
 ) -> Result<String, Box<str>> {
-    // The common case, told by a substring search instead of a parse: the
-    // server's text already is what the cache holds.
+    // The common cases, told by a substring search instead of a parse: the
+    // server's text already is what the cache holds, or lacks only its
+    // apiVersion and kind (a list's item), which go in front.
+    let keeps = !(policy.managed_fields && finders().managed_fields.find(json.as_bytes()).is_some())
+        && !(policy.last_applied && finders().last_applied.find(json.as_bytes()).is_some());
     let typed = types.is_some_and(|t| t.api_version == type_name.api_version && t.kind == type_name.kind);
-    if typed
-        && !(policy.managed_fields && finders().managed_fields.find(json.as_bytes()).is_some())
-        && !(policy.last_applied && finders().last_applied.find(json.as_bytes()).is_some())
-    {
+    if typed && keeps {
         return Ok(json.into_string());
+    }
+    if untyped
+        && keeps
+        && let Some(members) = json.strip_prefix('{').map(str::trim_start)
+    {
+        let mut out = String::with_capacity(json.len() + 64);
+        push_types(&mut out, type_name);
+        if !members.starts_with('}') {
+            out.push(',');
+        }
+        out.push_str(members);
+        return Ok(out);
     }
     let Ok(top) = serde_json::from_str::<BTreeMap<&str, &RawValue>>(&json) else {
         return Err(json);
@@ -248,10 +273,7 @@ pub(super) fn cached_text(
         return Ok(json.into_string());
     }
     let mut out = String::with_capacity(json.len() + 64);
-    out.push_str("{\"apiVersion\":");
-    out.push_str(&quoted(&type_name.api_version));
-    out.push_str(",\"kind\":");
-    out.push_str(&quoted(&type_name.kind));
+    push_types(&mut out, type_name);
     out.push_str(",\"metadata\":{");
     let mut first = true;
     for (k, v) in &meta {
@@ -318,9 +340,11 @@ mod tests {
         assert!(o.json.contains(r#""k":"v \u00e9""#), "{}", o.json);
         assert_eq!(o.metadata.resource_version.as_deref(), Some("7"));
         assert_eq!(o.types.as_ref().unwrap().kind, "ConfigMap");
+        assert!(!o.untyped);
         let text = cached_text(
             o.json.clone(),
             o.types.as_ref(),
+            o.untyped,
             &type_name(),
             CachePolicy::default(),
         )
@@ -333,15 +357,34 @@ mod tests {
         let list = r#"{"apiVersion":"v1","kind":"ConfigMapList","metadata":{"resourceVersion":"9"},"items":[{"metadata":{"name":"a","namespace":"ns","resourceVersion":"3"},"data":{"k":"v"}}]}"#;
         let list: kube::core::ObjectList<RawObject> = serde_json::from_str(list).unwrap();
         let item = &list.items[0];
-        assert!(item.types.is_none());
+        assert!(item.types.is_none() && item.untyped);
         assert_eq!(item.metadata.name.as_deref(), Some("a"));
-        let text = cached_text(item.json.clone(), None, &type_name(), CachePolicy::default()).unwrap();
+        let text = cached_text(
+            item.json.clone(),
+            None,
+            true,
+            &type_name(),
+            CachePolicy::default(),
+        )
+        .unwrap();
+        // Its types go in front of the members as they came.
+        assert_eq!(
+            text,
+            format!(r#"{{"apiVersion":"v1","kind":"ConfigMap",{}"#, &item.json[1..])
+        );
+        let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(v["data"]["k"], "v");
+        // An item with something to strip is rewritten instead.
+        let json = r#"{"metadata":{"name":"a","managedFields":[{}]},"data":{"k":"v"}}"#;
+        let text = cached_text(json.into(), None, true, &type_name(), CachePolicy::default()).unwrap();
         let v: serde_json::Value = serde_json::from_str(&text).unwrap();
         assert_eq!(
-            (v["apiVersion"].as_str(), v["kind"].as_str()),
-            (Some("v1"), Some("ConfigMap"))
+            (v["kind"].as_str(), v["metadata"].get("managedFields")),
+            (Some("ConfigMap"), None)
         );
-        assert_eq!(v["data"]["k"], "v");
+        // An empty object gets its types alone.
+        let text = cached_text("{ }".into(), None, true, &type_name(), CachePolicy::default()).unwrap();
+        assert_eq!(text, r#"{"apiVersion":"v1","kind":"ConfigMap"}"#);
     }
 
     #[test]
@@ -373,6 +416,7 @@ mod tests {
         let text = cached_text(
             json.clone().into(),
             Some(&typed),
+            false,
             &type_name(),
             CachePolicy::default(),
         )
@@ -387,7 +431,7 @@ mod tests {
             compress: false,
         };
         assert_eq!(
-            cached_text(json.clone().into(), Some(&typed), &type_name(), keep).unwrap(),
+            cached_text(json.clone().into(), Some(&typed), false, &type_name(), keep).unwrap(),
             json
         );
     }
