@@ -225,8 +225,10 @@ pub(super) fn cached_text(
     // The common cases, told by a substring search instead of a parse: the
     // server's text already is what the cache holds, or lacks only its
     // apiVersion and kind (a list's item), which go in front.
-    let keeps = !(policy.managed_fields && finders().managed_fields.find(json.as_bytes()).is_some())
-        && !(policy.last_applied && finders().last_applied.find(json.as_bytes()).is_some());
+    let found = |f: &memchr::memmem::Finder| f.find(json.as_bytes()).is_some();
+    let strips = (policy.managed_fields && found(&finders().managed_fields))
+        || (policy.last_applied && found(&finders().last_applied));
+    let keeps = !strips;
     let typed = types.is_some_and(|t| t.api_version == type_name.api_version && t.kind == type_name.kind);
     if typed && keeps {
         return Ok(json.into_string());
