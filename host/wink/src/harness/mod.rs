@@ -19,32 +19,40 @@
 //!   - relist: []                                            # b went missing: a tombstone
 //! expect:
 //!   log: ["INFO OnAdd: a", ...]
+//!   writes: ['patch apps/v1 Deployment default/b merge {"metadata":{"labels":{"team":"x"}}}', ...]
+//!   events: ["Warning MissingLabel default/b: no team label", ...]
 //!   reports: ["default/b pod-security privileged-containers pass", ...]
 //! ```
 //!
 //! Owns the case format, playing it and the comparison; the informer and
-//! runtime are used as they are. Writes and Events reach no server here:
-//! the plugin is granted none, so it sees `not-permitted`, and its log says
-//! so. Watches' namespaces apply; their label and field selectors do not.
+//! runtime are used as they are. The plugin is granted whatever it
+//! declares (as `wink dev` grants it), and its writes and Events reach no
+//! server: [`capture`] records each one and answers it as an API server
+//! would, so `expect.writes` and `expect.events` say what the plugin did
+//! (`create v1 ConfigMap team-a/defaults`, `delete v1 Pod default/old`, a
+//! patch with its type and body). Watches get what their namespace, label
+//! and field selectors select ([`feed`]).
 
+mod capture;
 mod diff;
+mod feed;
+mod patch;
 
-use crate::informer::object::{CachePolicy, CachedObject};
-use crate::informer::reflector::Delta;
-use crate::informer::{EventHandler, ObjRef, SharedInformer};
+use crate::informer::{EventHandler, ObjRef};
 use crate::reports::Aggregator;
+use crate::runtime::capabilities::WriteAccess;
+use crate::runtime::capabilities::cluster::ClusterAccess;
 use crate::runtime::engine::{Compiler, Limits, WinkEngine};
+use crate::runtime::grants::{Grants, Rate};
 use crate::runtime::instance::PluginInstance;
 use crate::runtime::{loader, stdio};
 use anyhow::{Context, bail};
-use kube::api::{ApiResource, DynamicObject};
-use kube::core::GroupVersionKind;
+use feed::Feed;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// One test case.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -89,6 +97,13 @@ pub struct Expect {
     /// Its log lines, in order, as `LEVEL message`.
     #[serde(default)]
     pub log: Vec<String>,
+    /// Its writes, in order, one line each: `VERB apiVersion Kind key`,
+    /// and a patch's type and body, a delete's options.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub writes: Vec<String>,
+    /// Its Events, in order, as `TYPE REASON key: note`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub events: Vec<String>,
     /// Its policy results at the end, as `key policy rule result`, sorted.
     #[serde(default)]
     pub reports: Vec<String>,
@@ -100,65 +115,6 @@ pub struct Outcome {
     pub passed: bool,
     /// A readable difference, when it failed.
     pub diff: String,
-}
-
-/// One informer per watched or read (apiVersion, kind), fed by the case.
-struct Feed {
-    informers: BTreeMap<(String, String), (Arc<SharedInformer>, Option<String>)>,
-    versions: u64,
-}
-
-impl Feed {
-    /// The cached form of `v`, with a uid and a resourceVersion when the
-    /// case gives none; none when no informer takes its type or namespace.
-    fn object(&mut self, v: &Value) -> anyhow::Result<Option<(Arc<SharedInformer>, ObjRef)>> {
-        let api_version = v["apiVersion"]
-            .as_str()
-            .context("an object needs an apiVersion")?;
-        let kind = v["kind"].as_str().context("an object needs a kind")?;
-        let Some((informer, namespace)) = self.informers.get(&(api_version.into(), kind.into())) else {
-            return Ok(None);
-        };
-        let mut v = v.clone();
-        let ns = v["metadata"]["namespace"].as_str().map(str::to_string);
-        if namespace.is_some() && *namespace != ns {
-            return Ok(None);
-        }
-        let name = v["metadata"]["name"]
-            .as_str()
-            .context("an object needs metadata.name")?
-            .to_string();
-        if v["metadata"]["uid"].is_null() {
-            v["metadata"]["uid"] = format!("uid-{}-{name}", ns.as_deref().unwrap_or("")).into();
-        }
-        self.versions += 1;
-        if v["metadata"]["resourceVersion"].is_null() {
-            v["metadata"]["resourceVersion"] = self.versions.to_string().into();
-        }
-        let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
-        let ar = ApiResource::from_gvk(&GroupVersionKind::gvk(group, version, kind));
-        let obj: DynamicObject = serde_json::from_value(v).context("not a Kubernetes object")?;
-        let policy = CachePolicy {
-            compress: false,
-            ..CachePolicy::default()
-        };
-        Ok(Some((
-            informer.clone(),
-            CachedObject::from_dynamic(obj, &ar, policy),
-        )))
-    }
-
-    /// Wait until every informer's listeners delivered everything.
-    fn settle(&self) -> anyhow::Result<()> {
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while !self.informers.values().all(|(i, _)| i.is_idle()) {
-            if Instant::now() > deadline {
-                bail!("the plugin did not finish its deliveries within 30 s");
-            }
-            std::thread::sleep(Duration::from_millis(1));
-        }
-        Ok(())
-    }
 }
 
 /// Play `case` (read from `path`) and compare.
@@ -177,32 +133,33 @@ pub fn run(path: &Path, case: &Case) -> anyhow::Result<Outcome> {
         PluginInstance::start(name, loaded.pre, &engine, config, Limits::default(), None)?;
     let aggregator = Aggregator::new();
     instance.report_scope().connect(aggregator.clone());
-    let mut feed = Feed {
-        informers: BTreeMap::new(),
-        versions: 0,
-    };
-    let watches = registration
-        .watches
-        .iter()
-        .map(|w| (&w.resource, &w.namespace, &w.indexes, w.resync_seconds, true));
-    let reads = registration
-        .reads
-        .iter()
-        .map(|r| (&r.resource, &r.namespace, &r.indexes, 0, false));
+    // Whatever it declares, as `wink dev` grants it, answered by the capture.
+    let capture = Arc::new(capture::Capture::new(&case.objects));
+    let declared = crate::runtime::manager::declared_writes(&registration);
+    let (mut permissions, _) =
+        Grants::whatever_is_declared().permissions(instance.name(), &declared, registration.records_events);
+    permissions.rate = Some(Rate {
+        qps: 1e9,
+        burst: 1_000_000_000,
+    });
+    let cluster = Arc::new(ClusterAccess::local(capture.clone()));
+    instance
+        .write_scope()
+        .grant(WriteAccess::new(instance.name().into(), cluster, permissions));
+    let mut feed = Feed::default();
+    let watches = registration.watches.iter().map(|w| {
+        let selectors = (&w.namespace, &w.label_selector, &w.field_selector);
+        (&w.resource, selectors, &w.indexes, w.resync_seconds, true)
+    });
+    let reads = registration.reads.iter().map(|r| {
+        let selectors = (&r.namespace, &r.label_selector, &r.field_selector);
+        (&r.resource, selectors, &r.indexes, 0, false)
+    });
     let mut listeners = Vec::new();
-    for (resource, namespace, indexes, resync, events) in watches.chain(reads) {
-        let key = (resource.api_version.clone(), resource.kind.clone());
-        let informer = feed
-            .informers
-            .entry(key)
-            .or_insert_with(|| {
-                (
-                    SharedInformer::new(format!("{}/{}", resource.api_version, resource.kind)),
-                    namespace.clone(),
-                )
-            })
-            .0
-            .clone();
+    for (resource, (namespace, labels, fields), indexes, resync, events) in watches.chain(reads) {
+        let (api_version, kind) = (&resource.api_version, &resource.kind);
+        let informer = feed.watch(api_version, kind, namespace, labels, fields)?;
+        capture.watch(api_version, kind, informer.store().clone());
         for index in indexes {
             let by = crate::runtime::manager::index_spec(&index.by);
             informer.ensure_index(&index.name, &by.to_string(), by.func())?;
@@ -217,7 +174,7 @@ pub fn run(path: &Path, case: &Case) -> anyhow::Result<Outcome> {
     }
     // The initial list, then the plugin joins: its initial adds, then one
     // `on-synced` once every watch delivered its list.
-    replace_all(&mut feed, &case.objects)?;
+    feed.replace_all(&case.objects)?;
     let handler: Arc<dyn EventHandler> = Arc::new(Joined {
         instance: instance.clone(),
         pending: std::sync::atomic::AtomicUsize::new(listeners.len()),
@@ -231,7 +188,7 @@ pub fn run(path: &Path, case: &Case) -> anyhow::Result<Outcome> {
         instance.on_synced();
     }
     for step in &case.steps {
-        play(&mut feed, step)?;
+        feed.play(step)?;
         feed.settle()?;
     }
     if instance.is_crashed() {
@@ -251,78 +208,26 @@ pub fn run(path: &Path, case: &Case) -> anyhow::Result<Outcome> {
         }
     }
     reports.sort();
-    let got = Expect { log, reports };
+    let got = Expect {
+        log,
+        writes: capture.writes(),
+        events: capture.events(),
+        reports,
+    };
     let passed = got == case.expect;
-    let diff = match passed {
-        true => String::new(),
-        false => {
-            let mut out = String::new();
-            if got.log != case.expect.log {
-                out.push_str("log:\n");
-                out.push_str(&diff::lines(&case.expect.log, &got.log));
-            }
-            if got.reports != case.expect.reports {
-                out.push_str("reports:\n");
-                out.push_str(&diff::lines(&case.expect.reports, &got.reports));
-            }
-            out
+    let mut diff = String::new();
+    let parts = [
+        ("log", &case.expect.log, &got.log),
+        ("writes", &case.expect.writes, &got.writes),
+        ("events", &case.expect.events, &got.events),
+        ("reports", &case.expect.reports, &got.reports),
+    ];
+    for (what, expected, got) in parts {
+        if expected != got {
+            diff.push_str(&format!("{what}:\n{}", diff::lines(expected, got)));
         }
-    };
+    }
     Ok(Outcome { got, passed, diff })
-}
-
-fn play(feed: &mut Feed, step: &Step) -> anyhow::Result<()> {
-    match step {
-        Step::Add(v) | Step::Update(v) => {
-            if let Some((informer, obj)) = feed.object(v)? {
-                informer.apply(Delta::Apply(obj));
-            }
-        }
-        Step::Delete(v) => {
-            if let Some((informer, obj)) = feed.object(v)? {
-                let last = informer.store().get(&obj.key()).unwrap_or(obj);
-                informer.apply(Delta::Delete(last));
-            }
-        }
-        Step::Resync(_) => {
-            for (informer, _) in feed.informers.values() {
-                informer.resync_due(Instant::now() + Duration::from_secs(366 * 24 * 3600));
-            }
-        }
-        Step::Relist(objects) => replace_all(feed, objects)?,
-    }
-    Ok(())
-}
-
-/// A (re)list of every informer with `objects`: what is missing becomes a
-/// tombstone; an object listed again with no resourceVersion of its own and
-/// unchanged content is the cached version.
-fn replace_all(feed: &mut Feed, objects: &[Value]) -> anyhow::Result<()> {
-    let content = |o: &ObjRef| {
-        let mut v: Value = serde_json::from_str(&o.json()).unwrap_or_default();
-        if let Some(m) = v["metadata"].as_object_mut() {
-            m.remove("resourceVersion");
-        }
-        v
-    };
-    let mut lists: BTreeMap<String, Vec<ObjRef>> = BTreeMap::new();
-    for v in objects {
-        if let Some((informer, obj)) = feed.object(v)? {
-            let cached = informer
-                .store()
-                .get(&obj.key())
-                .filter(|c| v["metadata"]["resourceVersion"].is_null() && content(c) == content(&obj));
-            lists
-                .entry(informer.name().to_string())
-                .or_default()
-                .push(cached.unwrap_or(obj));
-        }
-    }
-    for (informer, _) in feed.informers.values() {
-        let list = lists.remove(informer.name()).unwrap_or_default();
-        informer.apply(Delta::Replace(list));
-    }
-    Ok(())
 }
 
 /// The plugin behind every watch's listener: events go through; its

@@ -5,7 +5,8 @@
 //!
 //! Owns request building (paths, dry runs, field managers, content types),
 //! the mapping of a `Status` answer to a `write-error`, and rate limiting.
-//! Permission checks are the callers'.
+//! Permission checks are the callers'. Requests go over HTTP, or to a
+//! [`LocalServer`] answering in-process (`wink test` captures writes so).
 
 use crate::informer::ObjRef;
 use crate::informer::SharedInformerFactory;
@@ -25,13 +26,33 @@ pub const RETRIES_429: u32 = 2;
 /// The longest Retry-After a write waits for by itself.
 pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(5);
 
+/// Where requests go.
+enum Transport {
+    /// The API server, through `client`; discovery through `factory`.
+    Http {
+        client: kube::Client,
+        factory: Arc<SharedInformerFactory>,
+        /// Where its requests run.
+        runtime: tokio::runtime::Handle,
+    },
+    /// An in-process stand-in for the API server.
+    Local(Arc<dyn LocalServer>),
+}
+
+/// Something that answers requests as an API server would, in-process:
+/// discovery, and one answer (status code and body) per request.
+pub trait LocalServer: Send + Sync {
+    /// Resolve a resource type, as discovery would.
+    fn resolve(&self, api_version: &str, kind: &str) -> Result<Resolved, WriteError>;
+    /// Answer `request`: a status code and its body (an object or a `Status`).
+    fn answer(&self, request: &Request) -> (u16, Vec<u8>);
+}
+
 /// Everything plugins share to reach the API server.
 pub struct ClusterAccess {
-    client: kube::Client,
-    factory: Arc<SharedInformerFactory>,
+    transport: Transport,
     /// Resources resolved so far (discovery is asked once per resource).
     resolved: std::sync::Mutex<std::collections::HashMap<(String, String), Resolved>>,
-    runtime: tokio::runtime::Handle,
     /// Every plugin's writes together.
     pub daemon_rate: TokenBucket,
     /// How long one request may take.
@@ -129,11 +150,25 @@ impl ClusterAccess {
         daemon_rate: TokenBucket,
     ) -> Self {
         ClusterAccess {
-            client: client.unwrap_or_else(|| factory.client().clone()),
+            transport: Transport::Http {
+                client: client.unwrap_or_else(|| factory.client().clone()),
+                factory,
+                runtime,
+            },
             resolved: Default::default(),
-            factory,
-            runtime,
             daemon_rate,
+            timeout: Duration::from_secs(10),
+            leadership: crate::leader::Leadership::always(),
+        }
+    }
+
+    /// Access answered by `server` in-process: no API server, no client.
+    /// Its daemon-wide rate limit is unbounded.
+    pub fn local(server: Arc<dyn LocalServer>) -> Self {
+        ClusterAccess {
+            transport: Transport::Local(server),
+            resolved: Default::default(),
+            daemon_rate: TokenBucket::new(1e9, 1_000_000_000),
             timeout: Duration::from_secs(10),
             leadership: crate::leader::Leadership::always(),
         }
@@ -145,13 +180,17 @@ impl ClusterAccess {
         if let Some(found) = self.resolved.lock().unwrap().get(&key) {
             return Ok(found.clone());
         }
-        let resolved =
-            crate::blocking::blocking(|| self.runtime.block_on(self.factory.resolve(api_version, kind)))
-                .map(|(ar, scope)| Resolved {
-                    ar,
-                    namespaced: matches!(scope, Scope::Namespaced),
-                })
-                .map_err(|e| WriteError::InvalidArgument(format!("{e:#}")))?;
+        let resolved = match &self.transport {
+            Transport::Local(server) => server.resolve(api_version, kind)?,
+            Transport::Http { factory, runtime, .. } => {
+                crate::blocking::blocking(|| runtime.block_on(factory.resolve(api_version, kind)))
+                    .map(|(ar, scope)| Resolved {
+                        ar,
+                        namespaced: matches!(scope, Scope::Namespaced),
+                    })
+                    .map_err(|e| WriteError::InvalidArgument(format!("{e:#}")))?
+            }
+        };
         self.resolved.lock().unwrap().insert(key, resolved.clone());
         Ok(resolved)
     }
@@ -188,6 +227,15 @@ impl ClusterAccess {
     }
 
     fn send_once(&self, request: &Request, user_agent: &HeaderValue) -> Result<(u16, Vec<u8>), WriteError> {
+        let (client, runtime) = match &self.transport {
+            Transport::Http { client, runtime, .. } => (client.clone(), runtime),
+            Transport::Local(server) => {
+                return match server.answer(request) {
+                    (code, body) if (200..300).contains(&code) => Ok((code, body)),
+                    (code, body) => Err(error_of(code, None, &body)),
+                };
+            }
+        };
         let req = http::Request::builder()
             .method(request.method.clone())
             .uri(request.uri.as_str())
@@ -196,7 +244,6 @@ impl ClusterAccess {
             .header(http::header::USER_AGENT, user_agent)
             .body(kube::client::Body::from(request.body.clone()))
             .map_err(|e| WriteError::InvalidArgument(e.to_string()))?;
-        let client = self.client.clone();
         let exchange = async move {
             let resp = client.send(req).await.map_err(|e| e.to_string())?;
             let code = resp.status().as_u16();
@@ -212,9 +259,7 @@ impl ClusterAccess {
                 .map_err(|e| e.to_string())?;
             Ok::<_, String>((code, retry_after, body.to_vec()))
         };
-        let answer = self
-            .runtime
-            .block_on(async { tokio::time::timeout(self.timeout, exchange).await });
+        let answer = runtime.block_on(async { tokio::time::timeout(self.timeout, exchange).await });
         match answer {
             Err(_) => Err(WriteError::Unavailable(format!(
                 "no answer from the API server within {:?}",
