@@ -1,6 +1,6 @@
 //! End-to-end: the plugin author's tools. `wink test` passes every example's
 //! case, fails with a diff (and exit 1) when an expectation changes, and
-//! `--bless` records what happened; `wink new` scaffolds a crate that builds
+//! `--bless` records what happened (log lines, writes, Events); `wink new` scaffolds a crate that builds
 //! for wasm32-wasip2 and passes its own case as generated.
 
 mod common;
@@ -78,6 +78,67 @@ fn wink_test_passes_every_example_and_a_changed_expectation_fails_with_a_diff() 
         blessed.starts_with("# wink test case"),
         "the leading comment stays"
     );
+    let out = wink(&dir, &["test", "case.yaml"]);
+    assert!(out.status.success(), "{}", text(&out));
+}
+
+#[test]
+fn wink_test_expects_the_writes_and_events_a_plugin_made() {
+    // require-labels patches what misses its label and records a Warning.
+    let dir = scratch("author_writes");
+    let case = std::fs::read_to_string(root().join("plugins/require-labels/wink-test.yaml")).unwrap();
+    let component = plugins_dir().join("require_labels.wasm");
+    let write = r#"patch apps/v1 Deployment default/web merge {"metadata":{"labels":{"team":"unassigned"}}}"#;
+    let event = r#"Warning MissingLabel default/web: missing label team: set to "unassigned""#;
+    assert!(case.contains(write) && case.contains(event), "{case}");
+    let case = case.replace(
+        "../../target/wasm32-wasip2/release/require_labels.wasm",
+        component.to_str().unwrap(),
+    );
+    let path = dir.join("case.yaml");
+
+    // An expected write altered: the diff names the one expected and the one made.
+    std::fs::write(
+        &path,
+        case.replace(r#""team":"unassigned"}}}"#, r#""team":"someone"}}}"#),
+    )
+    .unwrap();
+    let out = wink(&dir, &["test", "case.yaml"]);
+    let said = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{said}");
+    assert!(said.contains("writes:\n"), "{said}");
+    assert!(
+        said.contains(
+            r#"  - patch apps/v1 Deployment default/web merge {"metadata":{"labels":{"team":"someone"}}}"#
+        ),
+        "{said}"
+    );
+    assert!(said.contains(&format!("  + {write}")), "{said}");
+    assert!(!said.contains("events:\n"), "the Events matched: {said}");
+
+    // No writes nor Events expected: --bless records them.
+    let bare: String = case
+        .lines()
+        .filter(|l| {
+            !l.contains("MissingLabel")
+                && !l.contains("merge {")
+                && !l.starts_with("  writes:")
+                && !l.starts_with("  events:")
+        })
+        .map(|l| format!("{l}\n"))
+        .collect();
+    std::fs::write(&path, &bare).unwrap();
+    let out = wink(&dir, &["test", "case.yaml"]);
+    let said = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{said}");
+    assert!(
+        said.contains(&format!("  + {write}")) && said.contains(&format!("  + {event}")),
+        "{said}"
+    );
+    let out = wink(&dir, &["test", "--bless", "case.yaml"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let blessed = std::fs::read_to_string(&path).unwrap();
+    assert!(blessed.contains(write) && blessed.contains(event), "{blessed}");
     let out = wink(&dir, &["test", "case.yaml"]);
     assert!(out.status.success(), "{}", text(&out));
 }
