@@ -105,8 +105,9 @@ enum Command {
         lang: wink::scaffold_lang::Lang,
     },
     /// Test built plugins offline: each case (YAML) gives the initial cache,
-    /// steps (add, update, delete, resync, relist) and the log lines and
-    /// policy results expected; a mismatch prints a diff and exits 1.
+    /// steps (add, update, delete, resync, relist) and the log lines,
+    /// writes, Events and policy results expected (writes and Events are
+    /// captured, not sent); a mismatch prints a diff and exits 1.
     Test {
         /// Test case files.
         #[arg(required = true)]

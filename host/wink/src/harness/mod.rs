@@ -97,8 +97,9 @@ pub struct Expect {
     /// Its log lines, in order, as `LEVEL message`.
     #[serde(default)]
     pub log: Vec<String>,
-    /// Its writes, in order, one line each: `VERB apiVersion Kind key`,
-    /// and a patch's type and body, a delete's options.
+    /// Its writes, in order, one line each: `VERB apiVersion Kind key`
+    /// (`key/status` for the status subresource), then a patch's type and
+    /// body, a delete's options.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub writes: Vec<String>,
     /// Its Events, in order, as `TYPE REASON key: note`.
