@@ -11,22 +11,24 @@ import type { Answer, Object as Handle, ObjectList, ObjectMeta } from "wink:plug
 
 /** A Kubernetes object delivered to a handler or returned by the cache. */
 export class KubeObject {
-  #handle: Handle | undefined;
-  #key: string | undefined;
-  #list: ObjectList | undefined;
-  #index = 0;
-  #meta: ObjectMeta | undefined;
-  #json: string | undefined;
-  #parsed: unknown;
-  #labels: Record<string, string> | undefined;
-  #asked: Map<string, string | undefined> | undefined;
+  // Plain (TypeScript-private) fields, not `#private` ones: StarlingMonkey
+  // interprets, and every field set costs; those fetched later start unset.
+  private _handle: Handle | undefined;
+  private _key: string | undefined;
+  private _list: ObjectList | undefined;
+  private _index: number;
+  private declare _meta?: ObjectMeta;
+  private declare _json?: string;
+  private declare _parsed?: unknown;
+  private declare _labels?: Record<string, string>;
+  private declare _asked?: Map<string, string | undefined>;
 
   /** @internal */
   constructor(handle: Handle | undefined, key: string | undefined, list?: ObjectList, index = 0) {
-    this.#handle = handle;
-    this.#key = key;
-    this.#list = list;
-    this.#index = index;
+    this._handle = handle;
+    this._key = key;
+    this._list = list;
+    this._index = index;
   }
 
   /** @internal The objects of a list answer, each with its key. */
@@ -38,18 +40,18 @@ export class KubeObject {
 
   /** The host handle, made on first use for a list member. */
   get handle(): Handle {
-    if (this.#handle === undefined) {
-      const h = this.#list?.get(this.#index);
-      if (h === undefined) throw new Error(`the cache answer lost ${this.#key}`);
-      this.#handle = h;
+    if (this._handle === undefined) {
+      const h = this._list?.get(this._index);
+      if (h === undefined) throw new Error(`the cache answer lost ${this._key}`);
+      this._handle = h;
     }
-    return this.#handle;
+    return this._handle;
   }
 
   /** The cache key: `namespace/name`, or `name` when cluster-scoped. */
   get key(): string {
-    if (this.#key === undefined) this.#key = this.handle.key();
-    return this.#key;
+    if (this._key === undefined) this._key = this.handle.key();
+    return this._key;
   }
 
   /** `metadata.name`. */
@@ -65,35 +67,35 @@ export class KubeObject {
     return slash < 0 ? undefined : key.slice(0, slash);
   }
 
-  #metadata(): ObjectMeta {
-    if (this.#meta === undefined) this.#meta = this.handle.meta();
-    return this.#meta;
+  private metadata(): ObjectMeta {
+    if (this._meta === undefined) this._meta = this.handle.meta();
+    return this._meta;
   }
 
   /** `apiVersion`, e.g. `apps/v1`. */
   get apiVersion(): string {
-    return this.#metadata().apiVersion;
+    return this.metadata().apiVersion;
   }
 
   /** `kind`, e.g. `Pod`. */
   get kind(): string {
-    return this.#metadata().kind;
+    return this.metadata().kind;
   }
 
   /** `metadata.uid`. */
   get uid(): string {
-    return this.#metadata().uid;
+    return this.metadata().uid;
   }
 
   /** `metadata.resourceVersion` (opaque: compare for equality only). */
   get resourceVersion(): string {
-    return this.#metadata().resourceVersion;
+    return this.metadata().resourceVersion;
   }
 
   /** `metadata.labels`, fetched once (do not change it). */
   get labels(): Readonly<Record<string, string>> {
-    if (this.#labels === undefined) this.#labels = Object.fromEntries(this.#metadata().labels);
-    return this.#labels;
+    if (this._labels === undefined) this._labels = Object.fromEntries(this.metadata().labels);
+    return this._labels;
   }
 
   /**
@@ -102,32 +104,32 @@ export class KubeObject {
    * kept.
    */
   label(key: string): string | undefined {
-    if (this.#meta !== undefined) {
+    if (this._meta !== undefined) {
       return Object.prototype.hasOwnProperty.call(this.labels, key) ? this.labels[key] : undefined;
     }
-    this.#asked ??= new Map();
-    if (!this.#asked.has(key)) this.#asked.set(key, this.handle.label(key));
-    return this.#asked.get(key);
+    this._asked ??= new Map();
+    if (!this._asked.has(key)) this._asked.set(key, this.handle.label(key));
+    return this._asked.get(key);
   }
 
   /** The whole object as JSON text, as the host's cache holds it. */
   json(): string {
-    if (this.#json === undefined) this.#json = this.handle.json();
-    return this.#json;
+    if (this._json === undefined) this._json = this.handle.json();
+    return this._json;
   }
 
   /** The whole object, parsed once (do not change it). */
   toJSON<T = Record<string, unknown>>(): T {
-    if (this.#parsed === undefined) this.#parsed = JSON.parse(this.json());
-    return this.#parsed as T;
+    if (this._parsed === undefined) this._parsed = JSON.parse(this.json());
+    return this._parsed as T;
   }
 
   /** An owned handle to the same object version, to keep past a call. */
   clone(): KubeObject {
-    const other = new KubeObject(this.handle.duplicate(), this.#key);
-    other.#meta = this.#meta;
-    other.#json = this.#json;
-    other.#parsed = this.#parsed;
+    const other = new KubeObject(this.handle.duplicate(), this._key);
+    other._meta = this._meta;
+    other._json = this._json;
+    other._parsed = this._parsed;
     return other;
   }
 
