@@ -5,7 +5,9 @@
 //! installed into `target/lang-tools` by the test itself), then:
 //!
 //! - each example passes its `wink test` case, and `wink new --lang` writes
-//!   projects that build and pass theirs as generated;
+//!   projects that build and pass theirs as generated; the Python SDK's unit
+//!   tests pass against the generated bindings, and `tsc --noEmit` accepts
+//!   the TypeScript SDK and examples;
 //! - under `wink run` on the simulated server, pod-logger and app-index in
 //!   Python and JavaScript log exactly what the Rust ones log, event for
 //!   event, and require-labels labels, records its Event and logs as the
@@ -135,6 +137,38 @@ fn the_typescript_sdk_and_examples_type_check() {
             String::from_utf8_lossy(&out.stdout)
         );
     }
+}
+
+#[test]
+fn the_python_sdk_unit_tests_pass_against_the_generated_bindings() {
+    let tools = lang_support::python_tools();
+    let bindings = root().join("target/lang-tools/python-bindings");
+    let _ = std::fs::remove_dir_all(&bindings);
+    let python = std::env::var("PYTHON").unwrap_or_else(|_| "python3".into());
+    let generate = Command::new(&python)
+        .arg(tools.join("bin/componentize-py"))
+        .args(["-d", "wit", "-w", "plugin", "bindings"])
+        .arg(&bindings)
+        .current_dir(root())
+        .env("PYTHONPATH", tools)
+        .output()
+        .unwrap();
+    assert!(
+        generate.status.success(),
+        "{}",
+        String::from_utf8_lossy(&generate.stderr)
+    );
+    let path = format!("{}:{}", bindings.display(), root().join("sdk/python").display());
+    let out = Command::new(&python)
+        .args(["-m", "unittest", "discover", "-s", "sdk/python/tests"])
+        .current_dir(root())
+        .env("PYTHONPATH", path)
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains("Ran 6 tests"), "{text}");
 }
 
 /// Wait until every plugin of `names` has logged `count` lines.

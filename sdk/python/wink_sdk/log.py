@@ -1,7 +1,7 @@
 """Logging into the host's log, prefixed there with the plugin's name.
 
 Importing :mod:`wink_sdk` puts a :class:`HostLogHandler` on the root logger
-(level ``DEBUG``), so the standard :mod:`logging` module is all a plugin
+(level ``TRACE``: the host filters), so the standard :mod:`logging` module is all a plugin
 uses: ``logging.getLogger(__name__).info("...")``. ``print`` reaches the
 host's log too (at info level, stderr at warn).
 """
@@ -51,4 +51,4 @@ def install() -> None:
     root = logging.getLogger()
     if not any(isinstance(h, HostLogHandler) for h in root.handlers):
         root.addHandler(HostLogHandler())
-        root.setLevel(logging.DEBUG)
+        root.setLevel(TRACE)
