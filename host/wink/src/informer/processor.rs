@@ -150,32 +150,75 @@ struct Queue {
     stoppers: usize,
 }
 
-/// Listeners that got work from one event, started together once it has
-/// been queued to all: the async ones as one task of their runtime (one
-/// event for many plugins then wakes no thread at all), the others on the
-/// pool.
+/// Listeners that got work from one event, started once it has been
+/// queued to all (see [`Listener::queue_all`]).
+///
+/// An async listener's batch is first polled in place, on the informer's
+/// thread: a plugin's call usually ends within microseconds, and then no
+/// task is spawned and no other thread is woken (a spawn from the runtime's
+/// own thread wakes its other worker). A batch that waits (a call that
+/// yields at an epoch tick, a plugin busy on another watch) goes on as a
+/// task of the runtime, and a listener whose batch took longer than
+/// [`IN_PLACE_BUDGET`] a call has its batches spawned for the next
+/// [`SPAWNED_FOR`], so a slow plugin costs the informer one batch (a call
+/// yields at the next epoch tick at the latest) in a while.
 #[derive(Default)]
 pub struct Starts {
     tasks: Vec<Arc<Listener>>,
 }
 
+/// The longest a call may take on average in a batch run in place before
+/// its listener's next batches are spawned instead.
+pub const IN_PLACE_BUDGET: Duration = Duration::from_micros(500);
+
+/// How long a listener that was slow in place has its batches spawned.
+pub const SPAWNED_FOR: Duration = Duration::from_secs(1);
+
 impl Starts {
-    /// Start every batch collected (on the first one's runtime: a process's
-    /// listeners all start on the daemon's one runtime).
+    /// Start every batch collected. Those that go on as tasks go as one
+    /// (on the first one's runtime: a process's listeners all start on the
+    /// daemon's one runtime).
     pub fn run(mut self) {
-        let Some(first) = self.tasks.first() else { return };
-        let Some(rt) = first.runtime.clone() else { return };
-        if self.tasks.len() == 1 {
-            let l = self.tasks.pop().expect("one listener");
-            rt.spawn(l.run_batch_async());
+        let Some(rt) = self.tasks.first().and_then(|l| l.runtime.clone()) else {
             return;
+        };
+        let mut waiting: Vec<BatchFuture> = Vec::new();
+        for l in self.tasks.drain(..) {
+            // Out of tokio's cooperative budget (the informer's task has
+            // spent some): a batch is bounded by BATCH calls anyway, and an
+            // exhausted budget would make a ready lock look pending.
+            let mut batch: BatchFuture = Box::pin(tokio::task::unconstrained(l.clone().run_batch_async()));
+            if !l.in_place_ok() {
+                waiting.push(batch);
+                continue;
+            }
+            let (started, before) = (Instant::now(), l.delivered());
+            let done = futures::FutureExt::now_or_never(&mut batch).is_some();
+            let calls = (l.delivered() - before).max(1) as u32;
+            // A call that yielded at an epoch tick is no sign of a slow
+            // plugin; a slow batch is.
+            if started.elapsed() > IN_PLACE_BUDGET * calls {
+                l.spawn_for_a_while();
+            }
+            if !done {
+                waiting.push(batch);
+            }
         }
-        let batches: Vec<_> = self.tasks.drain(..).map(Listener::run_batch_async).collect();
-        rt.spawn(async move {
-            futures::future::join_all(batches).await;
-        });
+        match waiting.len() {
+            0 => {}
+            1 => {
+                rt.spawn(waiting.pop().expect("one batch"));
+            }
+            _ => {
+                rt.spawn(async move {
+                    futures::future::join_all(waiting).await;
+                });
+            }
+        }
     }
 }
+
+type BatchFuture = std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>;
 
 /// How many notifications one listener delivers before a worker moves on
 /// to the next ready listener (fairness under a backlog).
@@ -190,6 +233,9 @@ pub struct Listener {
     /// Where its batches run: the runtime it was started on (an async
     /// handler, on a multi-thread runtime), else the pool.
     runtime: Option<tokio::runtime::Handle>,
+    /// Until when its batches are spawned rather than started in place
+    /// (nanoseconds since [`process_epoch`]; 0: in place).
+    spawned_until: AtomicU64,
     queue: Mutex<Queue>,
     /// Signalled when a worker lets go of it (for `stop`).
     released: Condvar,
@@ -200,6 +246,12 @@ pub struct Listener {
 }
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+
+/// A fixed instant the listeners' clocks count from.
+fn process_epoch() -> Instant {
+    static EPOCH: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
+    *EPOCH.get_or_init(Instant::now)
+}
 
 impl Listener {
     /// Start a listener delivering to `handler`; its queue never coalesces.
@@ -226,6 +278,7 @@ impl Listener {
             name: name.to_string(),
             handler,
             runtime,
+            spawned_until: AtomicU64::new(0),
             queue: Mutex::new(Queue {
                 items: PendingQueue::new(coalesce_after),
                 state: ListenerState::Open(Place::Idle),
@@ -442,6 +495,18 @@ impl Listener {
         if again {
             self.clone().schedule();
         }
+    }
+
+    /// Whether its next batch may start in place (see [`Starts`]).
+    fn in_place_ok(&self) -> bool {
+        let until = self.spawned_until.load(Ordering::Relaxed);
+        until == 0 || process_epoch().elapsed().as_nanos() as u64 >= until
+    }
+
+    /// Spawn its batches for [`SPAWNED_FOR`] (it was slow in place).
+    fn spawn_for_a_while(&self) {
+        let until = (process_epoch().elapsed() + SPAWNED_FOR).as_nanos() as u64;
+        self.spawned_until.store(until, Ordering::Relaxed);
     }
 
     /// Have a batch of it run: as a task of its runtime (on the thread that

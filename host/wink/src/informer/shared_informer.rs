@@ -262,6 +262,8 @@ impl SharedInformer {
                 l.queue_all(out.iter().cloned(), &mut starts);
             }
         }
+        // Batches may start in place: no lock of the informer's is held.
+        drop(listeners);
         starts.run();
         if listed {
             super::release::after_list();

@@ -169,6 +169,8 @@ fn resync_schedule_floors_at_one_second() {
 struct AsyncRec {
     rec: Recorder,
     hold: Arc<tokio::sync::Semaphore>,
+    /// The thread each delivery ran on.
+    threads: Mutex<Vec<std::thread::ThreadId>>,
 }
 
 impl EventHandler for AsyncRec {
@@ -187,6 +189,7 @@ impl EventHandler for AsyncRec {
     fn deliver_async(self: Arc<Self>, n: Notification) -> Option<DeliveryFuture> {
         Some(Box::pin(async move {
             let _permit = self.hold.acquire().await.unwrap();
+            self.threads.lock().unwrap().push(std::thread::current().id());
             if let Notification::Add { obj, .. } = n {
                 self.rec.rec(format!("add {}", obj.key()));
             }
@@ -209,10 +212,12 @@ fn async_listeners_run_as_tasks_and_one_waiting_holds_up_no_other() {
     let stuck = Arc::new(AsyncRec {
         rec: Recorder::default(),
         hold: stuck_gate.clone(),
+        threads: Mutex::default(),
     });
     let free = Arc::new(AsyncRec {
         rec: Recorder::default(),
         hold: Arc::new(tokio::sync::Semaphore::new(1)),
+        threads: Mutex::default(),
     });
     let ls = Listener::start("stuck", stuck.clone(), None);
     let lf = Listener::start("free", free.clone(), None);
@@ -232,8 +237,11 @@ fn async_listeners_run_as_tasks_and_one_waiting_holds_up_no_other() {
         }
         starts.run();
     });
-    wait_for(|| free.rec.lines().len() == 3);
+    // The free one's batch ran in place, on the thread that started it,
+    // before `run` returned; the stuck one's went on as a task.
     assert_eq!(free.rec.lines(), vec!["add d/p0", "add d/p1", "add d/p2"]);
+    let here = std::thread::current().id();
+    assert!(free.threads.lock().unwrap().iter().all(|t| *t == here));
     assert!(stuck.rec.lines().is_empty());
     assert!(!ls.is_idle());
     // Stop it from a runtime thread while its call waits; the call ends.
