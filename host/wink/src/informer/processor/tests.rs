@@ -257,5 +257,10 @@ fn async_listeners_run_as_tasks_and_one_waiting_holds_up_no_other() {
         vec!["add d/p0"],
         "the call in progress ends, the rest is dropped"
     );
+    assert_ne!(
+        stuck.threads.lock().unwrap()[0],
+        here,
+        "the waiting batch went on as a task"
+    );
     wait_for(|| ls.is_finished());
 }
