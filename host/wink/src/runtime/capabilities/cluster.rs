@@ -1,5 +1,5 @@
 //! The API server as the `write` and `events` capabilities reach it: one
-//! request at a time from the delivery worker running a plugin, as that plugin
+//! request at a time from the thread running a plugin, as that plugin
 //! (its user agent and field manager), paced by token buckets, and answered
 //! as a typed `write-error` when the server refuses.
 //!
