@@ -15,6 +15,8 @@
 
 #[path = "../tests/common/mod.rs"]
 mod common;
+#[path = "support/pod.rs"]
+mod pod;
 mod support;
 
 use support::Native;
@@ -32,29 +34,6 @@ use wink::informer::{EventHandler, ObjRef, SharedInformer};
 const PODS: usize = 5_000;
 const VERSIONS: usize = 10;
 
-fn pod_json(i: usize, rv: usize) -> serde_json::Value {
-    let containers: Vec<serde_json::Value> = (0..4)
-        .map(|c| {
-            serde_json::json!({
-                "name": format!("container-{c}"), "image": format!("registry.example.com/team/app-{c}:v1.{rv}"),
-                "args": ["--port=8080", "--log-level=info", "--feature-gates=A=true,B=false"],
-                "env": (0..6).map(|e| serde_json::json!({"name": format!("ENV_{e}"), "value": format!("value-{e}-{i}")})).collect::<Vec<_>>(),
-                "resources": {"limits": {"cpu": "500m", "memory": "256Mi"}, "requests": {"cpu": "100m", "memory": "128Mi"}},
-                "ports": [{"containerPort": 8080 + c, "protocol": "TCP"}],
-            })
-        })
-        .collect();
-    serde_json::json!({
-        "metadata": {"name": format!("pod-{i}"), "namespace": "bench", "uid": format!("uid-{i}"),
-            "resourceVersion": format!("{}", rv * PODS + i + 1),
-            "labels": {"app": format!("app-{}", i % 50), "tier": "backend", "bench": "yes"},
-            "annotations": {"example.com/owner": "team-a"},
-            "managedFields": [{"manager": "kubectl", "operation": "Update", "fieldsV1": {"f:spec": {}}}]},
-        "spec": {"nodeName": format!("node-{}", i % 20), "containers": containers},
-        "status": {"phase": "Running", "podIP": format!("10.0.{}.{}", i / 250, i % 250)}
-    })
-}
-
 /// The stream cached under `policy`; the JSON size per object, and the time
 /// to cache one object (serialize, locate metadata, compress if asked), µs.
 fn events(policy: CachePolicy) -> (Vec<ObjRef>, usize, f64) {
@@ -64,7 +43,7 @@ fn events(policy: CachePolicy) -> (Vec<ObjRef>, usize, f64) {
     let mut caching = Duration::ZERO;
     for rv in 0..VERSIONS {
         for i in 0..PODS {
-            let obj: DynamicObject = serde_json::from_value(pod_json(i, rv)).unwrap();
+            let obj: DynamicObject = serde_json::from_value(pod::pod_json(i, rv, PODS)).unwrap();
             let start = Instant::now();
             let c = CachedObject::from_dynamic(obj, &ar, policy);
             caching += start.elapsed();

@@ -17,6 +17,8 @@
 mod common;
 #[path = "../tests/lang_support/mod.rs"]
 mod lang_support;
+#[path = "support/pod.rs"]
+mod pod;
 
 use kube::api::{ApiResource, DynamicObject};
 use kube::core::GroupVersionKind;
@@ -35,35 +37,12 @@ use wink::runtime::{Limits, PluginInstance, WinkEngine, loader};
 const PODS: usize = 500;
 const VERSIONS: usize = 4;
 
-/// A ~4 KiB Pod, as the dispatch benchmark's.
-fn pod_json(i: usize, rv: usize) -> serde_json::Value {
-    let containers: Vec<serde_json::Value> = (0..4)
-        .map(|c| {
-            serde_json::json!({
-                "name": format!("container-{c}"), "image": format!("registry.example.com/team/app-{c}:v1.{rv}"),
-                "args": ["--port=8080", "--log-level=info", "--feature-gates=A=true,B=false"],
-                "env": (0..6).map(|e| serde_json::json!({"name": format!("ENV_{e}"), "value": format!("value-{e}-{i}")})).collect::<Vec<_>>(),
-                "resources": {"limits": {"cpu": "500m", "memory": "256Mi"}, "requests": {"cpu": "100m", "memory": "128Mi"}},
-                "ports": [{"containerPort": 8080 + c, "protocol": "TCP"}],
-            })
-        })
-        .collect();
-    serde_json::json!({
-        "apiVersion": "v1", "kind": "Pod",
-        "metadata": {"name": format!("pod-{i}"), "namespace": "bench", "uid": format!("uid-{i}"),
-            "resourceVersion": format!("{}", rv * PODS + i + 1),
-            "labels": {"app": format!("app-{}", i % 50), "tier": "backend"}},
-        "spec": {"nodeName": format!("node-{}", i % 20), "containers": containers},
-        "status": {"phase": "Running", "podIP": format!("10.0.{}.{}", i / 250, i % 250)}
-    })
-}
-
 fn events() -> Vec<ObjRef> {
     let ar = ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk("", "v1", "Pod"), "pods");
     (0..VERSIONS)
         .flat_map(|rv| (0..PODS).map(move |i| (i, rv)))
         .map(|(i, rv)| {
-            let obj: DynamicObject = serde_json::from_value(pod_json(i, rv)).unwrap();
+            let obj: DynamicObject = serde_json::from_value(pod::pod_json(i, rv, PODS)).unwrap();
             CachedObject::from_dynamic(obj, &ar, CachePolicy::default())
         })
         .collect()

@@ -63,7 +63,12 @@ wink_sdk::export_plugin!(Plugin);
 
 const CASE: &str = r#"# wink test case: `cargo build --release --target wasm32-wasip2 && wink test wink-test.yaml` (`--bless` records what happened)
 plugin: TARGET/wasm32-wasip2/release/CRATE.wasm
-config: {greeting: hi}
+"#;
+
+/// What every scaffolded plugin's case plays and expects (after its
+/// header, which says how it is built and where its component is): the
+/// generated handler in any language logs these lines.
+pub(crate) const CASE_STEPS: &str = r#"config: {greeting: hi}
 objects:
   - {apiVersion: v1, kind: Pod, metadata: {name: web-1, namespace: default}}
 steps:
@@ -142,7 +147,9 @@ pub fn create(dir: &Path, sdk: Option<&Path>) -> anyhow::Result<String> {
     std::fs::write(dir.join("config.example.json"), "{\"greeting\": \"hello\"}\n")?;
     std::fs::write(
         dir.join("wink-test.yaml"),
-        CASE.replace("TARGET", target).replace("CRATE", &krate),
+        format!("{CASE}{CASE_STEPS}")
+            .replace("TARGET", target)
+            .replace("CRATE", &krate),
     )?;
     Ok(name)
 }

@@ -132,20 +132,6 @@ const TSCONFIG: &str = r#"{
 
 const CASE: &str = r#"# wink test case: `BUILD && wink test wink-test.yaml` (`--bless` records what happened)
 plugin: build/CRATE.wasm
-config: {greeting: hi}
-objects:
-  - {apiVersion: v1, kind: Pod, metadata: {name: web-1, namespace: default}}
-steps:
-  - add: {apiVersion: v1, kind: Pod, metadata: {name: web-2, namespace: default}}
-  - update: {apiVersion: v1, kind: Pod, metadata: {name: web-2, namespace: default, labels: {tier: front}}}
-  - relist: []
-expect:
-  log:
-    - "INFO hi default/web-1: listed"
-    - "INFO hi default/web-2: added"
-    - "INFO hi default/web-2: updated"
-    - "INFO hi default/web-1: deleted (missed while the watch was down)"
-    - "INFO hi default/web-2: deleted (missed while the watch was down)"
 "#;
 
 /// The SDK folder of `lang` for a project in `dir`: `--sdk`, else the one of
@@ -224,7 +210,10 @@ pub fn create(dir: &Path, lang: Lang, sdk: Option<&Path>) -> anyhow::Result<Stri
         Lang::Rust => bail!("Rust crates are scaffolded by wink::scaffold"),
     };
     std::fs::write(dir.join("config.example.json"), "{\"greeting\": \"hello\"}\n")?;
-    std::fs::write(dir.join("wink-test.yaml"), fill(CASE).replace("BUILD", build))?;
+    std::fs::write(
+        dir.join("wink-test.yaml"),
+        fill(&format!("{CASE}{}", crate::scaffold::CASE_STEPS)).replace("BUILD", build),
+    )?;
     Ok(name)
 }
 
