@@ -40,6 +40,15 @@ macro_rules! col {
     };
 }
 
+/// RoleBindings' and ClusterRoleBindings' columns.
+const BINDING_COLUMNS: &[(&str, &str, i64, &str)] = &[
+    col!("Role", "string"),
+    AGE,
+    col!("Users", "string", wide),
+    col!("Groups", "string", wide),
+    col!("ServiceAccounts", "string", wide),
+];
+
 const CONTAINERS: (&str, &str, i64, &str) = (
     "Containers",
     "string",
@@ -272,25 +281,13 @@ static PRINTERS: &[Printer] = &[
     Printer {
         group: "rbac.authorization.k8s.io",
         plural: "rolebindings",
-        columns: &[
-            col!("Role", "string"),
-            AGE,
-            col!("Users", "string", wide),
-            col!("Groups", "string", wide),
-            col!("ServiceAccounts", "string", wide),
-        ],
+        columns: BINDING_COLUMNS,
         cells: binding_cells,
     },
     Printer {
         group: "rbac.authorization.k8s.io",
         plural: "clusterrolebindings",
-        columns: &[
-            col!("Role", "string"),
-            AGE,
-            col!("Users", "string", wide),
-            col!("Groups", "string", wide),
-            col!("ServiceAccounts", "string", wide),
-        ],
+        columns: BINDING_COLUMNS,
         cells: binding_cells,
     },
     Printer {

@@ -148,28 +148,27 @@ pub fn run(path: &Path, case: &Case) -> anyhow::Result<Outcome> {
         .write_scope()
         .grant(WriteAccess::new(instance.name().into(), cluster, permissions));
     let mut feed = Feed::default();
-    let watches = registration.watches.iter().map(|w| {
-        let selectors = (&w.namespace, &w.label_selector, &w.field_selector);
-        (&w.resource, selectors, &w.indexes, w.resync_seconds, true)
-    });
-    let reads = registration.reads.iter().map(|r| {
-        let selectors = (&r.namespace, &r.label_selector, &r.field_selector);
-        (&r.resource, selectors, &r.indexes, 0, false)
-    });
     let mut listeners = Vec::new();
-    for (resource, (namespace, labels, fields), indexes, resync, events) in watches.chain(reads) {
-        let (api_version, kind) = (&resource.api_version, &resource.kind);
-        let informer = feed.watch(api_version, kind, namespace, labels, fields)?;
+    for source in crate::runtime::manager::sources(&registration) {
+        let (api_version, kind) = (&source.resource.api_version, &source.resource.kind);
+        let informer = feed.watch(
+            api_version,
+            kind,
+            source.namespace,
+            source.label_selector,
+            source.field_selector,
+        )?;
         capture.watch(api_version, kind, informer.store().clone());
-        for index in indexes {
+        for index in source.indexes {
             let by = crate::runtime::manager::index_spec(&index.by);
             informer.ensure_index(&index.name, &by.to_string(), by.func())?;
         }
         instance
             .cache_scope()
-            .grant(&resource.api_version, &resource.kind, informer.store().clone());
-        if events {
-            let resync = (resync > 0).then(|| Duration::from_secs(resync.into()));
+            .grant(api_version, kind, informer.store().clone());
+        if source.handles_events {
+            let resync =
+                (source.resync_seconds > 0).then(|| Duration::from_secs(source.resync_seconds.into()));
             listeners.push((informer, resync));
         }
     }

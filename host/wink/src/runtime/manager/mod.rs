@@ -16,7 +16,7 @@ mod registration;
 mod reporting;
 mod takeover;
 pub use registration::declared_writes;
-pub(crate) use registration::index_spec;
+pub(crate) use registration::{index_spec, sources};
 mod waiting;
 
 pub use lifecycle::{CrashPolicy, PluginState};

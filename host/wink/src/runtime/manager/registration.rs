@@ -141,6 +141,42 @@ pub(super) struct Wanted {
     informer: Arc<SharedInformer>,
 }
 
+/// One source of objects a registration asks for: a watch (its events are
+/// delivered) or a read (its cache is only queried).
+pub(crate) struct Source<'a> {
+    pub resource: &'a crate::runtime::bindings::types::ResourceType,
+    pub namespace: &'a Option<String>,
+    pub label_selector: &'a Option<String>,
+    pub field_selector: &'a Option<String>,
+    pub indexes: &'a [crate::runtime::bindings::types::Index],
+    /// 0 for none, and for reads.
+    pub resync_seconds: u32,
+    pub handles_events: bool,
+}
+
+/// A registration's watches, then its reads.
+pub(crate) fn sources(registration: &Registration) -> impl Iterator<Item = Source<'_>> {
+    let watches = registration.watches.iter().map(|w| Source {
+        resource: &w.resource,
+        namespace: &w.namespace,
+        label_selector: &w.label_selector,
+        field_selector: &w.field_selector,
+        indexes: &w.indexes,
+        resync_seconds: w.resync_seconds,
+        handles_events: true,
+    });
+    let reads = registration.reads.iter().map(|r| Source {
+        resource: &r.resource,
+        namespace: &r.namespace,
+        label_selector: &r.label_selector,
+        field_selector: &r.field_selector,
+        indexes: &r.indexes,
+        resync_seconds: 0,
+        handles_events: false,
+    });
+    watches.chain(reads)
+}
+
 pub(crate) fn index_spec(by: &IndexBy) -> IndexSpec {
     match by {
         IndexBy::Label(k) => IndexSpec::Label(k.clone()),
@@ -160,23 +196,22 @@ impl PluginManager {
         registration: &Registration,
     ) -> anyhow::Result<Resolution> {
         let mut wanted = Vec::new();
-        let watches = registration.watches.iter().map(|w| {
-            let selectors = (&w.namespace, &w.label_selector, &w.field_selector);
-            (&w.resource, selectors, &w.indexes, w.resync_seconds, true)
-        });
-        let reads = registration.reads.iter().map(|r| {
-            let selectors = (&r.namespace, &r.label_selector, &r.field_selector);
-            (&r.resource, selectors, &r.indexes, 0, false)
-        });
-        for (resource, (namespace, labels, fields), indexes, resync_seconds, handles_events) in
-            watches.chain(reads)
+        for Source {
+            resource,
+            namespace,
+            label_selector,
+            field_selector,
+            indexes,
+            resync_seconds,
+            handles_events,
+        } in sources(registration)
         {
             let spec = WatchSpec {
                 api_version: resource.api_version.clone(),
                 kind: resource.kind.clone(),
                 namespace: namespace.clone().or_else(|| self.options.namespace.clone()),
-                label_selector: labels.clone().filter(|s| !s.is_empty()),
-                field_selector: fields.clone().filter(|s| !s.is_empty()),
+                label_selector: label_selector.clone().filter(|s| !s.is_empty()),
+                field_selector: field_selector.clone().filter(|s| !s.is_empty()),
             };
             if spec.api_version == "v1" && spec.kind == "Secret" && !self.options.grants.secrets(plugin) {
                 anyhow::bail!(
