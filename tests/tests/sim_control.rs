@@ -5,88 +5,27 @@
 //! garbage collection and namespace termination. Skipped (with a message)
 //! only when kubectl is not installed.
 
+mod kubectl_support;
+
+use kubectl_support::{Env, have_kubectl};
 use serde_json::Value;
-use std::path::{Path, PathBuf};
-use std::process::Stdio;
 use std::time::Duration;
-use tokio::process::Command;
-use wink_sim::{Sim, SimConfig};
-
-const KUBECTL: &str = "/usr/bin/kubectl";
-
-fn have_kubectl() -> bool {
-    if Path::new(KUBECTL).exists() {
-        return true;
-    }
-    println!("kubectl is not installed at {KUBECTL}: skipping the kubectl tests");
-    false
-}
-
-struct Env {
-    _sim: Sim,
-    kubeconfig: PathBuf,
-    dir: PathBuf,
-}
+use wink_sim::SimConfig;
 
 async fn env(name: &str) -> Env {
-    let sim = Sim::start(SimConfig {
+    let config = SimConfig {
         control_plane: true,
         ..Default::default()
-    })
-    .await
-    .unwrap();
-    let dir = std::env::temp_dir().join(format!("wink-sim-control-{name}-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let kubeconfig = dir.join("kubeconfig");
-    sim.write_kubeconfig(&kubeconfig).unwrap();
-    Env {
-        _sim: sim,
-        kubeconfig,
-        dir,
-    }
+    };
+    kubectl_support::env(&format!("control-{name}"), config).await
 }
 
-impl Env {
-    /// Run kubectl to completion: (success, stdout, stderr).
-    async fn run(&self, args: &[&str]) -> (bool, String, String) {
-        let mut c = Command::new(KUBECTL);
-        c.args(args)
-            .env("KUBECONFIG", &self.kubeconfig)
-            .env("HOME", &self.dir)
-            .env_remove("KUBERNETES_SERVICE_HOST")
-            .stdin(Stdio::null())
-            .kill_on_drop(true);
-        let out = tokio::time::timeout(Duration::from_secs(90), c.output())
-            .await
-            .expect("kubectl finished in time")
-            .unwrap();
-        (
-            out.status.success(),
-            String::from_utf8_lossy(&out.stdout).to_string(),
-            String::from_utf8_lossy(&out.stderr).to_string(),
-        )
-    }
+/// What the control plane's tests add to the shared kubectl helpers.
+trait Waits {
+    async fn until(&self, what: &str, args: &[&str], check: impl Fn(&[Value]) -> bool) -> Vec<Value>;
+}
 
-    /// Run kubectl; panics with its stderr on failure.
-    async fn ok(&self, args: &[&str]) -> String {
-        let (ok, stdout, stderr) = self.run(args).await;
-        assert!(ok, "kubectl {args:?} failed: {stderr}\n{stdout}");
-        stdout
-    }
-
-    async fn json(&self, args: &[&str]) -> Value {
-        serde_json::from_str(&self.ok(args).await).unwrap()
-    }
-
-    async fn items(&self, args: &[&str]) -> Vec<Value> {
-        let mut a = args.to_vec();
-        a.extend(["-o", "json"]);
-        self.json(&a).await["items"]
-            .as_array()
-            .cloned()
-            .unwrap_or_default()
-    }
-
+impl Waits for Env {
     /// Wait (at most 30 s) until `check` holds for the items `args` lists.
     async fn until(&self, what: &str, args: &[&str], check: impl Fn(&[Value]) -> bool) -> Vec<Value> {
         let deadline = tokio::time::Instant::now() + Duration::from_secs(30);

@@ -2,66 +2,24 @@
 //! server through a written kubeconfig. Skipped (with a message) only when
 //! kubectl is not installed.
 
-use serde_json::Value;
-use std::path::{Path, PathBuf};
+mod kubectl_support;
+
+use kubectl_support::{Env, have_kubectl};
 use std::process::Stdio;
 use std::time::Duration;
 use tokio::io::{AsyncBufReadExt, BufReader};
-use tokio::process::Command;
-use wink_sim::{Sim, SimConfig};
-
-const KUBECTL: &str = "/usr/bin/kubectl";
-
-fn have_kubectl() -> bool {
-    if Path::new(KUBECTL).exists() {
-        return true;
-    }
-    println!("kubectl is not installed at {KUBECTL}: skipping the kubectl tests");
-    false
-}
-
-struct Env {
-    sim: Sim,
-    kubeconfig: PathBuf,
-    dir: PathBuf,
-}
+use wink_sim::SimConfig;
 
 async fn env(name: &str) -> Env {
-    let sim = Sim::start(SimConfig::default()).await.unwrap();
-    let dir = std::env::temp_dir().join(format!("wink-sim-kubectl-{name}-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let kubeconfig = dir.join("kubeconfig");
-    sim.write_kubeconfig(&kubeconfig).unwrap();
-    Env { sim, kubeconfig, dir }
+    kubectl_support::env(name, SimConfig::default()).await
 }
 
-impl Env {
-    fn cmd(&self, args: &[&str]) -> Command {
-        let mut c = Command::new(KUBECTL);
-        c.args(args)
-            .env("KUBECONFIG", &self.kubeconfig)
-            .env("HOME", &self.dir)
-            .env_remove("KUBERNETES_SERVICE_HOST")
-            .stdin(Stdio::null())
-            .kill_on_drop(true);
-        c
-    }
+/// What these tests add to the shared kubectl helpers.
+trait Manifests {
+    async fn apply_cm(&self, name: &str);
+}
 
-    /// Run kubectl to completion; panics with its stderr on failure.
-    async fn ok(&self, args: &[&str]) -> String {
-        let out = tokio::time::timeout(Duration::from_secs(60), self.cmd(args).output())
-            .await
-            .expect("kubectl finished in time")
-            .unwrap();
-        let stdout = String::from_utf8_lossy(&out.stdout).to_string();
-        let stderr = String::from_utf8_lossy(&out.stderr).to_string();
-        assert!(
-            out.status.success(),
-            "kubectl {args:?} failed: {stderr}\n{stdout}"
-        );
-        stdout
-    }
-
+impl Manifests for Env {
     /// `kubectl create -f` of a ConfigMap manifest.
     async fn apply_cm(&self, name: &str) {
         let f = self.dir.join(format!("{name}.yaml"));
@@ -71,10 +29,6 @@ impl Env {
         )
         .unwrap();
         self.ok(&["create", "-f", f.to_str().unwrap()]).await;
-    }
-
-    async fn json(&self, args: &[&str]) -> Value {
-        serde_json::from_str(&self.ok(args).await).unwrap()
     }
 }
 
