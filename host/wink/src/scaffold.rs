@@ -84,6 +84,27 @@ expect:
     - "INFO hi default/web-2: deleted (missed while the watch was down)"
 "#;
 
+/// A new project's name (its directory's, which `valid` accepts, else the
+/// error says `rule`) and its parent directory, created and made absolute.
+pub(crate) fn name_and_parent(
+    dir: &Path,
+    valid: impl Fn(&str) -> bool,
+    rule: &'static str,
+) -> anyhow::Result<(String, PathBuf)> {
+    let name = dir
+        .file_name()
+        .and_then(|n| n.to_str())
+        .filter(|n| !n.is_empty() && valid(n))
+        .context(rule)?
+        .to_string();
+    let parent = dir
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    std::fs::create_dir_all(parent)?;
+    Ok((name, parent.canonicalize()?))
+}
+
 /// The wink workspace `dir` is in (a folder above it with `sdk/` holding
 /// wink-sdk and a `plugins/` folder), if any.
 fn workspace_of(dir: &Path) -> Option<PathBuf> {
@@ -98,22 +119,14 @@ pub fn create(dir: &Path, sdk: Option<&Path>) -> anyhow::Result<String> {
     if dir.exists() {
         bail!("{} exists: wink new writes a new directory", dir.display());
     }
-    let name = dir
-        .file_name()
-        .and_then(|n| n.to_str())
-        .filter(|n| {
-            !n.is_empty()
-                && n.chars()
-                    .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
-        })
-        .context("the directory's name is the crate's: letters, digits, '-' and '_'")?
-        .to_string();
-    let parent = dir
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    std::fs::create_dir_all(parent)?;
-    let parent = parent.canonicalize()?;
+    let (name, parent) = name_and_parent(
+        dir,
+        |n| {
+            n.chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+        },
+        "the directory's name is the crate's: letters, digits, '-' and '_'",
+    )?;
     let member = workspace_of(&parent.join(&name)).filter(|ws| parent == ws.join("plugins"));
     let (sdk_path, workspace, target) = match (&member, sdk) {
         (Some(_), None) => ("../../sdk".to_string(), "", "../../target"),

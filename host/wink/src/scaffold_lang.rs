@@ -167,23 +167,16 @@ pub fn create(dir: &Path, lang: Lang, sdk: Option<&Path>) -> anyhow::Result<Stri
     if dir.exists() {
         bail!("{} exists: wink new writes a new directory", dir.display());
     }
-    let name = dir
-        .file_name()
-        .and_then(|n| n.to_str())
-        .filter(|n| {
-            !n.is_empty()
-                && n.chars().next().is_some_and(|c| c.is_ascii_alphabetic())
+    let (name, parent) = crate::scaffold::name_and_parent(
+        dir,
+        |n| {
+            n.chars().next().is_some_and(|c| c.is_ascii_alphabetic())
                 && n.chars()
                     .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
-        })
-        .context("the directory's name is the plugin's: a letter, then letters, digits, '-' and '_'")?
-        .to_string();
-    let parent = dir
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    std::fs::create_dir_all(parent)?;
-    let dir: PathBuf = parent.canonicalize()?.join(&name);
+        },
+        "the directory's name is the plugin's: a letter, then letters, digits, '-' and '_'",
+    )?;
+    let dir: PathBuf = parent.join(&name);
     let sdk = sdk_for(&dir, lang, sdk)?;
     let krate = name.replace('-', "_");
     let fill = |t: &str| {
