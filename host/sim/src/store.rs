@@ -197,6 +197,16 @@ fn record_manager(value: &mut Value, manager: &str, operation: &str) {
 }
 
 impl State {
+    /// The names of the tables that hold namespaced objects (what a
+    /// namespace's deletion empties).
+    pub fn namespaced_tables(&self) -> Vec<String> {
+        self.tables
+            .iter()
+            .filter(|(_, t)| t.def.namespaced)
+            .map(|(q, _)| q.clone())
+            .collect()
+    }
+
     /// Built-in tables, empty, starting after `rv`.
     pub fn new(history_cap: usize, rv: u64) -> Self {
         let registry = Registry::with_builtins();

@@ -417,12 +417,7 @@ pub fn delete(
 fn remove(st: &mut State, def: &Arc<ResourceDef>, k: Arc<str>, last: Value) -> Arc<Obj> {
     if is_namespace(def) {
         let prefix = format!("{k}/");
-        let tables: Vec<String> = st
-            .tables
-            .iter()
-            .filter(|(_, t)| t.def.namespaced)
-            .map(|(q, _)| q.clone())
-            .collect();
+        let tables = st.namespaced_tables();
         for q in tables {
             let doomed: Vec<(Arc<str>, Value)> = st.tables[&q]
                 .objects

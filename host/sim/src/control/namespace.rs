@@ -21,12 +21,7 @@ pub fn reconcile(st: &mut State) {
             continue;
         }
         let prefix = format!("{}/", name(&ns));
-        let tables: Vec<String> = st
-            .tables
-            .iter()
-            .filter(|(_, t)| t.def.namespaced)
-            .map(|(q, _)| q.clone())
-            .collect();
+        let tables = st.namespaced_tables();
         let mut left = 0;
         for q in tables {
             let contents: Vec<Value> = st.tables[&q]
