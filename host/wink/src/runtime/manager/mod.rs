@@ -58,7 +58,7 @@ struct LoadedPlugin {
 pub struct PluginStatus {
     pub name: String,
     pub path: PathBuf,
-    /// sha256 of the component.
+    /// The component's digest ([`loader::digest`]).
     pub digest: String,
     /// The compiler of its running code.
     pub compiler: Compiler,

@@ -30,10 +30,16 @@ fn second_lookup_hits_and_foreign_files_are_not_trusted() {
     let (_, hit) = cache.component(&engine, EMPTY, &d).unwrap();
     assert!(hit);
     assert_eq!((cache.hits(), cache.misses()), (1, 1));
-    // A world-writable entry is not trusted: recompiled, not loaded.
-    let entry = cache.entry(&d);
-    std::fs::set_permissions(&entry, std::fs::Permissions::from_mode(0o666)).unwrap();
-    assert!(!Precompiled::trusted(&entry));
+    // A world-writable entry or seal is not trusted: recompiled, not loaded.
+    for file in [cache.entry(&d), cache.seal(&d)] {
+        let before = std::fs::metadata(&file).unwrap().permissions();
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o666)).unwrap();
+        assert!(!Precompiled::trusted(&file));
+        assert!(!cache.contains(&d));
+        let (_, hit) = cache.component(&engine, EMPTY, &d).unwrap();
+        assert!(!hit, "a world-writable file is not trusted");
+        std::fs::set_permissions(&file, before).unwrap();
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -132,7 +138,7 @@ fn a_corrupt_entry_is_discarded_and_recompiled_never_run() {
     cache.component(&engine, EMPTY, &d).unwrap();
     let entry = cache.entry(&d);
     let mut bytes = std::fs::read(&entry).unwrap();
-    let middle = HEADER + (bytes.len() - HEADER) / 2;
+    let middle = bytes.len() / 2;
     let end = (middle + 4096).min(bytes.len());
     for b in &mut bytes[middle..end] {
         *b = !*b;
@@ -154,13 +160,51 @@ fn an_entry_copied_over_another_components_name_is_not_run() {
     let (a, b) = (digest(EMPTY), digest(OTHER));
     cache.component(&engine, EMPTY, &a).unwrap();
     std::fs::copy(cache.entry(&a), cache.entry(&b)).unwrap();
+    std::fs::copy(cache.seal(&a), cache.seal(&b)).unwrap();
+    assert_eq!(
+        Precompiled::check(&cache.entry(&b), &cache.seal(&b), &b),
+        Err(Rejected::OtherComponent)
+    );
     let (_, hit) = cache.component(&engine, OTHER, &b).unwrap();
     assert!(!hit, "another component's code is never taken for this one");
     assert_eq!(cache.discarded(), 1);
     assert_eq!(
-        Precompiled::verified(&std::fs::read(cache.entry(&b)).unwrap(), &a),
-        Err(Rejected::OtherComponent),
+        Precompiled::check(&cache.entry(&b), &cache.seal(&b), &b),
+        Ok(()),
         "rewritten with this component's code"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn an_entry_without_its_seal_or_of_another_length_is_not_run() {
+    let dir = scratch("unsealed");
+    let engine = Engine::default();
+    let cache = Precompiled::open(&dir, &engine).unwrap();
+    let d = digest(EMPTY);
+    cache.component(&engine, EMPTY, &d).unwrap();
+    // No seal (a writer stopped between its two renames): not a hit.
+    std::fs::remove_file(cache.seal(&d)).unwrap();
+    assert!(!cache.contains(&d));
+    let (_, hit) = cache.component(&engine, EMPTY, &d).unwrap();
+    assert!(!hit);
+    // Truncated code under a valid seal: discarded.
+    let code = std::fs::read(cache.entry(&d)).unwrap();
+    std::fs::write(cache.entry(&d), &code[..code.len() - 1]).unwrap();
+    assert_eq!(
+        Precompiled::check(&cache.entry(&d), &cache.seal(&d), &d),
+        Err(Rejected::Corrupt)
+    );
+    let (_, hit) = cache.component(&engine, EMPTY, &d).unwrap();
+    assert!(!hit);
+    assert_eq!(cache.discarded(), 1);
+    // A seal of the former format: refused by its magic.
+    let mut seal = std::fs::read(cache.seal(&d)).unwrap();
+    seal[..8].copy_from_slice(b"winkpc01");
+    std::fs::write(cache.seal(&d), &seal).unwrap();
+    assert_eq!(
+        Precompiled::check(&cache.entry(&d), &cache.seal(&d), &d),
+        Err(Rejected::Magic)
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -176,8 +220,9 @@ fn entries_are_private_under_a_permissive_umask() {
     let result = cache.component(&engine, EMPTY, &d);
     unsafe { libc::umask(old) };
     result.unwrap();
-    let mode = std::fs::metadata(cache.entry(&d)).unwrap().mode();
-    assert_eq!(mode & 0o777, 0o600);
+    for file in [cache.entry(&d), cache.seal(&d)] {
+        assert_eq!(std::fs::metadata(file).unwrap().mode() & 0o777, 0o600);
+    }
     let (_, hit) = cache.component(&engine, EMPTY, &d).unwrap();
     assert!(hit, "trusted, so used");
     let _ = std::fs::remove_dir_all(&dir);
