@@ -2,14 +2,25 @@
 //! loads the examples of `plugins/` (not the test and benchmark plugins of
 //! `tests/plugins/`, which are built into the same directory) with tier-up
 //! on, and each example gets its initial list once: `deployment-lister`
-//! prints each seeded Deployment once.
+//! prints each seeded Deployment once. `wink dev --src` on a Rust crate, and
+//! on Python and TypeScript projects as `wink new --lang` writes them (their
+//! build tools installed into `target/lang-tools` by the test): a saved edit
+//! is rebuilt and reaches the running plugin, a broken edit is shown once and
+//! the old version keeps handling events.
 
 mod common;
+mod lang_support;
 
 use common::{Wink, plugins_dir, root, scratch};
+use lang_support::Lang;
+use std::ffi::OsString;
+use std::path::Path;
 use std::time::Duration;
 
 const WAIT: Duration = Duration::from_secs(120);
+/// Builds of Python and JavaScript components take seconds each, longer
+/// while other builds share the cores.
+const LANG_WAIT: Duration = Duration::from_secs(600);
 
 #[test]
 fn wink_dev_loads_the_examples_once_each_and_skips_the_test_plugins() {
@@ -96,9 +107,54 @@ fn wink_dev_loads_the_examples_once_each_and_skips_the_test_plugins() {
 
 /// Wait for a line containing `needle` that was not there before.
 fn wait_new(wink: &Wink, needle: &str, before: usize) {
-    wink.wait_until(needle, WAIT, |w| {
+    wink.wait_until(needle, LANG_WAIT, |w| {
         w.lines().iter().skip(before).any(|l| l.contains(needle))
     });
+}
+
+/// `wink dev --src SRC` in `dir` (with `env`) on a simulated cluster seeded
+/// with the Pod `pod0`, its kubeconfig written to `dir/kubeconfig`.
+fn dev_src(dir: &Path, src: &str, env: &[(&str, &std::ffi::OsStr)]) -> Wink {
+    let seed = dir.join("seed");
+    std::fs::create_dir_all(&seed).unwrap();
+    std::fs::write(
+        seed.join("pod.yaml"),
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: pod0, namespace: default}\nspec: {containers: [{name: c, image: nginx}]}\n",
+    )
+    .unwrap();
+    let kubeconfig = dir.join("kubeconfig");
+    let precompiled = dir.join("precompiled");
+    let args = [
+        "dev",
+        "--src",
+        src,
+        "--churn",
+        "0",
+        "--seed",
+        seed.to_str().unwrap(),
+        "--kubeconfig-out",
+        kubeconfig.to_str().unwrap(),
+        "--precompiled",
+        precompiled.to_str().unwrap(),
+    ];
+    Wink::spawn_with_env(dir, &args, env)
+}
+
+/// Create the Pod `name` in `default` through the cluster of `kubeconfig`.
+async fn create_pod(kubeconfig: &Path, name: &str) {
+    let config = kube::Config::from_custom_kubeconfig(
+        kube::config::Kubeconfig::read_from(kubeconfig).unwrap(),
+        &Default::default(),
+    )
+    .await
+    .unwrap();
+    let pods: kube::Api<k8s_openapi::api::core::v1::Pod> =
+        kube::Api::namespaced(kube::Client::try_from(config).unwrap(), "default");
+    let pod: k8s_openapi::api::core::v1::Pod = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": name}, "spec": {"containers": [{"name": "c", "image": "nginx"}]}
+    }))
+    .unwrap();
+    pods.create(&Default::default(), &pod).await.unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -121,29 +177,8 @@ async fn wink_dev_src_rebuilds_on_save_and_a_broken_edit_keeps_the_running_versi
     // compiled twice).
     std::os::unix::fs::symlink(root().join("target"), krate.join("target")).unwrap();
     common::ensure_wasm_target();
-    let seed = dir.join("seed");
-    std::fs::create_dir_all(&seed).unwrap();
-    std::fs::write(
-        seed.join("pod.yaml"),
-        "apiVersion: v1\nkind: Pod\nmetadata: {name: pod0, namespace: default}\nspec: {containers: [{name: c, image: nginx}]}\n",
-    )
-    .unwrap();
+    let wink = dev_src(&dir, "crates", &[]);
     let kubeconfig = dir.join("kubeconfig");
-    let precompiled = dir.join("precompiled");
-    let args = [
-        "dev",
-        "--src",
-        "crates",
-        "--churn",
-        "0",
-        "--seed",
-        seed.to_str().unwrap(),
-        "--kubeconfig-out",
-        kubeconfig.to_str().unwrap(),
-        "--precompiled",
-        precompiled.to_str().unwrap(),
-    ];
-    let wink = Wink::spawn_in(&dir, &args);
     wink.wait_for_line("[dev_echo] OnAdd: pod0", WAIT);
 
     // A one-line change: the new version is built, loaded and replayed.
@@ -163,19 +198,7 @@ async fn wink_dev_src_rebuilds_on_save_and_a_broken_edit_keeps_the_running_versi
         before,
     );
     std::fs::write(&lib, &broken).unwrap();
-    let config = kube::Config::from_custom_kubeconfig(
-        kube::config::Kubeconfig::read_from(&kubeconfig).unwrap(),
-        &Default::default(),
-    )
-    .await
-    .unwrap();
-    let pods: kube::Api<k8s_openapi::api::core::v1::Pod> =
-        kube::Api::namespaced(kube::Client::try_from(config).unwrap(), "default");
-    let pod: k8s_openapi::api::core::v1::Pod = serde_json::from_value(serde_json::json!({
-        "metadata": {"name": "pod1"}, "spec": {"containers": [{"name": "c", "image": "nginx"}]}
-    }))
-    .unwrap();
-    pods.create(&Default::default(), &pod).await.unwrap();
+    create_pod(&kubeconfig, "pod1").await;
     wait_new(&wink, "[dev_echo] Added: pod1", before);
     let shown = wink
         .lines()
@@ -184,4 +207,104 @@ async fn wink_dev_src_rebuilds_on_save_and_a_broken_edit_keeps_the_running_versi
         .filter(|l| l.contains("does not build"))
         .count();
     assert_eq!(shown, 1, "the same error is shown once");
+}
+
+/// `wink dev --src` on the project `wink new --lang` writes for `lang`: the
+/// scaffold's handler logs `hello default/pod0: listed`; an edit to its
+/// source is rebuilt with the project's build command and reaches the
+/// running plugin; a syntax error is shown once (a second save of it says
+/// only that it still does not build) and the edited version keeps handling
+/// events.
+async fn wink_dev_src_on_a_new_project(lang: Lang) {
+    let (flag, source, garbage) = match lang {
+        Lang::Python => ("python", "app.py", "this is not python("),
+        Lang::Js => ("js", "src/app.ts", "this is not typescript("),
+    };
+    let dir = scratch(&format!("dev_src_{flag}"));
+    let (name, plugin) = (format!("dev-{flag}"), format!("dev_{flag}"));
+    let project = dir.join("projects").join(&name);
+    let sdk = root().join(if lang == Lang::Python {
+        "sdk/python"
+    } else {
+        "sdk/js"
+    });
+    let new = std::process::Command::new(common::wink_bin())
+        .args(["new", project.to_str().unwrap(), "--lang", flag, "--sdk"])
+        .arg(sdk)
+        .output()
+        .unwrap();
+    assert!(new.status.success(), "{}", String::from_utf8_lossy(&new.stderr));
+    // The tools an author installs: componentize-py on PYTHONPATH; for
+    // TypeScript, wink-build on PATH and its packages (what `npm install`
+    // puts into node_modules).
+    let env: Vec<(&str, OsString)> = match lang {
+        Lang::Python => vec![("PYTHONPATH", lang_support::python_tools().into())],
+        Lang::Js => {
+            let mut path = OsString::from(lang_support::js_bin());
+            path.push(":");
+            path.push(std::env::var_os("PATH").unwrap_or_default());
+            vec![("PATH", path), ("WINK_JS_TOOLS", lang_support::js_tools().into())]
+        }
+    };
+    let env: Vec<(&str, &std::ffi::OsStr)> = env.iter().map(|(k, v)| (*k, v.as_os_str())).collect();
+    let wink = dev_src(&dir, "projects", &env);
+    let tag = format!("[{plugin}] ");
+    wait_new(&wink, &format!("{tag}hello default/pod0: listed"), 0);
+
+    // An edit: the new version is built, loaded and replayed.
+    let file = project.join(source);
+    let original = std::fs::read_to_string(&file).unwrap();
+    assert!(original.contains("\"listed\"") && original.contains("\"added\""));
+    let edited = original
+        .replace("\"listed\"", "\"listed v2\"")
+        .replace("\"added\"", "\"added v2\"");
+    let before = wink.lines().len();
+    let saved = std::time::Instant::now();
+    std::fs::write(&file, &edited).unwrap();
+    wait_new(&wink, &format!("{tag}hello default/pod0: listed v2"), before);
+    println!(
+        "{flag}: save -> the new version handled an event: {:?}",
+        saved.elapsed()
+    );
+
+    // A syntax error: shown once, with the error; the edited version stays.
+    let before = wink.lines().len();
+    let broken = format!("{edited}\n{garbage}\n");
+    std::fs::write(&file, &broken).unwrap();
+    let failed = format!("{name} does not build; the running version stays");
+    wait_new(&wink, &failed, before);
+    std::fs::write(&file, &broken).unwrap();
+    wait_new(
+        &wink,
+        &format!("{name} still does not build (the same errors)"),
+        before,
+    );
+    create_pod(&dir.join("kubeconfig"), "pod1").await;
+    wait_new(&wink, &format!("{tag}hello default/pod1: added v2"), before);
+    let lines = wink.lines();
+    let after: Vec<&String> = lines.iter().skip(before).collect();
+    assert_eq!(
+        after.iter().filter(|l| l.contains(&failed)).count(),
+        1,
+        "the failure is shown once"
+    );
+    assert_eq!(
+        after.iter().filter(|l| l.contains(garbage)).count(),
+        1,
+        "its error, quoting the line, is shown once: {after:#?}"
+    );
+    assert!(
+        !after.iter().any(|l| l.contains(&format!("{name} built in"))),
+        "nothing was built: {after:#?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wink_dev_src_rebuilds_a_python_project_on_save_and_keeps_it_through_a_syntax_error() {
+    wink_dev_src_on_a_new_project(Lang::Python).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wink_dev_src_rebuilds_a_typescript_project_on_save_and_keeps_it_through_a_syntax_error() {
+    wink_dev_src_on_a_new_project(Lang::Js).await;
 }

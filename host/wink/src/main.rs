@@ -60,10 +60,11 @@ enum Command {
         /// Directory of YAML/JSON manifests to load into the simulated cluster.
         #[arg(long)]
         seed: Option<PathBuf>,
-        /// Plugin crates to build, watch and rebuild on every save (a crate,
-        /// or a directory of crates); their components go to
-        /// target/wink-dev/plugins, which is loaded. Default: the
-        /// workspace's plugins/, rebuilt into the workspace's build.
+        /// Plugin projects to build, watch and rebuild on every save: a Rust
+        /// crate, a Python or JavaScript/TypeScript project (as `wink new
+        /// --lang` writes them), or a directory of projects; their
+        /// components go to target/wink-dev/plugins, which is loaded.
+        /// Default: the workspace's plugins/, rebuilt into its build.
         #[arg(long)]
         src: Option<PathBuf>,
         /// Run the simulated control plane (Deployments -> ReplicaSets -> Pods
@@ -539,39 +540,39 @@ async fn dev(
 ) -> anyhow::Result<()> {
     host.tier_up.get_or_insert(true);
     host.grant_declared = true;
-    // Sources are rebuilt on save: --src's crates into a directory of their
-    // own (built once now), else the workspace's examples into its build.
-    let (crates, out) = match &src {
+    // Sources are rebuilt on save: --src's projects into a directory of
+    // their own (built once now), else the workspace's examples into its build.
+    let (projects, out) = match &src {
         Some(dir) => {
             let out = PathBuf::from("target/wink-dev/plugins");
             std::fs::create_dir_all(&out)?;
             host.plugins = out.clone();
-            let crates = wink::rebuild::crates_in(dir);
+            let projects = wink::rebuild::projects_in(dir);
             anyhow::ensure!(
-                !crates.is_empty(),
-                "wink dev: no plugin crate in {}",
+                !projects.is_empty(),
+                "wink dev: no plugin project in {}",
                 dir.display()
             );
-            for c in &crates {
-                match wink::rebuild::build(c, &out) {
-                    Ok(took) => println!("wink dev: {} built in {} ms", c.name, took.as_millis()),
-                    Err(e) => println!("wink dev: {} does not build yet:\n{e}", c.name),
+            for p in &projects {
+                match p.build(&out) {
+                    Ok(took) => println!("wink dev: {} built in {} ms", p.name, took.as_millis()),
+                    Err(e) => println!("wink dev: {} does not build yet:\n{e}", p.name),
                 }
             }
-            (crates, out)
+            (projects, out)
         }
         None => {
             host.only = wink::rebuild::examples(&host.plugins, std::path::Path::new(DEFAULT_PLUGINS));
-            let crates = match host.only {
-                Some(_) => wink::rebuild::crates_in(std::path::Path::new("plugins")),
+            let projects = match host.only {
+                Some(_) => wink::rebuild::projects_in(std::path::Path::new("plugins")),
                 None => Vec::new(),
             };
-            (crates, host.plugins.clone())
+            (projects, host.plugins.clone())
         }
     };
-    let _sources = match crates.is_empty() {
+    let _sources = match projects.is_empty() {
         true => None,
-        false => Some(wink::rebuild::watch(crates, out)?),
+        false => Some(wink::rebuild::watch(projects, out)?),
     };
     let sim = wink_sim::Sim::start(wink_sim::SimConfig {
         churn_per_sec: (churn > 0.0).then_some(churn),

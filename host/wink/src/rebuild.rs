@@ -1,105 +1,26 @@
-//! `wink dev`'s plugin crates: which it loads ([`examples`]), and its
-//! source watcher, which watches plugin crates' sources, rebuilds a
-//! changed crate for `wasm32-wasip2` and puts its component where the
-//! reload watcher loads it from, so a saved edit reaches the running
-//! plugin. A build that fails is shown once (its first errors) and changes
-//! nothing: the running version stays. Owns the watching of sources and
-//! running `cargo build`; loading is the reload watcher's.
+//! `wink dev`'s plugin projects: which it loads ([`examples`]), and its
+//! source watcher, which watches plugin projects' sources (Rust crates,
+//! Python and JavaScript/TypeScript projects; [`project`] tells them apart
+//! and builds them), rebuilds a changed project after its sources are
+//! quiet ([`QUIET`]) and puts its component where the reload watcher loads
+//! it from, so a saved edit reaches the running plugin. A build that fails
+//! is shown once (its first errors) and changes nothing: the running
+//! version stays. Owns the watching of sources and when to build; how a
+//! project builds is [`project`]'s, loading the reload watcher's.
 
-use notify::{RecursiveMode, Watcher};
-use std::collections::BTreeSet;
+pub mod project;
+
+pub use project::{Project, projects_in};
+
+use notify::Watcher;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::mpsc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// How long sources must be quiet before a build starts (an editor's save
 /// is several events).
 pub const QUIET: Duration = Duration::from_millis(150);
-
-/// One plugin crate: its name and directory.
-#[derive(Debug, Clone)]
-pub struct Crate {
-    pub name: String,
-    pub dir: PathBuf,
-}
-
-/// The plugin crates in `dir`: `dir` itself when it is one, else every
-/// subdirectory with a `Cargo.toml`.
-pub fn crates_in(dir: &Path) -> Vec<Crate> {
-    let one = |d: &Path| {
-        let manifest = std::fs::read_to_string(d.join("Cargo.toml")).ok()?;
-        let name = manifest
-            .lines()
-            .find_map(|l| l.trim().strip_prefix("name = "))?
-            .trim_matches('"')
-            .to_string();
-        // Absolute: file events name absolute paths.
-        Some(Crate {
-            name,
-            dir: d.canonicalize().ok()?,
-        })
-    };
-    if let Some(c) = one(dir) {
-        return vec![c];
-    }
-    let mut crates: Vec<Crate> = std::fs::read_dir(dir)
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter_map(|e| one(&e.path()))
-        .collect();
-    crates.sort_by(|a, b| a.name.cmp(&b.name));
-    crates
-}
-
-/// Build `krate` (release, wasm32-wasip2) and copy its component into
-/// `out` as `<crate>.wasm` (renamed into place, so the reload watcher sees
-/// one complete file). Returns the first lines of the errors when it fails.
-pub fn build(krate: &Crate, out: &Path) -> Result<Duration, String> {
-    let started = Instant::now();
-    let output = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
-        .current_dir(&krate.dir)
-        .args([
-            "build",
-            "--release",
-            "--target",
-            "wasm32-wasip2",
-            "--message-format=json-render-diagnostics",
-            "-p",
-            &krate.name,
-        ])
-        .output()
-        .map_err(|e| format!("cannot run cargo: {e}"))?;
-    if !output.status.success() {
-        let errors = String::from_utf8_lossy(&output.stderr);
-        let shown: Vec<&str> = errors
-            .lines()
-            .filter(|l| !l.trim_start().starts_with("Compiling"))
-            .take(30)
-            .collect();
-        return Err(shown.join("\n"));
-    }
-    let artifact = String::from_utf8_lossy(&output.stdout)
-        .lines()
-        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-        .filter(|m| {
-            m["reason"] == "compiler-artifact"
-                && m["target"]["name"].as_str().map(|n| n.replace('_', "-"))
-                    == Some(krate.name.replace('_', "-"))
-        })
-        .flat_map(|m| m["filenames"].as_array().cloned().unwrap_or_default())
-        .filter_map(|f| f.as_str().map(PathBuf::from))
-        .find(|f| f.extension().is_some_and(|e| e == "wasm"))
-        .ok_or_else(|| format!("{} built no .wasm (crate-type = [\"cdylib\"]?)", krate.name))?;
-    let target = out.join(artifact.file_name().unwrap_or_default());
-    if artifact.canonicalize().ok() != target.canonicalize().ok() {
-        let tmp = out.join(format!(".{}.tmp", krate.name));
-        std::fs::copy(&artifact, &tmp).map_err(|e| format!("copy {}: {e}", artifact.display()))?;
-        std::fs::rename(&tmp, &target).map_err(|e| format!("install {}: {e}", target.display()))?;
-    }
-    Ok(started.elapsed())
-}
 
 /// With the default plugin directory (the workspace's wasm build), the
 /// plugins `wink dev` loads: the crates of `plugins/`, the examples meant
@@ -134,9 +55,9 @@ pub struct SourceWatcher {
     _watcher: notify::RecommendedWatcher,
 }
 
-/// Watch the sources of `crates` (each one's `Cargo.toml` and `src/`) and
-/// rebuild a crate into `out` when they change.
-pub fn watch(crates: Vec<Crate>, out: PathBuf) -> anyhow::Result<SourceWatcher> {
+/// Watch the sources of `projects` and rebuild a project into `out` when
+/// they change.
+pub fn watch(projects: Vec<Project>, out: PathBuf) -> anyhow::Result<SourceWatcher> {
     let (tx, rx) = mpsc::channel::<PathBuf>();
     let mut watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
         if let Ok(event) = event
@@ -147,50 +68,45 @@ pub fn watch(crates: Vec<Crate>, out: PathBuf) -> anyhow::Result<SourceWatcher> 
             }
         }
     })?;
-    // The manifest beside, the sources below: never the build directory
-    // (it may be a link into a large shared one).
-    for c in &crates {
-        watcher.watch(&c.dir, RecursiveMode::NonRecursive)?;
-        let src = c.dir.join("src");
-        if src.is_dir() {
-            watcher.watch(&src, RecursiveMode::Recursive)?;
+    for p in &projects {
+        for (dir, mode) in p.watches() {
+            watcher.watch(&dir, mode)?;
         }
     }
     std::thread::Builder::new()
         .name("wink-dev-rebuild".into())
-        .spawn(move || rebuild_loop(crates, out, rx))?;
+        .spawn(move || rebuild_loop(projects, out, rx))?;
     Ok(SourceWatcher { _watcher: watcher })
 }
 
-fn rebuild_loop(crates: Vec<Crate>, out: PathBuf, rx: mpsc::Receiver<PathBuf>) {
-    let owner = |p: &Path| {
-        crates.iter().find(|c| {
-            p.starts_with(&c.dir)
-                && !p.starts_with(c.dir.join("target"))
-                && !p.components().any(|x| x.as_os_str() == ".git")
-        })
-    };
-    let mut last_error: Option<String> = None;
+fn rebuild_loop(projects: Vec<Project>, out: PathBuf, rx: mpsc::Receiver<PathBuf>) {
+    let owner = |p: &Path| projects.iter().position(|c| c.is_source(p));
+    // Each project's last errors, shown once.
+    let mut failing: BTreeMap<usize, String> = BTreeMap::new();
     while let Ok(first) = rx.recv() {
         let mut changed = BTreeSet::new();
-        changed.extend(owner(&first).map(|c| c.name.clone()));
+        changed.extend(owner(&first));
         while let Ok(p) = rx.recv_timeout(QUIET) {
-            changed.extend(owner(&p).map(|c| c.name.clone()));
+            changed.extend(owner(&p));
         }
-        for c in crates.iter().filter(|c| changed.contains(&c.name)) {
-            println!("wink dev: {} changed: rebuilding", c.name);
-            match build(c, &out) {
+        for i in changed {
+            let p = &projects[i];
+            println!("wink dev: {} changed: rebuilding", p.name);
+            match p.build(&out) {
                 Ok(took) => {
-                    last_error = None;
-                    println!("wink dev: {} built in {} ms; reloading", c.name, took.as_millis());
+                    failing.remove(&i);
+                    println!("wink dev: {} built in {} ms; reloading", p.name, took.as_millis());
                 }
-                Err(e) if last_error.as_ref() == Some(&e) => {}
+                Err(e) if failing.get(&i) == Some(&e) => println!(
+                    "wink dev: {} still does not build (the same errors); the running version stays",
+                    p.name
+                ),
                 Err(e) => {
                     println!(
                         "wink dev: {} does not build; the running version stays:\n{e}",
-                        c.name
+                        p.name
                     );
-                    last_error = Some(e);
+                    failing.insert(i, e);
                 }
             }
         }

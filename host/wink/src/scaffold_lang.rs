@@ -63,11 +63,16 @@ class Plugin(wink_sdk.Handler):
 Handler = wink_sdk.export(Plugin)
 "#;
 
+/// The line building a Python project in its directory (`SDK`: the Python
+/// SDK's folder; `CRATE`: the name with `_`): `build.sh` runs it, and
+/// `wink dev` runs it for a project without `build.sh` (the examples).
+pub const PYTHON_BUILD: &str = "python3 SDK/wink_build.py -o build/CRATE.wasm";
+
 const BUILD_SH: &str = r#"#!/bin/sh
 # Build build/CRATE.wasm with componentize-py (pip install componentize-py==0.25.1).
 set -e
 cd "$(dirname "$0")"
-exec python3 SDK/wink_build.py -o build/CRATE.wasm "$@"
+exec PYTHON_BUILD "$@"
 "#;
 
 const APP_TS: &str = r#"/**
@@ -137,7 +142,7 @@ plugin: build/CRATE.wasm
 /// The SDK folder of `lang` for a project in `dir`: `--sdk`, else the one of
 /// the wink checkout `dir` is in; as written into the project (relative when
 /// found in the checkout, so the project moves with it).
-fn sdk_for(dir: &Path, lang: Lang, sdk: Option<&Path>) -> anyhow::Result<String> {
+pub(crate) fn sdk_for(dir: &Path, lang: Lang, sdk: Option<&Path>) -> anyhow::Result<String> {
     let sub = if lang == Lang::Python {
         "sdk/python"
     } else {
@@ -188,7 +193,10 @@ pub fn create(dir: &Path, lang: Lang, sdk: Option<&Path>) -> anyhow::Result<Stri
     let build = match lang {
         Lang::Python => {
             std::fs::write(dir.join("app.py"), fill(APP_PY))?;
-            std::fs::write(dir.join("build.sh"), fill(BUILD_SH))?;
+            std::fs::write(
+                dir.join("build.sh"),
+                fill(&BUILD_SH.replace("PYTHON_BUILD", PYTHON_BUILD)),
+            )?;
             std::fs::write(dir.join(".gitignore"), "build/\n__pycache__/\n")?;
             "sh build.sh"
         }

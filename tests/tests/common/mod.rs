@@ -145,9 +145,15 @@ impl Wink {
 
     /// Spawn `wink <args>` in the directory `dir`.
     pub fn spawn_in(dir: &Path, args: &[&str]) -> Wink {
+        Wink::spawn_with_env(dir, args, &[])
+    }
+
+    /// Spawn `wink <args>` in the directory `dir` with the variables `env`.
+    pub fn spawn_with_env(dir: &Path, args: &[&str], env: &[(&str, &std::ffi::OsStr)]) -> Wink {
         let mut child = Command::new(wink_bin())
             .current_dir(dir)
             .args(args)
+            .envs(env.iter().copied())
             .env("RUST_LOG", "info")
             .env_remove("KUBECONFIG")
             .stdout(Stdio::piped())
