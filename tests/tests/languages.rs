@@ -6,8 +6,9 @@
 //!
 //! - each example passes its `wink test` case, and `wink new --lang` writes
 //!   projects that build and pass theirs as generated; the Python SDK's unit
-//!   tests pass against the generated bindings, and `tsc --noEmit` accepts
-//!   the TypeScript SDK and examples;
+//!   tests pass against the generated bindings, the TypeScript SDK's (`npm
+//!   test`) against stubs of the host's interfaces, and `tsc --noEmit`
+//!   accepts the TypeScript SDK and examples;
 //! - under `wink run` on the simulated server, pod-logger and app-index in
 //!   Python and JavaScript log exactly what the Rust ones log, event for
 //!   event, and require-labels labels, records its Event and logs as the
@@ -169,6 +170,27 @@ fn the_python_sdk_unit_tests_pass_against_the_generated_bindings() {
     let text = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{text}");
     assert!(text.contains("Ran 6 tests"), "{text}");
+}
+
+#[test]
+fn the_js_sdk_unit_tests_pass_against_stubs_of_the_host() {
+    // `npm test`: esbuild bundles sdk/js/test/*.test.mjs with the SDK, the
+    // host's interfaces resolved to the fakes of test/stubs/, and node's own
+    // runner runs them.
+    let out = Command::new("npm")
+        .args(["run", "--silent", "test"])
+        .current_dir(root().join("sdk/js"))
+        .env("WINK_JS_TOOLS", lang_support::js_tools())
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.lines().any(|l| l == "# pass 43"), "{text}");
+    assert!(text.lines().any(|l| l == "# fail 0"), "{text}");
 }
 
 /// Wait until every plugin of `names` has logged `count` lines.

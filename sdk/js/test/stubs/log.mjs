@@ -1,0 +1,5 @@
+/** `wink:plugin/log@0.3.0` for the unit tests: each function records its call in `host.mjs`. */
+
+import { call } from "./host.mjs";
+
+export const log = (...args) => call("log.log", args);
