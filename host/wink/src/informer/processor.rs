@@ -183,6 +183,8 @@ impl Starts {
             return;
         };
         let mut waiting: Vec<BatchFuture> = Vec::new();
+        // One clock read per batch: each batch ends where the next starts.
+        let mut started = Instant::now();
         for l in self.tasks.drain(..) {
             // Out of tokio's cooperative budget (the informer's task has
             // spent some): a batch is bounded by BATCH calls anyway, and an
@@ -192,14 +194,16 @@ impl Starts {
                 waiting.push(batch);
                 continue;
             }
-            let (started, before) = (Instant::now(), l.delivered());
+            let before = l.delivered();
             let done = futures::FutureExt::now_or_never(&mut batch).is_some();
             let calls = (l.delivered() - before).max(1) as u32;
+            let ended = Instant::now();
             // A call that yielded at an epoch tick is no sign of a slow
             // plugin; a slow batch is.
-            if started.elapsed() > IN_PLACE_BUDGET * calls {
+            if ended - started > IN_PLACE_BUDGET * calls {
                 l.spawn_for_a_while();
             }
+            started = ended;
             if !done {
                 waiting.push(batch);
             }

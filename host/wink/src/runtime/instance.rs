@@ -220,9 +220,7 @@ impl PluginInstance {
     /// A plugin that writes is told when its events are mostly its own
     /// writes coming back.
     fn note_delivery(&self, obj: &ObjRef) {
-        if let Some(access) = self.writes.get() {
-            access.delivered(obj.resource_version());
-        }
+        self.writes.delivered(obj.resource_version());
     }
 
     /// What the instance may write (shared by its Store).
@@ -277,9 +275,9 @@ impl PluginInstance {
         if let Some(obj) = obj {
             crate::informer::object::push_key_of(&mut l.key, obj.namespace(), obj.name());
         }
-        let started = std::time::Instant::now();
         let result = call.run(l).await;
-        self.handler_time.observe(started.elapsed().as_secs_f64());
+        let took = l.store.data().clock.elapsed();
+        self.handler_time.observe(took.as_secs_f64());
         let Err(err) = result else {
             l.store.data_mut().commit_reports(self.id);
             return;
@@ -389,13 +387,11 @@ impl Call<'_> {
     async fn run(&self, l: &mut Live) -> wasmtime::Result<()> {
         let Live { store, plugin, key } = l;
         let handler = plugin.wink_plugin_handler();
-        let lent: Vec<u32> = match self {
-            Call::Add(o, _) | Call::Delete(o, _) => vec![store.data_mut().objects.insert((*o).clone())],
-            Call::Update(old, new) => {
-                let objects = &mut store.data_mut().objects;
-                vec![objects.insert((*old).clone()), objects.insert((*new).clone())]
-            }
-            Call::Synced => Vec::new(),
+        let objects = &mut store.data_mut().objects;
+        let (lent, count): ([u32; 2], usize) = match self {
+            Call::Add(o, _) | Call::Delete(o, _) => ([objects.insert((*o).clone()), 0], 1),
+            Call::Update(old, new) => ([objects.insert((*old).clone()), objects.insert((*new).clone())], 2),
+            Call::Synced => ([0; 2], 0),
         };
         let borrow = |i: usize| Resource::new_borrow(lent[i]);
         match *self {
@@ -412,7 +408,7 @@ impl Call<'_> {
             }
             Call::Synced => handler.call_on_synced(&mut *store).await?,
         }
-        for rep in lent {
+        for &rep in &lent[..count] {
             store.data_mut().objects.remove(rep);
         }
         Ok(())

@@ -154,6 +154,11 @@ impl CallClock {
         }
     }
 
+    /// Time since the call started.
+    pub fn elapsed(&self) -> Duration {
+        self.started.elapsed()
+    }
+
     /// Time the guest itself has run in this call.
     pub fn guest_time(&self) -> Duration {
         self.started.elapsed().saturating_sub(self.io)

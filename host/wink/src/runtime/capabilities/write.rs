@@ -164,6 +164,14 @@ impl WriteScope {
     pub fn get(&self) -> Option<Arc<WriteAccess>> {
         self.access.read().unwrap().clone()
     }
+
+    /// Tell the plugin's access (if any) that an object at
+    /// `resource_version` was delivered, without taking a reference to it.
+    pub fn delivered(&self, resource_version: &str) {
+        if let Some(access) = &*self.access.read().unwrap() {
+            access.delivered(resource_version);
+        }
+    }
 }
 
 /// `namespace/name` or `name`.
