@@ -2,14 +2,23 @@
 /**
  * wink-build: a wink plugin component from a JavaScript or TypeScript entry.
  *
- *   wink-build src/app.ts -o build/my_plugin.wasm [--wit DIR]
+ *   wink-build src/app.ts -o build/my_plugin.wasm [--wit DIR] [--plain]
  *
  * 1. esbuild bundles the entry and the SDK (`wink-sdk` resolves to this
  *    package's sources) into one ES module, leaving the host's interfaces
  *    (`wink:plugin/*`) as imports;
- * 2. componentize-js's CLI turns it into a component of the world `plugin`
- *    (`-d http fetch-event`: the component imports no wasi:http, which wink
- *    does not provide).
+ * 2. componentize-js (its `componentize` function, with what its CLI's
+ *    `-d http fetch-event` passes: the component imports no wasi:http, which
+ *    wink does not provide) turns it into a component of the world `plugin`,
+ *    with two changes for the cost of a call (`--plain` builds without
+ *    them):
+ *    - the bindings it generates are rewritten by `bindings.mjs` before
+ *      StarlingMonkey runs them (synchronous exports, no per-call debug
+ *      logging or finalizer registration for lent objects);
+ *    - SpiderMonkey's portable baseline interpreter (inline caches, no
+ *      machine code) runs the JavaScript instead of the plain interpreter,
+ *      set through its `JIT_OPTION_*` environment at build time (the
+ *      snapshot keeps it).
  *
  * esbuild and @bytecodealliance/componentize-js come from this package's
  * dependencies, or from the node_modules folder named by $WINK_JS_TOOLS.
@@ -18,27 +27,30 @@
 
 import { spawnSync } from "node:child_process";
 import { existsSync, mkdirSync } from "node:fs";
-import { createRequire } from "node:module";
+import fsPromises from "node:fs/promises";
+import { createRequire, syncBuiltinESMExports } from "node:module";
 import { dirname, join, resolve } from "node:path";
-import { fileURLToPath } from "node:url";
+import { fileURLToPath, pathToFileURL } from "node:url";
+import { rewrite } from "./bindings.mjs";
 
 const here = dirname(fileURLToPath(import.meta.url));
 
 /** @param {string[]} argv */
 function parse(argv) {
-  /** @type {{entry?: string, out?: string, wit: string}} */
-  const opts = { wit: resolve(here, "../../../wit") };
+  /** @type {{entry?: string, out?: string, wit: string, plain: boolean}} */
+  const opts = { wit: resolve(here, "../../../wit"), plain: false };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     if (a === "-o" || a === "--out") opts.out = argv[++i];
     else if (a === "--wit") opts.wit = resolve(argv[++i]);
+    else if (a === "--plain") opts.plain = true;
     else if (a === "-h" || a === "--help") {
-      console.log("usage: wink-build ENTRY -o OUT.wasm [--wit DIR]");
+      console.log("usage: wink-build ENTRY -o OUT.wasm [--wit DIR] [--plain]");
       process.exit(0);
     } else opts.entry = a;
   }
   if (!opts.entry || !opts.out) {
-    console.error("usage: wink-build ENTRY -o OUT.wasm [--wit DIR]");
+    console.error("usage: wink-build ENTRY -o OUT.wasm [--wit DIR] [--plain]");
     process.exit(2);
   }
   return opts;
@@ -65,6 +77,47 @@ function tool(spec) {
   process.exit(1);
 }
 
+/**
+ * Build `bundle` into the component `out`. componentize-js writes the
+ * bindings it generates to `initializer.js` before running StarlingMonkey on
+ * them; that write goes through `rewrite` (fs/promises' `writeFile`, which
+ * it imports, wrapped for the duration of the build).
+ * @param {string} bundle
+ * @param {{wit: string, plain: boolean}} opts
+ * @param {string} out
+ */
+async function componentize(bundle, opts, out) {
+  const dir = tool("@bytecodealliance/componentize-js");
+  const { componentize } = await import(pathToFileURL(join(dir, "src", "componentize.js")).href);
+  const writeFile = fsPromises.writeFile;
+  if (!opts.plain) {
+    fsPromises.writeFile = (path, data, ...rest) => {
+      if (typeof path === "string" && path.endsWith("initializer.js") && typeof data === "string") {
+        try {
+          data = rewrite(data);
+        } catch (e) {
+          console.warn(`wink-build: bindings kept as generated (${/** @type {Error} */ (e).message})`);
+        }
+      }
+      return writeFile(path, data, ...rest);
+    };
+    syncBuiltinESMExports();
+  }
+  try {
+    const { component } = await componentize({
+      sourcePath: bundle,
+      witPath: opts.wit,
+      worldName: "plugin",
+      disableFeatures: ["http", "fetch-event"],
+      ...(opts.plain ? {} : { env: { ...process.env, JIT_OPTION_portableBaselineInterpreter: "true" } }),
+    });
+    await writeFile(out, component);
+  } finally {
+    fsPromises.writeFile = writeFile;
+    syncBuiltinESMExports();
+  }
+}
+
 const opts = parse(process.argv.slice(2));
 const out = resolve(opts.out);
 mkdirSync(dirname(out), { recursive: true });
@@ -83,10 +136,4 @@ await esbuild.build({
   logLevel: "warning",
 });
 
-const cli = join(tool("@bytecodealliance/componentize-js"), "src", "cli.js");
-const run = spawnSync(
-  process.execPath,
-  [cli, bundle, "--wit", opts.wit, "-n", "plugin", "-d", "http", "fetch-event", "-o", out],
-  { stdio: "inherit" },
-);
-process.exit(run.status ?? 1);
+await componentize(bundle, opts, out);

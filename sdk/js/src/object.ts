@@ -13,22 +13,28 @@ import type { Answer, Object as Handle, ObjectList, ObjectMeta } from "wink:plug
 export class KubeObject {
   // Plain (TypeScript-private) fields, not `#private` ones: StarlingMonkey
   // interprets, and every field set costs; those fetched later start unset.
+  // An event's objects set two fields and allocate nothing else: a list
+  // member also sets `_list` and `_index`; the rest is set when fetched.
   private _handle: Handle | undefined;
   private _key: string | undefined;
-  private _list: ObjectList | undefined;
-  private _index: number;
+  private declare _list?: ObjectList;
+  private declare _index?: number;
   private declare _meta?: ObjectMeta;
   private declare _json?: string;
   private declare _parsed?: unknown;
   private declare _labels?: Record<string, string>;
-  private declare _asked?: Map<string, string | undefined>;
+  // The last label asked of the host alone, and its value.
+  private declare _labelKey?: string;
+  private declare _labelValue?: string;
 
   /** @internal */
-  constructor(handle: Handle | undefined, key: string | undefined, list?: ObjectList, index = 0) {
+  constructor(handle: Handle | undefined, key: string | undefined, list?: ObjectList, index?: number) {
     this._handle = handle;
     this._key = key;
-    this._list = list;
-    this._index = index;
+    if (list !== undefined) {
+      this._list = list;
+      this._index = index;
+    }
   }
 
   /** @internal The objects of a list answer, each with its key. */
@@ -41,7 +47,7 @@ export class KubeObject {
   /** The host handle, made on first use for a list member. */
   get handle(): Handle {
     if (this._handle === undefined) {
-      const h = this._list?.get(this._index);
+      const h = this._list?.get(this._index ?? 0);
       if (h === undefined) throw new Error(`the cache answer lost ${this._key}`);
       this._handle = h;
     }
@@ -100,16 +106,18 @@ export class KubeObject {
 
   /**
    * One label's value, or undefined: from the metadata when it was fetched,
-   * else asked of the host alone (one string crosses, not every label), and
-   * kept.
+   * else asked of the host alone (one string crosses, not every label); the
+   * last one asked is kept.
    */
   label(key: string): string | undefined {
     if (this._meta !== undefined) {
       return Object.prototype.hasOwnProperty.call(this.labels, key) ? this.labels[key] : undefined;
     }
-    this._asked ??= new Map();
-    if (!this._asked.has(key)) this._asked.set(key, this.handle.label(key));
-    return this._asked.get(key);
+    if (this._labelKey !== key) {
+      this._labelValue = this.handle.label(key);
+      this._labelKey = key;
+    }
+    return this._labelValue;
   }
 
   /** The whole object as JSON text, as the host's cache holds it. */
