@@ -35,9 +35,7 @@ async fn wink_synced(sim: &Sim, streaming: bool) -> Duration {
         .informer_for(&WatchSpec::all("v1", "ConfigMap"))
         .await
         .unwrap();
-    while !informer.has_synced() {
-        tokio::time::sleep(Duration::from_millis(2)).await;
-    }
+    informer.wait_for_sync().await;
     let took = started.elapsed();
     factory.shutdown();
     took

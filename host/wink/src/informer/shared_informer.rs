@@ -31,6 +31,8 @@ pub struct SharedInformer {
     store: Store,
     listeners: Mutex<Vec<Arc<Listener>>>,
     synced: AtomicBool,
+    /// Wakes [`SharedInformer::wait_for_sync`] once synced.
+    synced_now: tokio::sync::Notify,
     relists: AtomicU64,
     events: AtomicU64,
     stats: InformerStats,
@@ -53,6 +55,7 @@ impl SharedInformer {
             writer,
             listeners: Mutex::new(Vec::new()),
             synced: AtomicBool::new(false),
+            synced_now: tokio::sync::Notify::new(),
             relists: AtomicU64::new(0),
             events: AtomicU64::new(0),
             stats: InformerStats::default(),
@@ -112,6 +115,19 @@ impl SharedInformer {
     /// Whether the initial list has been applied.
     pub fn has_synced(&self) -> bool {
         self.synced.load(Ordering::Acquire)
+    }
+
+    /// Wait until the initial list has been applied (client-go's
+    /// `WaitForCacheSync`, kube-runtime's `wait_until_ready`), woken the
+    /// moment it is rather than by polling.
+    pub async fn wait_for_sync(&self) {
+        loop {
+            let woken = self.synced_now.notified();
+            if self.has_synced() {
+                return;
+            }
+            woken.await;
+        }
     }
 
     /// Completed lists (the initial one included).
@@ -217,6 +233,7 @@ impl SharedInformer {
                 self.stats.synced_now();
                 if first {
                     self.synced.store(true, Ordering::Release);
+                    self.synced_now.notify_waiters();
                     first_sync = true;
                     tracing::info!(informer = %self.name, objects = self.store.len(), "informer synced");
                 } else {
@@ -416,6 +433,22 @@ mod tests {
             ]
         );
         assert_eq!(inf.store().list_keys(), vec!["d/a", "d/c", "d/d"]);
+        inf.stop();
+    }
+
+    #[test]
+    fn waiting_for_sync_ends_when_the_initial_list_is_applied() {
+        let inf = SharedInformer::new("pods");
+        let waiter = {
+            let inf = inf.clone();
+            std::thread::spawn(move || futures::executor::block_on(inf.wait_for_sync()))
+        };
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        assert!(!waiter.is_finished(), "nothing listed yet");
+        inf.apply(Delta::Replace(vec![pod("d", "a", 1, &[])]));
+        waiter.join().unwrap();
+        // Once synced, it returns at once.
+        futures::executor::block_on(inf.wait_for_sync());
         inf.stop();
     }
 
