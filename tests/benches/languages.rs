@@ -11,7 +11,9 @@
 //!
 //! The Python and JavaScript plugins (`tests/lang/*/bench`) are built from
 //! source as the end-to-end test builds them (tools from PyPI and npm into
-//! `target/lang-tools`). Run: `cargo bench -p wink-e2e --bench languages`.
+//! `target/lang-tools`); the JavaScript one also with `wink-build --plain`
+//! (componentize-js's bindings and interpreter as it generates them).
+//! Run: `cargo bench -p wink-e2e --bench languages`.
 
 #[path = "../tests/common/mod.rs"]
 mod common;
@@ -216,6 +218,14 @@ fn main() {
         (Lang::Python, "tests/lang/python/bench"),
         (Lang::Js, "tests/lang/js/bench"),
     ]);
+    // The same JavaScript plugin built as componentize-js generates it
+    // (`wink-build --plain`): what the SDK's build changes are worth.
+    let plain = built[1].with_file_name("bench_plain.wasm");
+    let status = lang_support::build_command(Lang::Js, &common::root().join("tests/lang/js/bench"), &plain)
+        .arg("--plain")
+        .status()
+        .unwrap();
+    assert!(status.success(), "building {}", plain.display());
     let rust = common::plugin("bench_counter");
     let rows = [
         measure(
@@ -235,6 +245,13 @@ fn main() {
         measure(
             "JavaScript",
             &built[1],
+            r#"{"mode": "meta"}"#,
+            r#"{"mode": "parse"}"#,
+            &objects,
+        ),
+        measure(
+            "JavaScript (--plain)",
+            &plain,
             r#"{"mode": "meta"}"#,
             r#"{"mode": "parse"}"#,
             &objects,
