@@ -38,7 +38,7 @@ fn start_with(mode: &str, call_deadline: Duration) -> (Arc<PluginInstance>, Cras
     let loaded = loader::load(&engine, &linker, None, &plugin("misbehave")).unwrap();
     let limits = Limits {
         call_deadline,
-        memory_bytes: 64 << 20,
+        ..Limits::default()
     };
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
     let config = format!(r#"{{"mode": "{mode}", "trigger": "bomb", "on": "add"}}"#);

@@ -9,6 +9,7 @@ use wink::daemon::{self, ClusterOptions, Daemon};
 use wink::informer::factory::FactoryOptions;
 use wink::informer::object::CachePolicy;
 use wink::listener::{self, ListenOptions};
+use wink::runtime::engine::DEFAULT_MEMORY_BYTES;
 use wink::runtime::grants::Grants;
 use wink::runtime::manager::ManagerOptions;
 use wink::runtime::precompiled::Precompiled;
@@ -144,9 +145,11 @@ struct HostArgs {
     /// Deadline of one call into a plugin, milliseconds.
     #[arg(long, default_value_t = 1000)]
     call_deadline_ms: u64,
-    /// Memory cap of one plugin instance, MiB.
-    #[arg(long, default_value_t = 64)]
-    memory_mib: usize,
+    /// Memory cap of one plugin instance, MiB, for every plugin. Without
+    /// it: 64, and 256 for JavaScript plugins (whose engine collects its
+    /// heap late).
+    #[arg(long)]
+    memory_mib: Option<usize>,
     /// Consecutive crashes before a plugin is quarantined.
     #[arg(long, default_value_t = 5)]
     max_restarts: u32,
@@ -269,7 +272,8 @@ impl HostArgs {
         let manager = ManagerOptions {
             limits: Limits {
                 call_deadline: Duration::from_millis(self.call_deadline_ms),
-                memory_bytes: self.memory_mib << 20,
+                memory_bytes: self.memory_mib.map_or(DEFAULT_MEMORY_BYTES, |m| m << 20),
+                memory_is_default: self.memory_mib.is_none(),
             },
             namespace: self.namespace.clone(),
             grants: self.grants()?,

@@ -130,8 +130,14 @@ pub fn run(path: &Path, case: &Case) -> anyhow::Result<Outcome> {
     stdio::capture_guest_lines();
     stdio::take_captured();
     let name: Arc<str> = case.name.as_deref().map_or(loaded.name.clone(), Into::into);
-    let (instance, registration) =
-        PluginInstance::start(name, loaded.pre, &engine, config, Limits::default(), None)?;
+    let (instance, registration) = PluginInstance::start(
+        name,
+        loaded.pre,
+        &engine,
+        config,
+        Limits::default().for_language(loaded.language),
+        None,
+    )?;
     let aggregator = Aggregator::new();
     instance.report_scope().connect(aggregator.clone());
     // Whatever it declares, as `wink dev` grants it, answered by the capture.

@@ -3,6 +3,7 @@
 //! makes long calls yield and enforces call deadlines. Owns engine configuration and [`Limits`]; knows nothing about
 //! plugins or informers.
 
+use super::language::Language;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -18,13 +19,43 @@ pub struct Limits {
     pub call_deadline: Duration,
     /// Linear memory cap of one instance, bytes.
     pub memory_bytes: usize,
+    /// Whether `memory_bytes` is the default rather than the operator's
+    /// choice: a language whose runtime needs more then gets its own
+    /// default ([`Limits::for_language`]).
+    pub memory_is_default: bool,
 }
+
+/// The memory cap of an instance unless the operator sets one.
+pub const DEFAULT_MEMORY_BYTES: usize = 64 << 20;
+
+/// The default for JavaScript. StarlingMonkey's SpiderMonkey collects its
+/// heap only once it has grown well past what the handler keeps: a plugin
+/// that `JSON.parse`s every ~4 KiB Pod levels off at ~150 MiB of linear
+/// memory, and under a 64 MiB (128 MiB) cap it runs out after ~200,000
+/// (~400,000) events (`tests/lang_memory.rs`).
+pub const JAVASCRIPT_MEMORY_BYTES: usize = 256 << 20;
 
 impl Default for Limits {
     fn default() -> Self {
         Limits {
             call_deadline: Duration::from_secs(1),
-            memory_bytes: 64 << 20,
+            memory_bytes: DEFAULT_MEMORY_BYTES,
+            memory_is_default: true,
+        }
+    }
+}
+
+impl Limits {
+    /// These limits for a component in `language`: the language's own
+    /// memory default where the operator set none. CPython frees as it
+    /// goes (reference counting) and fits the common default.
+    pub fn for_language(self, language: Language) -> Limits {
+        match language {
+            Language::JavaScript if self.memory_is_default => Limits {
+                memory_bytes: self.memory_bytes.max(JAVASCRIPT_MEMORY_BYTES),
+                ..self
+            },
+            _ => self,
         }
     }
 }
@@ -107,6 +138,36 @@ impl Drop for WinkEngine {
         // The ticker holds only a weak reference; when the last clone goes it stops.
         if Arc::strong_count(&self.stop) == 1 {
             self.stop.store(true, Ordering::Relaxed);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn javascript_gets_its_own_default_and_an_operators_cap_holds_for_all() {
+        let default = Limits::default();
+        assert_eq!(
+            default.for_language(Language::JavaScript).memory_bytes,
+            JAVASCRIPT_MEMORY_BYTES
+        );
+        for language in [Language::Python, Language::Rust, Language::Unknown] {
+            assert_eq!(default.for_language(language).memory_bytes, DEFAULT_MEMORY_BYTES);
+        }
+        let set = Limits {
+            memory_bytes: 32 << 20,
+            memory_is_default: false,
+            ..Limits::default()
+        };
+        for language in [
+            Language::JavaScript,
+            Language::Python,
+            Language::Rust,
+            Language::Unknown,
+        ] {
+            assert_eq!(set.for_language(language).memory_bytes, 32 << 20, "{language:?}");
         }
     }
 }

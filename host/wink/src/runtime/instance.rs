@@ -200,6 +200,11 @@ impl PluginInstance {
         &self.config
     }
 
+    /// The limits it runs under (a restart keeps them).
+    pub fn limits(&self) -> Limits {
+        self.limits
+    }
+
     /// The cache scope its queries are answered from.
     pub fn cache_scope(&self) -> &CacheScope {
         &self.cache
@@ -390,7 +395,10 @@ impl Call<'_> {
         let objects = &mut store.data_mut().objects;
         let (lent, count): ([u32; 2], usize) = match self {
             Call::Add(o, _) | Call::Delete(o, _) => ([objects.insert((*o).clone()), 0], 1),
-            Call::Update(old, new) => ([objects.insert((*old).clone()), objects.insert((*new).clone())], 2),
+            Call::Update(old, new) => (
+                [objects.insert((*old).clone()), objects.insert((*new).clone())],
+                2,
+            ),
             Call::Synced => ([0; 2], 0),
         };
         let borrow = |i: usize| Resource::new_borrow(lent[i]);

@@ -9,6 +9,7 @@
 use super::bindings::PluginPre;
 use super::capabilities::HostState;
 use super::engine::WinkEngine;
+use super::language::Language;
 use super::plugin_file::{self, FileError};
 use super::precompiled::Precompiled;
 use std::path::{Path, PathBuf};
@@ -37,6 +38,8 @@ pub struct LoadedComponent {
     /// Whether the compiled code came from the precompiled directory (logged
     /// as `cache_hit`).
     pub cache_hit: bool,
+    /// What it was written in (its limits may depend on it).
+    pub language: Language,
 }
 
 /// The linker every plugin is instantiated with: WASI p2 (sync, closed by
@@ -135,6 +138,7 @@ pub fn load_digested(
         pre,
         digest,
         cache_hit,
+        language: Language::of(bytes),
     })
 }
 

@@ -19,6 +19,7 @@ pub mod capabilities;
 pub mod engine;
 pub mod grants;
 pub mod instance;
+pub mod language;
 pub mod loader;
 pub mod manager;
 pub mod offline;
@@ -30,5 +31,6 @@ pub mod stdio;
 
 pub use engine::{Limits, WinkEngine};
 pub use instance::PluginInstance;
+pub use language::Language;
 pub use loader::{LoadError, LoadedComponent};
 pub use manager::PluginManager;

@@ -32,7 +32,7 @@ pub fn registrations(dir: &Path) -> anyhow::Result<Vec<Declaration>> {
             loaded.pre,
             &engine,
             files.config,
-            Limits::default(),
+            Limits::default().for_language(loaded.language),
             None,
         )?;
         out.push(Declaration {

@@ -397,7 +397,13 @@ impl PluginManager {
     ) -> anyhow::Result<()> {
         let path = loaded.path.clone();
         let (instance, registration) = self
-            .start_instance(loaded.name.clone(), loaded.pre.clone(), engine, config)
+            .start_instance(
+                loaded.name.clone(),
+                loaded.pre.clone(),
+                engine,
+                config,
+                self.options.limits.for_language(loaded.language),
+            )
             .await?;
         let resolution = self
             .resolve(instance.name(), &registration)
@@ -455,8 +461,9 @@ impl PluginManager {
         pre: super::bindings::PluginPre<HostState>,
         engine: &WinkEngine,
         config: String,
+        limits: Limits,
     ) -> anyhow::Result<(Arc<PluginInstance>, Registration)> {
-        let (engine, limits, tx) = (engine.clone(), self.options.limits, self.crash_tx.clone());
+        let (engine, tx) = (engine.clone(), self.crash_tx.clone());
         Ok(tokio::task::spawn_blocking(move || {
             PluginInstance::start(name, pre, &engine, config, limits, Some(tx))
         })

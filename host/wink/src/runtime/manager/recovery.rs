@@ -7,10 +7,8 @@
 
 use super::PluginManager;
 use super::lifecycle::AfterCrash;
-use crate::runtime::bindings::PluginPre;
-use crate::runtime::capabilities::HostState;
-use crate::runtime::engine::WinkEngine;
-use crate::runtime::instance::CrashReport;
+use crate::runtime::instance::{CrashReport, PluginInstance};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc::UnboundedReceiver;
 
@@ -29,8 +27,7 @@ impl PluginManager {
         let name = report.plugin.to_string();
         let mut reason = report.reason;
         loop {
-            let Some((pre, engine, config, delay)) = self.count_crash(&name, report.instance, &reason).await
-            else {
+            let Some((crashed, delay)) = self.count_crash(&name, report.instance, &reason).await else {
                 return;
             };
             tracing::warn!(plugin = %name, delay_ms = delay.as_millis() as u64, "restarting plugin after a crash");
@@ -38,7 +35,13 @@ impl PluginManager {
             // A failed start (init traps or refuses, registration fails)
             // counts as one more crash of the series.
             let started = match self
-                .start_instance(report.plugin.clone(), pre, &engine, config)
+                .start_instance(
+                    report.plugin.clone(),
+                    crashed.pre().clone(),
+                    crashed.engine(),
+                    crashed.config().to_string(),
+                    crashed.limits(),
+                )
                 .await
             {
                 Ok((instance, registration)) => match self.resolve(&name, &registration).await {
@@ -77,7 +80,7 @@ impl PluginManager {
         name: &str,
         instance: usize,
         reason: &str,
-    ) -> Option<(PluginPre<HostState>, WinkEngine, String, Duration)> {
+    ) -> Option<(Arc<PluginInstance>, Duration)> {
         let mut plugins = self.plugins.lock().await;
         let r = plugins.get_mut(name)?;
         if r.instance.id() != instance {
@@ -97,11 +100,6 @@ impl PluginManager {
             }
             AfterCrash::Nothing => return None,
         };
-        Some((
-            r.instance.pre().clone(),
-            r.instance.engine().clone(),
-            r.instance.config().to_string(),
-            delay,
-        ))
+        Some((r.instance.clone(), delay))
     }
 }

@@ -28,14 +28,15 @@ impl PluginManager {
                         i.engine().clone(),
                         i.config().to_string(),
                         i.id(),
+                        i.limits(),
                     )
                 })
             };
-            let Some((pre, engine, config, old)) = from else {
+            let Some((pre, engine, config, old, limits)) = from else {
                 continue;
             };
             let started = match self
-                .start_instance(name.as_str().into(), pre, &engine, config)
+                .start_instance(name.as_str().into(), pre, &engine, config, limits)
                 .await
             {
                 Ok((instance, registration)) => self
