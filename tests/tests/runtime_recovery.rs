@@ -363,7 +363,15 @@ async fn a_restart_with_unchanged_plugins_compiles_nothing() {
     }
     drop(first);
     let entries = cache_entries(&env.dir.join("cache"));
-    assert_eq!(entries.len(), 2, "one entry per component: {entries:#?}");
+    assert_eq!(
+        entries.len(),
+        4,
+        "one entry (compiled code and its seal) per component: {entries:#?}"
+    );
+    let seals = entries
+        .iter()
+        .filter(|(p, _)| p.extension().is_some_and(|e| e == "seal"));
+    assert_eq!(seals.count(), 2, "{entries:#?}");
 
     let second = env.wink(&[]);
     second.wait_for_line("plugins loaded", WAIT);

@@ -76,7 +76,7 @@ enum Rejected {
 impl std::fmt::Display for Rejected {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(match self {
-            Rejected::Short => "its seal is missing or too short",
+            Rejected::Short => "its seal is not a seal of this length",
             Rejected::Magic => "not written by this version of wink",
             Rejected::OtherComponent => "compiled from another component (copied over this name)",
             Rejected::Corrupt => "its code does not match the length and checksum in its seal (corrupt)",
@@ -256,13 +256,12 @@ impl Precompiled {
     }
 
     /// Check an entry against its seal, mapping it rather than reading it.
-    fn check(entry: &Path, seal: &Path, digest: &str) -> Result<(), Rejected> {
-        let seal = std::fs::read(seal).map_err(|_| Rejected::Short)?;
+    fn check(entry: &Path, seal: &[u8], digest: &str) -> Result<(), Rejected> {
         let file = std::fs::File::open(entry).map_err(|_| Rejected::Corrupt)?;
         // SAFETY: a private file of this user, only ever replaced by rename
         // (never written in place), read here and dropped before use.
         let code = unsafe { memmap2::Mmap::map(&file) }.map_err(|_| Rejected::Corrupt)?;
-        Self::verified(&seal, &code, digest)
+        Self::verified(seal, &code, digest)
     }
 
     /// Load a trusted, verified entry; a bad one is discarded and logged.
@@ -271,7 +270,9 @@ impl Precompiled {
         if !Self::trusted(&entry) || !Self::trusted(&seal) {
             return None;
         }
-        if let Err(why) = Self::check(&entry, &seal, digest) {
+        // A seal gone since (a writer replacing this entry) is a miss.
+        let sealed = std::fs::read(&seal).ok()?;
+        if let Err(why) = Self::check(&entry, &sealed, digest) {
             self.discarded.fetch_add(1, Ordering::Relaxed);
             tracing::warn!(entry = %entry.display(), "precompiled entry discarded, recompiling: {why}");
             let _ = std::fs::remove_file(&seal);

@@ -162,14 +162,14 @@ fn an_entry_copied_over_another_components_name_is_not_run() {
     std::fs::copy(cache.entry(&a), cache.entry(&b)).unwrap();
     std::fs::copy(cache.seal(&a), cache.seal(&b)).unwrap();
     assert_eq!(
-        Precompiled::check(&cache.entry(&b), &cache.seal(&b), &b),
+        Precompiled::check(&cache.entry(&b), &std::fs::read(cache.seal(&b)).unwrap(), &b),
         Err(Rejected::OtherComponent)
     );
     let (_, hit) = cache.component(&engine, OTHER, &b).unwrap();
     assert!(!hit, "another component's code is never taken for this one");
     assert_eq!(cache.discarded(), 1);
     assert_eq!(
-        Precompiled::check(&cache.entry(&b), &cache.seal(&b), &b),
+        Precompiled::check(&cache.entry(&b), &std::fs::read(cache.seal(&b)).unwrap(), &b),
         Ok(()),
         "rewritten with this component's code"
     );
@@ -192,7 +192,7 @@ fn an_entry_without_its_seal_or_of_another_length_is_not_run() {
     let code = std::fs::read(cache.entry(&d)).unwrap();
     std::fs::write(cache.entry(&d), &code[..code.len() - 1]).unwrap();
     assert_eq!(
-        Precompiled::check(&cache.entry(&d), &cache.seal(&d), &d),
+        Precompiled::check(&cache.entry(&d), &std::fs::read(cache.seal(&d)).unwrap(), &d),
         Err(Rejected::Corrupt)
     );
     let (_, hit) = cache.component(&engine, EMPTY, &d).unwrap();
@@ -203,7 +203,7 @@ fn an_entry_without_its_seal_or_of_another_length_is_not_run() {
     seal[..8].copy_from_slice(b"winkpc01");
     std::fs::write(cache.seal(&d), &seal).unwrap();
     assert_eq!(
-        Precompiled::check(&cache.entry(&d), &cache.seal(&d), &d),
+        Precompiled::check(&cache.entry(&d), &std::fs::read(cache.seal(&d)).unwrap(), &d),
         Err(Rejected::Magic)
     );
     let _ = std::fs::remove_dir_all(&dir);
