@@ -124,6 +124,8 @@ mkdirSync(dirname(out), { recursive: true });
 const bundle = out.replace(/\.wasm$/, "") + ".bundle.js";
 
 const esbuild = createRequire(import.meta.url)(tool("esbuild"));
+// esbuild prints its own errors (file, line, the line quoted); a failed
+// bundle then ends the build with nothing more to say.
 await esbuild.build({
   entryPoints: [resolve(opts.entry)],
   bundle: true,
@@ -134,6 +136,6 @@ await esbuild.build({
   external: ["wink:*"],
   alias: { "wink-sdk": join(here, "..", "src", "index.ts") },
   logLevel: "warning",
-});
+}).catch(() => process.exit(1));
 
 await componentize(bundle, opts, out);
