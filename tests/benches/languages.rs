@@ -227,6 +227,8 @@ fn main() {
         .unwrap();
     assert!(status.success(), "building {}", plain.display());
     let rust = common::plugin("bench_counter");
+    // The Python and JavaScript plugins take their mode from the same config.
+    let (meta, parse) = (r#"{"mode": "meta"}"#, r#"{"mode": "parse"}"#);
     let rows = [
         measure(
             "Rust",
@@ -235,27 +237,9 @@ fn main() {
             r#"{"decode": true}"#,
             &objects,
         ),
-        measure(
-            "Python",
-            &built[0],
-            r#"{"mode": "meta"}"#,
-            r#"{"mode": "parse"}"#,
-            &objects,
-        ),
-        measure(
-            "JavaScript",
-            &built[1],
-            r#"{"mode": "meta"}"#,
-            r#"{"mode": "parse"}"#,
-            &objects,
-        ),
-        measure(
-            "JavaScript (--plain)",
-            &plain,
-            r#"{"mode": "meta"}"#,
-            r#"{"mode": "parse"}"#,
-            &objects,
-        ),
+        measure("Python", &built[0], meta, parse, &objects),
+        measure("JavaScript", &built[1], meta, parse, &objects),
+        measure("JavaScript (--plain)", &plain, meta, parse, &objects),
     ];
     println!(
         "{} update events of ~4 KiB Pods ({PODS} pods x {VERSIONS} versions); Cranelift unless said; parse: Rust k8s-openapi, Python json.loads, JS JSON.parse",
