@@ -179,6 +179,7 @@ async fn health_readiness_metrics_and_plugin_status() {
     );
     assert_eq!(by_name("require-labels")["permissions"]["events"], true);
     assert_eq!(by_name("good")["digest"].as_str().unwrap().len(), 64);
+    assert_eq!(by_name("good")["memory_mib"], 64, "a Rust plugin's default cap");
     assert_eq!(
         by_name("require-labels")["declared"]["writes"][0]["verbs"][0],
         "patch"

@@ -12,7 +12,7 @@
 //! - under `wink run` on the simulated server, pod-logger and app-index in
 //!   Python and JavaScript log exactly what the Rust ones log, event for
 //!   event, and require-labels labels, records its Event and logs as the
-//!   Rust one does;
+//!   Rust one does; and each has its language's memory cap;
 //! - a Python plugin that raises and a JavaScript plugin that throws are
 //!   restarted, then quarantined, like any crash, with the message in the log.
 //!
@@ -24,7 +24,7 @@ mod common;
 mod lang_support;
 mod runtime_support;
 
-use cache_support::{Setup, WAIT, deployment, pod, wait_synced};
+use cache_support::{Setup, WAIT, deployment, free_port, http, pod, wait_synced};
 use common::{Wink, root, scratch, wink_bin};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Pod;
@@ -228,10 +228,26 @@ async fn python_and_js_examples_log_what_the_rust_examples_log() {
     };
     create("web-1", "web").await;
     create("db-1", "db").await;
-    let wink = run(&s, &[]);
+    let admin = format!("127.0.0.1:{}", free_port());
+    let wink = run(&s, &["--admin-addr", &admin]);
     for n in &names {
         wait_synced(&wink, n);
     }
+    // Each got its language's memory cap: JavaScript's engine collects late.
+    let (_, body) = http(&admin, "GET", "/debug/plugins").await;
+    let plugins: serde_json::Value = serde_json::from_str(&body).unwrap();
+    let cap = |name: &str| {
+        let p = plugins["plugins"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["name"] == name);
+        p.unwrap_or_else(|| panic!("{name} in {body}"))["memory_mib"].clone()
+    };
+    assert_eq!(
+        [cap("pod_logger"), cap("pod_logger_py"), cap("pod_logger_js")],
+        [json!(64), json!(64), json!(256)]
+    );
     wait_lines(&wink, &names, 2);
     // One step at a time: app-index reads the index when it handles an
     // event, so each plugin must have handled a step before the next.

@@ -322,6 +322,7 @@ async fn debug_plugins(State(a): State<Admin>) -> Response {
                 "quarantined": quarantined,
                 "digest": p.digest,
                 "compiler": format!("{:?}", p.compiler),
+                "memory_mib": p.memory_bytes >> 20,
                 "synced": p.synced,
                 "queue_depth": backlog.get(&p.name).copied().unwrap_or(0),
                 "calls": p.calls,

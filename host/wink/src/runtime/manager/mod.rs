@@ -62,6 +62,8 @@ pub struct PluginStatus {
     pub digest: String,
     /// The compiler of its running code.
     pub compiler: Compiler,
+    /// Its instance's linear memory cap, bytes (by language unless set).
+    pub memory_bytes: usize,
     pub state: PluginState,
     pub synced: bool,
     pub calls: u64,
@@ -517,6 +519,7 @@ impl PluginManager {
                 path: r.path.clone(),
                 digest: r.digest.clone(),
                 compiler: r.instance.engine().compiler(),
+                memory_bytes: r.instance.limits().memory_bytes,
                 state: r.lifecycle.state().clone(),
                 synced: r.instance.has_synced(),
                 calls: r.instance.calls(),
