@@ -24,7 +24,7 @@ mod common;
 mod lang_support;
 mod runtime_support;
 
-use cache_support::{Setup, WAIT, deployment, free_port, http, pod, wait_synced};
+use cache_support::{REQUIRE_LABELS_GRANT, Setup, WAIT, deployment, free_port, http, pod, wait_synced};
 use common::{Wink, root, scratch, wink_bin};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Pod;
@@ -290,14 +290,6 @@ async fn python_and_js_examples_log_what_the_rust_examples_log() {
     }
 }
 
-const GRANT: &str = r#"
-plugins:
-  require-labels:
-    events: true
-    writes:
-      - {apiVersion: apps/v1, kind: Deployment, verbs: [patch]}
-"#;
-
 /// require-labels (Rust, or the example in `lang`) against a fresh server
 /// with an unlabelled Deployment: its log lines once it converged.
 async fn require_labels(lang: Option<Lang>) -> Vec<String> {
@@ -309,7 +301,7 @@ async fn require_labels(lang: Option<Lang>) -> Vec<String> {
         Some(lang) => install(&s, &example(lang, "require-labels"), "require-labels"),
     }
     let grants = s.plugins.parent().unwrap().join("grants.yaml");
-    std::fs::write(&grants, GRANT).unwrap();
+    std::fs::write(&grants, REQUIRE_LABELS_GRANT).unwrap();
     let deployments: Api<Deployment> = Api::namespaced(sim.client(), "default");
     deployments
         .create(&PostParams::default(), &deployment("default", "web", 1))

@@ -23,14 +23,6 @@ fn grants(setup: &Setup, yaml: &str) -> String {
     path.to_str().unwrap().to_string()
 }
 
-const REQUIRE_LABELS_GRANT: &str = r#"
-plugins:
-  require-labels:
-    events: true
-    writes:
-      - {apiVersion: apps/v1, kind: Deployment, verbs: [patch]}
-"#;
-
 async fn events_about(sim: &Sim, name: &str) -> Vec<Event> {
     let all: Api<Event> = Api::all(sim.client());
     let list = all.list(&ListParams::default()).await.unwrap();

@@ -212,3 +212,12 @@ pub async fn create_widget_crd(sim: &Sim) {
         .await
         .unwrap();
 }
+
+/// The grant require-labels needs to act: patch Deployments, record Events.
+pub const REQUIRE_LABELS_GRANT: &str = r#"
+plugins:
+  require-labels:
+    events: true
+    writes:
+      - {apiVersion: apps/v1, kind: Deployment, verbs: [patch]}
+"#;

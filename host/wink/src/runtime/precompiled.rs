@@ -26,7 +26,7 @@
 //! Owns nothing but that directory.
 
 use std::hash::{BuildHasher, Hash, Hasher};
-use std::io::Write;
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use wasmtime::Engine;
@@ -270,8 +270,14 @@ impl Precompiled {
         if !Self::trusted(&entry) || !Self::trusted(&seal) {
             return None;
         }
-        // A seal gone since (a writer replacing this entry) is a miss.
-        let sealed = std::fs::read(&seal).ok()?;
+        // A seal gone since (a writer replacing this entry) is a miss; one
+        // longer than a seal is read no further than to see that.
+        let mut sealed = Vec::with_capacity(SEAL + 1);
+        std::fs::File::open(&seal)
+            .ok()?
+            .take(SEAL as u64 + 1)
+            .read_to_end(&mut sealed)
+            .ok()?;
         if let Err(why) = Self::check(&entry, &sealed, digest) {
             self.discarded.fetch_add(1, Ordering::Relaxed);
             tracing::warn!(entry = %entry.display(), "precompiled entry discarded, recompiling: {why}");

@@ -198,6 +198,14 @@ fn an_entry_without_its_seal_or_of_another_length_is_not_run() {
     let (_, hit) = cache.component(&engine, EMPTY, &d).unwrap();
     assert!(!hit);
     assert_eq!(cache.discarded(), 1);
+    // A seal grown past its size (read only that far): discarded.
+    cache.component(&engine, EMPTY, &d).unwrap();
+    let mut long = std::fs::read(cache.seal(&d)).unwrap();
+    long.resize(1 << 20, 0);
+    std::fs::write(cache.seal(&d), &long).unwrap();
+    let (_, hit) = cache.component(&engine, EMPTY, &d).unwrap();
+    assert!(!hit);
+    assert_eq!(cache.discarded(), 2);
     // A seal of the former format: refused by its magic.
     let mut seal = std::fs::read(cache.seal(&d)).unwrap();
     seal[..8].copy_from_slice(b"winkpc01");
