@@ -158,10 +158,12 @@ struct Queue {
 /// task is spawned and no other thread is woken (a spawn from the runtime's
 /// own thread wakes its other worker). A batch that waits (a call that
 /// yields at an epoch tick, a plugin busy on another watch) goes on as a
-/// task of the runtime, and a listener whose batch took longer than
-/// [`IN_PLACE_BUDGET`] a call has its batches spawned for the next
-/// [`SPAWNED_FOR`], so a slow plugin costs the informer one batch (a call
-/// yields at the next epoch tick at the latest) in a while.
+/// task of the runtime, and a listener whose batches took longer than
+/// [`IN_PLACE_BUDGET`] a call twice within [`SPAWNED_FOR`] has its batches
+/// spawned for the next [`SPAWNED_FOR`], so a slow plugin costs the informer
+/// two batches (a call yields at the next epoch tick at the latest) in a
+/// while. Once is not enough: a thread preempted in the middle of a quick
+/// call looks as slow as a slow plugin, but it is not slow again.
 #[derive(Default)]
 pub struct Starts {
     tasks: Vec<Arc<Listener>>,
@@ -201,7 +203,7 @@ impl Starts {
             // A call that yielded at an epoch tick is no sign of a slow
             // plugin; a slow batch is.
             if ended - started > IN_PLACE_BUDGET * calls {
-                l.spawn_for_a_while();
+                l.was_slow();
             }
             started = ended;
             if !done {
@@ -240,6 +242,8 @@ pub struct Listener {
     /// Until when its batches are spawned rather than started in place
     /// (nanoseconds since [`process_epoch`]; 0: in place).
     spawned_until: AtomicU64,
+    /// When a batch of it was last slow in place (as `spawned_until`).
+    slow_at: AtomicU64,
     queue: Mutex<Queue>,
     /// Signalled when a worker lets go of it (for `stop`).
     released: Condvar,
@@ -283,6 +287,7 @@ impl Listener {
             handler,
             runtime,
             spawned_until: AtomicU64::new(0),
+            slow_at: AtomicU64::new(0),
             queue: Mutex::new(Queue {
                 items: PendingQueue::new(coalesce_after),
                 state: ListenerState::Open(Place::Idle),
@@ -507,10 +512,15 @@ impl Listener {
         until == 0 || process_epoch().elapsed().as_nanos() as u64 >= until
     }
 
-    /// Spawn its batches for [`SPAWNED_FOR`] (it was slow in place).
-    fn spawn_for_a_while(&self) {
-        let until = (process_epoch().elapsed() + SPAWNED_FOR).as_nanos() as u64;
-        self.spawned_until.store(until, Ordering::Relaxed);
+    /// A batch of it was slow in place: if one was slow within the last
+    /// [`SPAWNED_FOR`] too, its batches are spawned for [`SPAWNED_FOR`].
+    fn was_slow(&self) {
+        let now = process_epoch().elapsed().as_nanos() as u64;
+        let window = SPAWNED_FOR.as_nanos() as u64;
+        let last = self.slow_at.swap(now, Ordering::Relaxed);
+        if last != 0 && now - last < window {
+            self.spawned_until.store(now + window, Ordering::Relaxed);
+        }
     }
 
     /// Have a batch of it run: as a task of its runtime (on the thread that
