@@ -18,6 +18,7 @@
 //! Run: `cargo bench -p wink-e2e --bench paced`.
 //!
 //! Environment: `PACED_SECONDS` (8), `PACED_RATES` (`1000,5000`),
+//! `PACED_MANAGED_FIELDS` (`1`: objects carry them, as a real server's do),
 //! `PACED_VARIANTS` (`f,a,b,c`), `PACED_REPEATS` (3),
 //! `PACED_MEMORY` (`10000,100000`), `PACED_PARTS` (`cpu,memory`).
 
@@ -57,9 +58,29 @@ fn payload(rng: &mut impl Rng, bytes: usize) -> String {
 }
 
 fn config_map(i: usize, rng: &mut impl Rng) -> Value {
-    json!({"apiVersion": "v1", "kind": "ConfigMap",
+    let mut o = json!({"apiVersion": "v1", "kind": "ConfigMap",
         "metadata": {"name": format!("cm-{i:06}"), "namespace": "default", "labels": {"app": "bench", "shard": format!("s{}", i % 16)}},
-        "data": {"payload": payload(rng, 1024)}})
+        "data": {"payload": payload(rng, 1024)}});
+    if managed_fields() {
+        o["metadata"]["managedFields"] = writers_managed_fields();
+    }
+    o
+}
+
+/// Whether objects carry `managedFields` (`PACED_MANAGED_FIELDS`, on
+/// unless `0`): kube-apiserver records the writer of every create and update
+/// there, so every object a real server sends has them; the simulated
+/// server records them only for a write that names a `fieldManager`.
+fn managed_fields() -> bool {
+    std::env::var("PACED_MANAGED_FIELDS").map_or(true, |v| v != "0")
+}
+
+/// What kube-apiserver records for the paced writer's updates.
+fn writers_managed_fields() -> Value {
+    json!([{"manager": "paced-writer", "operation": "Update", "apiVersion": "v1",
+        "time": "2026-11-24T06:00:00Z", "fieldsType": "FieldsV1",
+        "fieldsV1": {"f:data": {".": {}, "f:payload": {}},
+            "f:metadata": {"f:labels": {".": {}, "f:app": {}, "f:shard": {}, "f:version": {}}}}}])
 }
 
 fn realistic_pod(i: usize) -> Value {
@@ -366,7 +387,11 @@ fn cpu_ns(pid: u32) -> Duration {
     let mut ns = 0u64;
     for task in std::fs::read_dir(format!("/proc/{pid}/task")).unwrap().flatten() {
         let stat = std::fs::read_to_string(task.path().join("schedstat")).unwrap_or_default();
-        ns += stat.split_whitespace().next().and_then(|v| v.parse().ok()).unwrap_or(0);
+        ns += stat
+            .split_whitespace()
+            .next()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0);
     }
     Duration::from_nanos(ns)
 }
@@ -465,8 +490,9 @@ fn cpu_part(seconds: f64) {
         .and_then(|s| s.parse().ok())
         .unwrap_or(3)
         .max(1);
+    let fields = if managed_fields() { "with" } else { "without" };
     println!(
-        "10,000 ConfigMaps of 1 KiB; CPU and context switches of the consumer's process over a paced window of {seconds} s, {repeats} runs each"
+        "10,000 ConfigMaps of 1 KiB, {fields} managedFields; CPU and context switches of the consumer's process over a paced window of {seconds} s, {repeats} runs each"
     );
     println!("| rate | consumer | N | CPU µs / event (median) | runs | ctx switches / event (median) |");
     println!("|---|---|---|---|---|---|");

@@ -124,15 +124,24 @@ impl CachedObject {
             kind: type_name.kind.clone(),
         });
         let json = serde_json::to_string(&obj).expect("a DynamicObject always serializes");
-        Self::from_text(json, type_name, policy)
+        Self::from_text(json, None, type_name, policy)
     }
 
     /// Build the cached form of an object the watcher decoded as text: the
     /// text is used as it is, or rewritten at its top level (see `raw`),
     /// never parsed into a tree (unless its keys are escaped).
     pub fn from_raw(obj: RawObject, type_name: &Arc<TypeName>, policy: CachePolicy) -> ObjRef {
-        match raw::cached_text(obj.json, obj.types.as_ref(), obj.untyped, type_name, policy) {
-            Ok(json) => Self::from_text(json, type_name, policy),
+        let (meta, managed_fields) = match obj.found {
+            Some(found) => (Some(found.meta), found.managed_fields),
+            None => (None, None),
+        };
+        let types = obj.types.as_ref();
+        match raw::cached_text(obj.json, types, obj.untyped, managed_fields, type_name, policy) {
+            Ok(raw::Cached::AsSent(json)) => Self::from_text(json, meta, type_name, policy),
+            Ok(raw::Cached::Cut(json, cut)) => {
+                Self::from_text(json, meta.map(|m| m.after_cut(cut)), type_name, policy)
+            }
+            Ok(raw::Cached::Rewritten(json)) => Self::from_text(json, None, type_name, policy),
             Err(json) => {
                 let obj: DynamicObject =
                     serde_json::from_str(&json).expect("the watcher decoded this text as an object");
@@ -141,9 +150,15 @@ impl CachedObject {
         }
     }
 
-    /// The cached form of `json`, the final text.
-    fn from_text(json: String, type_name: &Arc<TypeName>, policy: CachePolicy) -> ObjRef {
-        let mut meta = Meta::locate(&json);
+    /// The cached form of `json`, the final text, whose metadata is
+    /// `located` when the decoding found it already.
+    fn from_text(
+        json: String,
+        located: Option<Meta>,
+        type_name: &Arc<TypeName>,
+        policy: CachePolicy,
+    ) -> ObjRef {
+        let mut meta = located.unwrap_or_else(|| Meta::locate(&json));
         // Text that does not compress (random payloads, already-encoded
         // data) is held plain: its metadata then needs no copy of its own.
         let lz4 = policy

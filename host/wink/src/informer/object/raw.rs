@@ -9,6 +9,7 @@
 //! kind to list items), done on the text's top-level members without
 //! parsing their values.
 
+use super::meta::{Found, Meta, Span};
 use super::{CachePolicy, LAST_APPLIED, TypeName};
 use kube::api::ApiResource;
 use kube::core::{ObjectMeta, TypeMeta};
@@ -36,6 +37,10 @@ pub struct RawObject {
     pub json: Box<str>,
     /// Neither apiVersion nor kind was in the text (a list's item).
     pub untyped: bool,
+    /// Where the cache's metadata strings and `managedFields` are in
+    /// `json`, found by the same pass that read `metadata` (none when that
+    /// pass could not slice them).
+    pub(super) found: Option<Found>,
 }
 
 impl kube::Resource for RawObject {
@@ -151,6 +156,31 @@ struct HeadMeta {
 impl<'de> Deserialize<'de> for RawObject {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let json = d.deserialize_newtype_struct(RAW_TOKEN, TextVisitor)?;
+        if let Some(l) = Meta::locate_with_head(&json) {
+            let owned = |s: Option<&str>| s.map(str::to_string);
+            let types = match (l.api_version, l.kind) {
+                (Some(api_version), Some(kind)) => Some(TypeMeta {
+                    api_version: api_version.to_string(),
+                    kind: kind.to_string(),
+                }),
+                _ => None,
+            };
+            let untyped = l.api_version.is_none() && l.kind.is_none();
+            let metadata = ObjectMeta {
+                name: owned(l.name),
+                namespace: owned(l.namespace),
+                resource_version: owned(l.resource_version),
+                uid: owned(l.uid),
+                ..ObjectMeta::default()
+            };
+            return Ok(RawObject {
+                types,
+                metadata,
+                untyped,
+                found: Some(l.found),
+                json,
+            });
+        }
         let head: Head = serde_json::from_str(&json).map_err(de::Error::custom)?;
         let untyped = head.api_version.is_none() && head.kind.is_none();
         let types = match (head.api_version, head.kind) {
@@ -172,6 +202,7 @@ impl<'de> Deserialize<'de> for RawObject {
             },
             json,
             untyped,
+            found: None,
         })
     }
 }
@@ -213,25 +244,39 @@ fn finders() -> &'static Finders {
 
 /// The text the cache holds for `obj`: the server's text when it already
 /// is that (typed, nothing to strip), else its top-level members rewritten
-/// (values copied as text). `None` when the text is not an object with
+/// (values copied as text). `Err` when the text is not an object with
 /// plain keys (the caller then goes through a `Value`).
 pub(super) fn cached_text(
     json: Box<str>,
     types: Option<&TypeMeta>,
     untyped: bool,
+    managed_fields: Option<Span>,
     type_name: &TypeName,
     policy: CachePolicy,
-) -> Result<String, Box<str>> {
+) -> Result<Cached, Box<str>> {
     // The common cases, told by a substring search instead of a parse: the
     // server's text already is what the cache holds, or lacks only its
-    // apiVersion and kind (a list's item), which go in front.
+    // apiVersion and kind (a list's item), which go in front, or only its
+    // managedFields (every object a real server sends has them), where the
+    // decoding found them.
     let found = |f: &memchr::memmem::Finder| f.find(json.as_bytes()).is_some();
-    let strips = (policy.managed_fields && found(&finders().managed_fields))
-        || (policy.last_applied && found(&finders().last_applied));
-    let keeps = !strips;
+    let managed = policy.managed_fields && found(&finders().managed_fields);
+    let last_applied = policy.last_applied && found(&finders().last_applied);
+    let keeps = !managed && !last_applied;
     let typed = types.is_some_and(|t| t.api_version == type_name.api_version && t.kind == type_name.kind);
     if typed && keeps {
-        return Ok(json.into_string());
+        return Ok(Cached::AsSent(json.into_string()));
+    }
+    if typed
+        && managed
+        && !last_applied
+        && let Some(cut) = managed_fields
+    {
+        let (start, end) = (cut.start as usize, cut.end as usize);
+        let mut out = String::with_capacity(json.len() - (end - start));
+        out.push_str(&json[..start]);
+        out.push_str(&json[end..]);
+        return Ok(Cached::Cut(out, cut));
     }
     if untyped
         && keeps
@@ -243,7 +288,7 @@ pub(super) fn cached_text(
             out.push(',');
         }
         out.push_str(members);
-        return Ok(out);
+        return Ok(Cached::Rewritten(out));
     }
     let Ok(top) = serde_json::from_str::<BTreeMap<&str, &RawValue>>(&json) else {
         return Err(json);
@@ -272,7 +317,7 @@ pub(super) fn cached_text(
         }
     }
     if typed && !managed && annotations.is_none() {
-        return Ok(json.into_string());
+        return Ok(Cached::AsSent(json.into_string()));
     }
     let mut out = String::with_capacity(json.len() + 64);
     push_types(&mut out, type_name);
@@ -315,126 +360,27 @@ pub(super) fn cached_text(
         out.push_str(v.get());
     }
     out.push('}');
-    Ok(out)
+    Ok(Cached::Rewritten(out))
+}
+
+/// The text the cache holds: the server's own (so what was located in it
+/// still holds), the server's with one span cut out (what was located after
+/// it moved back by the cut's length), or a rewrite of it.
+pub(super) enum Cached {
+    AsSent(String),
+    Cut(String, Span),
+    Rewritten(String),
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use kube::core::WatchEvent;
-
-    fn type_name() -> TypeName {
-        TypeName {
-            api_version: "v1".into(),
-            kind: "ConfigMap".into(),
+impl Cached {
+    /// The text.
+    pub(super) fn into_string(self) -> String {
+        match self {
+            Cached::AsSent(s) | Cached::Cut(s, _) | Cached::Rewritten(s) => s,
         }
     }
-
-    #[test]
-    fn a_watch_event_keeps_the_servers_text_and_the_watchers_metadata() {
-        let line = r#"{"type":"MODIFIED","object":{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","namespace":"ns","resourceVersion":"7","uid":"u"},"data":{"k":"v \u00e9"}}}"#;
-        let WatchEvent::Modified(o) =
-            serde_json::from_slice::<WatchEvent<RawObject>>(line.as_bytes()).unwrap()
-        else {
-            panic!("a MODIFIED event")
-        };
-        // The raw path: the text is exactly the server's, escapes included.
-        assert!(o.json.contains(r#""k":"v \u00e9""#), "{}", o.json);
-        assert_eq!(o.metadata.resource_version.as_deref(), Some("7"));
-        assert_eq!(o.types.as_ref().unwrap().kind, "ConfigMap");
-        assert!(!o.untyped);
-        let text = cached_text(
-            o.json.clone(),
-            o.types.as_ref(),
-            o.untyped,
-            &type_name(),
-            CachePolicy::default(),
-        )
-        .unwrap();
-        assert_eq!(text, &*o.json, "typed and nothing to strip: used as it is");
-    }
-
-    #[test]
-    fn a_list_item_decodes_through_serdes_buffering_too() {
-        let list = r#"{"apiVersion":"v1","kind":"ConfigMapList","metadata":{"resourceVersion":"9"},"items":[{"metadata":{"name":"a","namespace":"ns","resourceVersion":"3"},"data":{"k":"v"}}]}"#;
-        let list: kube::core::ObjectList<RawObject> = serde_json::from_str(list).unwrap();
-        let item = &list.items[0];
-        assert!(item.types.is_none() && item.untyped);
-        assert_eq!(item.metadata.name.as_deref(), Some("a"));
-        let text = cached_text(
-            item.json.clone(),
-            None,
-            true,
-            &type_name(),
-            CachePolicy::default(),
-        )
-        .unwrap();
-        // Its types go in front of the members as they came.
-        assert_eq!(
-            text,
-            format!(r#"{{"apiVersion":"v1","kind":"ConfigMap",{}"#, &item.json[1..])
-        );
-        let v: serde_json::Value = serde_json::from_str(&text).unwrap();
-        assert_eq!(v["data"]["k"], "v");
-        // An item with something to strip is rewritten instead.
-        let json = r#"{"metadata":{"name":"a","managedFields":[{}]},"data":{"k":"v"}}"#;
-        let text = cached_text(json.into(), None, true, &type_name(), CachePolicy::default()).unwrap();
-        let v: serde_json::Value = serde_json::from_str(&text).unwrap();
-        assert_eq!(
-            (v["kind"].as_str(), v["metadata"].get("managedFields")),
-            (Some("ConfigMap"), None)
-        );
-        // An empty object gets its types alone.
-        let text = cached_text("{ }".into(), None, true, &type_name(), CachePolicy::default()).unwrap();
-        assert_eq!(text, r#"{"apiVersion":"v1","kind":"ConfigMap"}"#);
-    }
-
-    #[test]
-    fn buffered_items_are_transcoded_exactly_and_in_order() {
-        let item = r#"{"metadata":{"name":"b","namespace":"ns","resourceVersion":"4","labels":{"z":"1","a":"2"}},"spec":{"n":-3,"big":18446744073709551615,"f":1.5,"ok":true,"none":null,"list":[1,[2,{"x":"q\"uote\u00e9\n"}],[]],"empty":{}}}"#;
-        let list = format!(r#"{{"apiVersion":"v1","kind":"PodList","metadata":{{}},"items":[{item}]}}"#);
-        let list: kube::core::ObjectList<RawObject> = serde_json::from_str(&list).unwrap();
-        let text = &*list.items[0].json;
-        let want: serde_json::Value = serde_json::from_str(item).unwrap();
-        let got: serde_json::Value = serde_json::from_str(text).unwrap();
-        assert_eq!(got, want);
-        // Members keep the server's order (labels z before a).
-        assert!(
-            text.find("\"z\"").unwrap() < text.find("\"a\"").unwrap(),
-            "{text}"
-        );
-        assert!(text.starts_with(r#"{"metadata":"#), "{text}");
-    }
-
-    #[test]
-    fn managed_fields_and_last_applied_are_cut_from_the_text() {
-        let json = format!(
-            r#"{{"apiVersion":"v1","kind":"ConfigMap","metadata":{{"name":"a","managedFields":[{{"manager":"kubectl"}}],"annotations":{{"{LAST_APPLIED}":"{{}}","keep":"x"}}}},"data":{{"k":"v"}}}}"#
-        );
-        let typed = TypeMeta {
-            api_version: "v1".into(),
-            kind: "ConfigMap".into(),
-        };
-        let text = cached_text(
-            json.clone().into(),
-            Some(&typed),
-            false,
-            &type_name(),
-            CachePolicy::default(),
-        )
-        .unwrap();
-        let v: serde_json::Value = serde_json::from_str(&text).unwrap();
-        assert!(v["metadata"].get("managedFields").is_none());
-        assert_eq!(v["metadata"]["annotations"], serde_json::json!({"keep": "x"}));
-        assert_eq!(v["data"]["k"], "v");
-        let keep = CachePolicy {
-            managed_fields: false,
-            last_applied: false,
-            compress: false,
-        };
-        assert_eq!(
-            cached_text(json.clone().into(), Some(&typed), false, &type_name(), keep).unwrap(),
-            json
-        );
-    }
 }
+
+#[cfg(test)]
+mod tests;
