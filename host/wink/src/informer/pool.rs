@@ -133,10 +133,16 @@ impl Pool {
     /// sent after the lock is released, so the woken worker does not block
     /// on it.
     pub(super) fn schedule(&self, listener: Arc<Listener>) {
+        self.schedule_all([listener]);
+    }
+
+    /// [`schedule`](Self::schedule) for every listener an event went to, at
+    /// once: one lock, at most one wake-up.
+    pub(super) fn schedule_all(&self, listeners: impl IntoIterator<Item = Arc<Listener>>) {
         let now = Instant::now();
         let (wake, watch) = {
             let mut st = self.state.lock().unwrap();
-            st.ready.push_back((now, listener));
+            st.ready.extend(listeners.into_iter().map(|l| (now, l)));
             st.last_scheduled = now;
             let wake = st.idle > st.waking && st.waking == 0;
             if wake {

@@ -164,9 +164,24 @@ struct Queue {
 /// two batches (a call yields at the next epoch tick at the latest) in a
 /// while. Once is not enough: a thread preempted in the middle of a quick
 /// call looks as slow as a slow plugin, but it is not slow again.
+///
+/// The pool's listeners (native handlers) that got work from the event are
+/// handed to the pool together, under one lock and with one wake-up, so the
+/// worker it wakes finds them all queued instead of contending with the
+/// informer's thread for the pool while it queues the rest.
 #[derive(Default)]
 pub struct Starts {
     tasks: Vec<Arc<Listener>>,
+    pooled: Vec<Arc<Listener>>,
+}
+
+impl Drop for Starts {
+    /// Listeners collected are never left unscheduled.
+    fn drop(&mut self) {
+        if !self.pooled.is_empty() {
+            pool().schedule_all(std::mem::take(&mut self.pooled));
+        }
+    }
 }
 
 /// The longest a call may take on average in a batch run in place before
@@ -181,6 +196,9 @@ impl Starts {
     /// (on the first one's runtime: a process's listeners all start on the
     /// daemon's one runtime).
     pub fn run(mut self) {
+        if !self.pooled.is_empty() {
+            pool().schedule_all(std::mem::take(&mut self.pooled));
+        }
         let Some(rt) = self.tasks.first().and_then(|l| l.runtime.clone()) else {
             return;
         };
@@ -361,7 +379,7 @@ impl Listener {
         if schedule && let Some(me) = self.me.upgrade() {
             match me.runtime {
                 Some(_) => starts.tasks.push(me),
-                None => pool().schedule(me),
+                None => starts.pooled.push(me),
             }
         }
         if started {
