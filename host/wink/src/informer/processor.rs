@@ -453,26 +453,23 @@ impl Listener {
     /// Deliver up to [`BATCH`] queued notifications on the calling worker,
     /// then schedule it again if more are queued.
     pub(super) fn run_batch(self: &Arc<Self>, slot: &Slot, epoch: Instant) {
-        let delivers = self.begin_batch(Some(std::thread::current().id()));
-        for _ in 0..BATCH {
-            let Some(n) = self.next_in_batch(delivers) else {
-                break;
-            };
+        let mut next = self.begin_batch(Some(std::thread::current().id()));
+        let mut delivered = 0;
+        while let Some(n) = next {
             slot.enter(epoch);
             self.deliver(n);
             slot.leave();
+            delivered += 1;
+            next = self.next_in_batch(delivered < BATCH);
         }
-        self.end_batch();
     }
 
     /// [`run_batch`](Self::run_batch) for an async handler, as a task of
     /// the runtime.
     async fn run_batch_async(self: Arc<Self>) {
-        let delivers = self.begin_batch(None);
-        for _ in 0..BATCH {
-            let Some(n) = self.next_in_batch(delivers) else {
-                break;
-            };
+        let mut next = self.begin_batch(None);
+        let mut delivered = 0;
+        while let Some(n) = next {
             let synced = matches!(n, Notification::Synced);
             if synced {
                 self.synced.store(true, Ordering::Release);
@@ -483,39 +480,48 @@ impl Listener {
             if !synced {
                 self.delivered.fetch_add(1, Ordering::Relaxed);
             }
+            delivered += 1;
+            next = self.next_in_batch(delivered < BATCH);
         }
-        self.end_batch();
     }
 
     /// A batch starts on `thread` (none for a task, which may move between
-    /// threads): whether it delivers (a stopped listener's does not).
-    fn begin_batch(&self, thread: Option<ThreadId>) -> bool {
+    /// threads): its first notification, or `None` when it delivers nothing
+    /// (a stopped listener's), and then the batch has ended.
+    fn begin_batch(self: &Arc<Self>, thread: Option<ThreadId>) -> Option<Notification> {
         let mut q = self.queue.lock().unwrap();
-        let delivers = q.state.on_run();
         q.running_on = thread;
-        if !delivers {
+        if !q.state.on_run() {
             q.items.clear();
+        } else if let Some(n) = q.items.pop() {
+            return Some(n);
         }
-        delivers
+        self.end_batch(q);
+        None
     }
 
-    /// The batch's next notification, unless it was stopped meanwhile.
-    fn next_in_batch(&self, delivers: bool) -> Option<Notification> {
+    /// The batch's next notification when `more` may come and it was not
+    /// stopped meanwhile; else `None`, and the batch has ended (under the
+    /// same lock: a batch of one takes the queue's lock twice).
+    fn next_in_batch(self: &Arc<Self>, more: bool) -> Option<Notification> {
         let mut q = self.queue.lock().unwrap();
-        if !delivers || matches!(q.state, ListenerState::Stopped(_)) {
-            return None;
+        if more
+            && !matches!(q.state, ListenerState::Stopped(_))
+            && let Some(n) = q.items.pop()
+        {
+            return Some(n);
         }
-        q.items.pop()
+        self.end_batch(q);
+        None
     }
 
     /// The batch is done: release it, and schedule it again if more is queued.
-    fn end_batch(self: &Arc<Self>) {
-        let (again, stoppers) = {
-            let mut q = self.queue.lock().unwrap();
-            q.running_on = None;
-            let queued = !q.items.is_empty();
-            (q.state.on_batch_done(queued), q.stoppers)
-        };
+    fn end_batch(self: &Arc<Self>, mut q: std::sync::MutexGuard<'_, Queue>) {
+        q.running_on = None;
+        let queued = !q.items.is_empty();
+        let again = q.state.on_batch_done(queued);
+        let stoppers = q.stoppers;
+        drop(q);
         if stoppers > 0 {
             self.released.notify_all();
         }

@@ -270,7 +270,11 @@ impl PluginInstance {
     /// Make `call` into the guest (waiting for a call of another of its
     /// watches to end first).
     async fn call(&self, call: Call<'_>) {
-        let mut live = self.live.lock().await;
+        // Uncontended (the usual case) without building the lock's future.
+        let mut live = match self.live.try_lock() {
+            Ok(live) => live,
+            Err(_) => self.live.lock().await,
+        };
         let Some(l) = live.as_mut() else { return };
         self.calls.fetch_add(1, Ordering::Relaxed);
         l.store.set_epoch_deadline(1);
