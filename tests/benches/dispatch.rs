@@ -170,7 +170,11 @@ fn main() {
         xs.sort_by(f64::total_cmp);
         xs[xs.len() / 2]
     };
-    let per_round: Vec<String> = ones.iter().zip(&natives).map(|(b, a)| format!("{:.2}", b / a)).collect();
+    let per_round: Vec<String> = ones
+        .iter()
+        .zip(&natives)
+        .map(|(b, a)| format!("{:.2}", b / a))
+        .collect();
     let (native, one, ten) = (median(natives), median(ones), median(tens));
     let (decode, _) = run(
         &objects,
