@@ -46,15 +46,10 @@ fn a_watch_event_keeps_the_servers_text_and_the_watchers_metadata() {
     assert_eq!(&text[name.start as usize..name.end as usize], "a");
 }
 
-#[test]
-fn a_list_item_decodes_through_serdes_buffering_too() {
-    let list = r#"{"apiVersion":"v1","kind":"ConfigMapList","metadata":{"resourceVersion":"9"},"items":[{"metadata":{"name":"a","namespace":"ns","resourceVersion":"3"},"data":{"k":"v"}}]}"#;
-    let list: kube::core::ObjectList<RawObject> = serde_json::from_str(list).unwrap();
-    let item = &list.items[0];
-    assert!(item.types.is_none() && item.untyped);
-    assert_eq!(item.metadata.name.as_deref(), Some("a"));
-    let text = cached_text(
-        item.json.clone(),
+/// What the cache holds for a list's item (no types) under the default policy.
+fn list_item_text(json: &str) -> String {
+    cached_text(
+        json.into(),
         None,
         true,
         None,
@@ -62,7 +57,17 @@ fn a_list_item_decodes_through_serdes_buffering_too() {
         CachePolicy::default(),
     )
     .unwrap()
-    .into_string();
+    .into_string()
+}
+
+#[test]
+fn a_list_item_decodes_through_serdes_buffering_too() {
+    let list = r#"{"apiVersion":"v1","kind":"ConfigMapList","metadata":{"resourceVersion":"9"},"items":[{"metadata":{"name":"a","namespace":"ns","resourceVersion":"3"},"data":{"k":"v"}}]}"#;
+    let list: kube::core::ObjectList<RawObject> = serde_json::from_str(list).unwrap();
+    let item = &list.items[0];
+    assert!(item.types.is_none() && item.untyped);
+    assert_eq!(item.metadata.name.as_deref(), Some("a"));
+    let text = list_item_text(&item.json);
     // Its types go in front of the members as they came.
     assert_eq!(
         text,
@@ -72,32 +77,14 @@ fn a_list_item_decodes_through_serdes_buffering_too() {
     assert_eq!(v["data"]["k"], "v");
     // An item with something to strip is rewritten instead.
     let json = r#"{"metadata":{"name":"a","managedFields":[{}]},"data":{"k":"v"}}"#;
-    let text = cached_text(
-        json.into(),
-        None,
-        true,
-        None,
-        &type_name(),
-        CachePolicy::default(),
-    )
-    .unwrap()
-    .into_string();
+    let text = list_item_text(json);
     let v: serde_json::Value = serde_json::from_str(&text).unwrap();
     assert_eq!(
         (v["kind"].as_str(), v["metadata"].get("managedFields")),
         (Some("ConfigMap"), None)
     );
     // An empty object gets its types alone.
-    let text = cached_text(
-        "{ }".into(),
-        None,
-        true,
-        None,
-        &type_name(),
-        CachePolicy::default(),
-    )
-    .unwrap()
-    .into_string();
+    let text = list_item_text("{ }");
     assert_eq!(text, r#"{"apiVersion":"v1","kind":"ConfigMap"}"#);
 }
 
