@@ -79,6 +79,36 @@ fn an_endless_loop_hits_the_call_deadline() {
 }
 
 #[test]
+fn an_endless_loop_started_while_the_epoch_ticker_sleeps_hits_the_call_deadline() {
+    let (instance, mut crashes) = start("loop");
+    let waited = std::time::Instant::now();
+    while !instance.engine().ticker_is_parked() {
+        assert!(
+            waited.elapsed() < Duration::from_secs(10),
+            "the ticker never parked"
+        );
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    // The call has to wake the ticker, or nothing ever interrupts it.
+    let call = {
+        let instance = instance.clone();
+        std::thread::spawn(move || instance.on_add(&pod("bomb"), false))
+    };
+    let waited = std::time::Instant::now();
+    while !call.is_finished() {
+        assert!(
+            waited.elapsed() < Duration::from_secs(30),
+            "the loop was never interrupted"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    call.join().unwrap();
+    assert_eq!(instance.traps(), 1);
+    let report = crashes.try_recv().expect("a crash report");
+    assert!(report.reason.contains("interrupt"), "{}", report.reason);
+}
+
+#[test]
 fn allocating_a_gibibyte_hits_the_memory_cap() {
     assert_stopped_and_reported("alloc", "unreachable");
 }

@@ -20,11 +20,35 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-/// How often due resyncs are checked.
+/// How often due resyncs are checked, once a listener asked for them.
 const RESYNC_CHECK: Duration = Duration::from_millis(250);
+
+/// The informer's tasks on the async runtime.
+#[derive(Default)]
+struct Tasks {
+    /// Its list+watch: reflector -> apply.
+    watch: Option<tokio::task::JoinHandle<()>>,
+    /// The resync timer. It is started only when a listener asks for
+    /// resyncs (as client-go's reflector has no resync timer with a resync
+    /// period of 0), so an informer nobody asked to resync wakes only for
+    /// its watch.
+    resync: Option<tokio::task::JoinHandle<()>>,
+    /// The runtime the watch runs on (where a resync timer starts).
+    runtime: Option<tokio::runtime::Handle>,
+}
+
+impl Tasks {
+    /// End both tasks (each ends at its next await).
+    fn abort(self) {
+        for task in [self.watch, self.resync].into_iter().flatten() {
+            task.abort();
+        }
+    }
+}
 
 /// One shared list+watch with its store and listeners.
 pub struct SharedInformer {
+    me: std::sync::Weak<SharedInformer>,
     name: String,
     /// The only writer of the store; readers get [`SharedInformer::store`].
     writer: Writer,
@@ -38,7 +62,9 @@ pub struct SharedInformer {
     stats: InformerStats,
     /// Backlog past which a listener's queue coalesces (0: never).
     coalesce_after: AtomicUsize,
-    task: Mutex<Option<tokio::task::JoinHandle<()>>>,
+    /// Whether a listener ever asked for resyncs.
+    resyncs_asked: AtomicBool,
+    tasks: Mutex<Tasks>,
 }
 
 fn same_version(a: &ObjRef, b: &ObjRef) -> bool {
@@ -49,7 +75,8 @@ impl SharedInformer {
     /// An informer with an empty store, not yet running.
     pub fn new(name: impl Into<String>) -> Arc<Self> {
         let writer = Writer::new();
-        Arc::new(SharedInformer {
+        Arc::new_cyclic(|me| SharedInformer {
+            me: me.clone(),
             name: name.into(),
             store: writer.reader(),
             writer,
@@ -60,7 +87,8 @@ impl SharedInformer {
             events: AtomicU64::new(0),
             stats: InformerStats::default(),
             coalesce_after: AtomicUsize::new(0),
-            task: Mutex::new(None),
+            resyncs_asked: AtomicBool::new(false),
+            tasks: Mutex::new(Tasks::default()),
         })
     }
 
@@ -77,6 +105,9 @@ impl SharedInformer {
         resync: Option<Duration>,
     ) -> Arc<Listener> {
         let limit = self.coalesce_after.load(Ordering::Relaxed);
+        if resync.is_some() {
+            self.resyncs_asked.store(true, Ordering::Relaxed);
+        }
         Listener::start_with(name, handler, resync, (limit > 0).then_some(limit))
     }
 
@@ -105,11 +136,40 @@ impl SharedInformer {
 
     /// Whether its list+watch task runs (it ends only when stopped).
     pub fn is_alive(&self) -> bool {
-        self.task
+        self.tasks
             .lock()
             .unwrap()
+            .watch
             .as_ref()
             .is_some_and(|t| !t.is_finished())
+    }
+
+    /// Whether its resync timer runs (only once a listener asked for
+    /// resyncs and the watch runs).
+    pub fn has_resync_timer(&self) -> bool {
+        self.tasks.lock().unwrap().resync.is_some()
+    }
+
+    /// Start the resync timer if a listener asked for resyncs, the watch
+    /// runs and the timer does not yet. Once started it runs until the
+    /// informer stops.
+    fn arm_resyncs(&self) {
+        if !self.resyncs_asked.load(Ordering::Relaxed) {
+            return;
+        }
+        let mut tasks = self.tasks.lock().unwrap();
+        let Some(runtime) = tasks.runtime.clone().filter(|_| tasks.resync.is_none()) else {
+            return;
+        };
+        let me = self.me.clone();
+        tasks.resync = Some(runtime.spawn(async move {
+            let mut tick = tokio::time::interval(RESYNC_CHECK);
+            loop {
+                tick.tick().await;
+                let Some(this) = me.upgrade() else { return };
+                this.resync_due(Instant::now());
+            }
+        }));
     }
 
     /// Whether the initial list has been applied.
@@ -164,7 +224,8 @@ impl SharedInformer {
         self.listeners.lock().unwrap().len()
     }
 
-    /// Run the watcher stream until stopped: reflector -> apply, plus resyncs.
+    /// Run the watcher stream until stopped (reflector -> apply), and the
+    /// resync timer once a listener asks for resyncs.
     pub fn spawn<S>(self: &Arc<Self>, stream: S, mut reflector: Reflector)
     where
         S: Stream<Item = Result<watcher::Event<RawObject>, watcher::Error>> + Send + 'static,
@@ -173,26 +234,26 @@ impl SharedInformer {
         reflector.reuse_from(self.store().clone());
         let task = tokio::spawn(async move {
             let mut stream = std::pin::pin!(stream);
-            let mut tick = tokio::time::interval(RESYNC_CHECK);
-            loop {
-                tokio::select! {
-                    event = stream.next() => match event {
-                        Some(Ok(event)) => {
-                            if let Some(delta) = reflector.handle(event) {
-                                this.apply(delta);
-                            }
+            while let Some(event) = stream.next().await {
+                match event {
+                    Ok(event) => {
+                        if let Some(delta) = reflector.handle(event) {
+                            this.apply(delta);
                         }
-                        Some(Err(err)) => {
-                            this.stats.watch_error();
-                            tracing::warn!(informer = %this.name, "watch error (retrying with backoff): {err}")
-                        }
-                        None => break,
-                    },
-                    _ = tick.tick() => this.resync_due(Instant::now()),
+                    }
+                    Err(err) => {
+                        this.stats.watch_error();
+                        tracing::warn!(informer = %this.name, "watch error (retrying with backoff): {err}")
+                    }
                 }
             }
         });
-        *self.task.lock().unwrap() = Some(task);
+        {
+            let mut tasks = self.tasks.lock().unwrap();
+            tasks.watch = Some(task);
+            tasks.runtime = Some(tokio::runtime::Handle::current());
+        }
+        self.arm_resyncs();
     }
 
     /// Apply a delta to the store, then notify every listener.
@@ -299,6 +360,8 @@ impl SharedInformer {
         let mut listeners = self.listeners.lock().unwrap();
         self.replay_to(&listener);
         listeners.push(listener.clone());
+        drop(listeners);
+        self.arm_resyncs();
         listener
     }
 
@@ -338,6 +401,8 @@ impl SharedInformer {
         let old = std::mem::replace(&mut listeners[pos], listener.clone());
         old.drain_and_stop();
         self.replay_to(&listener);
+        drop(listeners);
+        self.arm_resyncs();
         Some(listener)
     }
 
@@ -366,19 +431,23 @@ impl SharedInformer {
             return;
         }
         let objects = self.store.list(None, None);
+        let mut starts = Starts::default();
         for l in due {
-            l.push_all(objects.iter().map(|o| Notification::Update {
+            let resync = objects.iter().map(|o| Notification::Update {
                 old: o.clone(),
                 new: o.clone(),
-            }));
+            });
+            l.queue_all(resync, &mut starts);
         }
+        // As in `apply`: batches may start in place, with no lock held.
+        drop(listeners);
+        starts.run();
     }
 
     /// Stop watching and stop every listener.
     pub fn stop(&self) {
-        if let Some(task) = self.task.lock().unwrap().take() {
-            task.abort();
-        }
+        let tasks = std::mem::take(&mut *self.tasks.lock().unwrap());
+        tasks.abort();
         let listeners = std::mem::take(&mut *self.listeners.lock().unwrap());
         for l in listeners {
             l.stop();
@@ -388,10 +457,8 @@ impl SharedInformer {
 
 impl Drop for SharedInformer {
     fn drop(&mut self) {
-        if let Ok(mut task) = self.task.lock()
-            && let Some(task) = task.take()
-        {
-            task.abort();
+        if let Ok(mut tasks) = self.tasks.lock() {
+            std::mem::take(&mut *tasks).abort();
         }
     }
 }
@@ -510,5 +577,30 @@ mod tests {
         std::thread::sleep(Duration::from_millis(50));
         assert_eq!(without.lines().len(), 2);
         inf.stop();
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_resync_timer_runs_only_once_a_listener_asks_for_resyncs() {
+        let inf = SharedInformer::new("pods");
+        let resource = kube::api::ApiResource::erase::<k8s_openapi::api::core::v1::Pod>(&());
+        let reflector = Reflector::new(resource, Default::default());
+        inf.spawn(futures::stream::pending(), reflector);
+        let without = Arc::new(Recorder::default());
+        inf.add_listener("without", without.clone(), None);
+        inf.apply(Delta::Replace(vec![pod("d", "a", 1, &[])]));
+        assert!(inf.is_alive());
+        assert!(!inf.has_resync_timer(), "nobody asked for resyncs");
+        let with = Arc::new(Recorder::default());
+        inf.add_listener("with", with.clone(), Some(Duration::from_secs(1)));
+        assert!(inf.has_resync_timer());
+        // Replayed (add, synced), then resynced by the timer alone.
+        let waited = Instant::now();
+        while with.lines().len() < 3 && waited.elapsed() < Duration::from_secs(10) {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert_eq!(with.lines()[2], "update d/a 1->1");
+        assert_eq!(without.lines(), vec!["add d/a true", "synced"]);
+        inf.stop();
+        assert!(!inf.has_resync_timer());
     }
 }

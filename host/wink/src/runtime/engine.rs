@@ -1,16 +1,16 @@
 //! [`WinkEngine`]: the one wasmtime engine every plugin shares, configured for
-//! cheap calls (no component-model concurrency), plus the epoch ticker that
-//! makes long calls yield and enforces call deadlines. Owns engine configuration and [`Limits`]; knows nothing about
+//! cheap calls (no component-model concurrency), with its epoch ticker
+//! ([`super::ticker`]) that makes long calls yield and enforces call
+//! deadlines. Owns engine configuration and [`Limits`]; knows nothing about
 //! plugins or informers.
 
 use super::language::Language;
+use super::ticker::{EpochTicker, RunningCall};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 use wasmtime::{Config, Engine, Strategy};
 
-/// The epoch ticker's period: the granularity of call deadlines.
-pub const EPOCH_TICK: Duration = Duration::from_millis(10);
+pub use super::ticker::EPOCH_TICK;
 
 /// Per-plugin resource limits.
 #[derive(Debug, Clone, Copy)]
@@ -71,12 +71,13 @@ pub enum Compiler {
     Winch,
 }
 
-/// The shared engine and its epoch ticker thread.
+/// The shared engine and its epoch ticker (which stops when the last clone
+/// is dropped).
 #[derive(Clone)]
 pub struct WinkEngine {
     engine: Engine,
     compiler: Compiler,
-    stop: Arc<AtomicBool>,
+    ticker: Arc<EpochTicker>,
 }
 
 impl WinkEngine {
@@ -102,24 +103,24 @@ impl WinkEngine {
             config.profiler(wasmtime::ProfilingStrategy::PerfMap);
         }
         let engine = Engine::new(&config)?;
-        let stop = Arc::new(AtomicBool::new(false));
-        let (e, s) = (engine.weak(), stop.clone());
-        std::thread::Builder::new()
-            .name("wink-epoch".into())
-            .spawn(move || {
-                while !s.load(Ordering::Relaxed) {
-                    std::thread::sleep(EPOCH_TICK);
-                    match e.upgrade() {
-                        Some(engine) => engine.increment_epoch(),
-                        None => return,
-                    }
-                }
-            })?;
+        let ticker = Arc::new(EpochTicker::start(&engine)?);
         Ok(WinkEngine {
             engine,
             compiler,
-            stop,
+            ticker,
         })
+    }
+
+    /// A call into a guest of this engine starts: its epoch ticks until the
+    /// returned guard is dropped (every call must hold one, or it is never
+    /// interrupted).
+    pub fn call_started(&self) -> RunningCall<'_> {
+        self.ticker.call_started()
+    }
+
+    /// Whether the epoch ticker sleeps (no call in progress).
+    pub fn ticker_is_parked(&self) -> bool {
+        self.ticker.is_parked()
     }
 
     /// The wasmtime engine.
@@ -130,15 +131,6 @@ impl WinkEngine {
     /// The compiler it uses.
     pub fn compiler(&self) -> Compiler {
         self.compiler
-    }
-}
-
-impl Drop for WinkEngine {
-    fn drop(&mut self) {
-        // The ticker holds only a weak reference; when the last clone goes it stops.
-        if Arc::strong_count(&self.stop) == 1 {
-            self.stop.store(true, Ordering::Relaxed);
-        }
     }
 }
 

@@ -149,6 +149,8 @@ impl PluginInstance {
         // default) sits above ours, so ours, with its clear message, trips
         // first; the margin covers WASI's handles and lent objects.
         store.set_max_component_handles(super::capabilities::MAX_HANDLES + 4096);
+        // The ticker ticks through instantiation and `init`.
+        let _running = self.engine.call_started();
         // A new Store's deadline is 0: set it before instantiating.
         store.set_epoch_deadline(1);
         let instance = self
@@ -277,6 +279,7 @@ impl PluginInstance {
         };
         let Some(l) = live.as_mut() else { return };
         self.calls.fetch_add(1, Ordering::Relaxed);
+        let running = self.engine.call_started();
         l.store.set_epoch_deadline(1);
         l.store.data_mut().clock = CallClock::start();
         l.key.clear();
@@ -285,6 +288,7 @@ impl PluginInstance {
             crate::informer::object::push_key_of(&mut l.key, obj.namespace(), obj.name());
         }
         let result = call.run(l).await;
+        drop(running);
         let took = l.store.data().clock.elapsed();
         self.handler_time.observe(took.as_secs_f64());
         let Err(err) = result else {

@@ -1,7 +1,8 @@
 //! The plugin side of wink: everything that knows about WebAssembly.
 //!
 //! - [`bindings`]: the host side of the WIT world `wink:plugin/plugin`;
-//! - [`engine`]: the shared wasmtime engine and its epoch ticker;
+//! - [`engine`]: the shared wasmtime engine;
+//! - [`ticker`]: its epoch ticker, which ticks only while a call is in progress;
 //! - [`plugin_file`]: which files are plugins, their names, reading them safely;
 //! - [`loader`]: turns a component's bytes into a checked, instantiable component;
 //! - [`precompiled`]: compiled components on disk, trusted only when private;
@@ -28,6 +29,7 @@ pub mod precompiled;
 pub mod rate;
 pub mod reload;
 pub mod stdio;
+pub mod ticker;
 
 pub use engine::{Limits, WinkEngine};
 pub use instance::PluginInstance;
