@@ -123,6 +123,10 @@ impl Inner {
     fn update_indices(&mut self, key: &Key, old: Option<&CachedObject>, new: Option<&CachedObject>) {
         let errors = &mut self.index_errors;
         for (name, func) in &self.indexers {
+            // The namespace is part of the key: an update cannot move it.
+            if name == NAMESPACE_INDEX && old.is_some() && new.is_some() {
+                continue;
+            }
             let old_values = old
                 .map(|o| index_values(func, name, o, errors))
                 .unwrap_or_default();
