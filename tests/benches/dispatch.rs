@@ -32,6 +32,8 @@ use wink::informer::reflector::Delta;
 use wink::informer::{EventHandler, ObjRef, SharedInformer};
 
 const PODS: usize = 5_000;
+/// How many times (a)-(c) run, interleaved (each figure is their median).
+const ROUNDS: usize = 5;
 const VERSIONS: usize = 10;
 
 /// The stream cached under `policy`; the JSON size per object, and the time
@@ -153,11 +155,11 @@ fn main() {
         plain as f64 / json as f64,
         packed as f64 / json as f64
     );
-    // (a), (b) and (c) three times over, interleaved, each figure the median
-    // of its three: one run here varies by ±20 % (the pool's threads and the
+    // (a), (b) and (c) ROUNDS times over, interleaved, each figure the median
+    // of its runs: one run here varies by ±20 % (the pool's threads and the
     // applying thread share two cores).
     let (mut natives, mut ones, mut tens, mut cache_bytes) = (vec![], vec![], vec![], 0);
-    for _ in 0..3 {
+    for _ in 0..ROUNDS {
         let (native, bytes) = run(&objects, vec![Native::handler()]);
         cache_bytes = bytes;
         natives.push(native);
@@ -195,7 +197,7 @@ fn main() {
     row("(c) 10 wasm plugins, metadata only", ten, 10.0);
     row("(d) 1 wasm plugin decoding Pod", decode, 1.0);
     println!(
-        "(a)-(c): medians of 3 interleaved runs; (b) / (a) in each run: {}",
+        "(a)-(c): medians of {ROUNDS} interleaved runs; (b) / (a) in each run: {}",
         per_round.join(", ")
     );
     println!(

@@ -11,7 +11,10 @@
 //!   (c) wink's informer + N metadata-only wasm plugins (`bench-counter`),
 //! for N = 1 and 10; and (f), the floor under all three: kube's HTTP client
 //! reading the same watch stream and discarding the bytes (no decoding, no
-//! cache, no handler), so what any consumer built on that client pays. Then memory: resident growth per cached object (from
+//! cache, no handler), so what any consumer built on that client pays.
+//! Then idle: each consumer (N = 1) synced and left without events, its CPU
+//! and context switches a second (what its timers and tickers cost). Then
+//! memory: resident growth per cached object (from
 //! `/proc/PID/status`) for 10,000 and 100,000 objects (1 KiB ConfigMaps,
 //! realistic Pods), against the objects' JSON size, and the peak during a
 //! relist of everything (a 410 after compaction) against the steady state.
@@ -20,7 +23,7 @@
 //! Environment: `PACED_SECONDS` (8), `PACED_RATES` (`1000,5000`),
 //! `PACED_MANAGED_FIELDS` (`1`: objects carry them, as a real server's do),
 //! `PACED_VARIANTS` (`f,a,b,c`), `PACED_REPEATS` (3),
-//! `PACED_MEMORY` (`10000,100000`), `PACED_PARTS` (`cpu,memory`).
+//! `PACED_MEMORY` (`10000,100000`), `PACED_PARTS` (`cpu,idle,memory`).
 
 #[path = "../tests/common/mod.rs"]
 mod common;
@@ -433,6 +436,31 @@ fn cpu_part(seconds: f64) {
     }
 }
 
+/// Each consumer (N = 1) synced and then left alone: what it costs while
+/// no event comes (timers, tickers), in CPU µs and context switches a second.
+fn idle_part(seconds: f64) {
+    let mut sim = Proc::spawn(&["--role", "sim", "--kind", "configmaps", "--objects", "10000"]);
+    let ready = sim.expect("ready");
+    let kubeconfig = ready.split_whitespace().nth(1).unwrap().to_string();
+    println!("idle: each consumer synced on 10,000 ConfigMaps, then {seconds} s with no event");
+    println!("| consumer | N | CPU µs / s | ctx switches / s |");
+    println!("|---|---|---|---|");
+    for variant in env_list("PACED_VARIANTS", "f,a,b,c") {
+        let mut c = Proc::consumer(&variant, 1, "configmaps", &kubeconfig);
+        c.expect("synced");
+        std::thread::sleep(Duration::from_secs(1));
+        let (cpu0, cs0) = (cpu_ns(c.pid()), context_switches(c.pid()));
+        std::thread::sleep(Duration::from_secs_f64(seconds));
+        let (cpu1, cs1) = (cpu_ns(c.pid()), context_switches(c.pid()));
+        println!(
+            "| {} | 1 | {:.0} | {:.1} |",
+            variant_name(&variant),
+            (cpu1 - cpu0).as_secs_f64() * 1e6 / seconds,
+            (cs1 - cs0) as f64 / seconds
+        );
+    }
+}
+
 fn memory_part() {
     println!(
         "resident memory growth per cached object (VmRSS after synced minus before the informer), and the peak (VmHWM) during a relist of everything against the steady state"
@@ -512,9 +540,12 @@ fn main() {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(8.0);
-    let parts = env_list("PACED_PARTS", "cpu,memory");
+    let parts = env_list("PACED_PARTS", "cpu,idle,memory");
     if parts.iter().any(|p| p == "cpu") {
         cpu_part(seconds);
+    }
+    if parts.iter().any(|p| p == "idle") {
+        idle_part(seconds);
     }
     if parts.iter().any(|p| p == "memory") {
         memory_part();
