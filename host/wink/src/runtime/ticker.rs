@@ -183,11 +183,17 @@ mod tests {
         }
     }
 
-    #[test]
-    fn it_sleeps_without_calls_and_ticks_while_one_is_in_progress() {
+    /// A ticker on a new engine, once it has parked (no call yet).
+    fn parked_ticker() -> (Engine, EpochTicker) {
         let engine = Engine::default();
         let ticker = EpochTicker::start(&engine).unwrap();
         wait_until("parked", || ticker.is_parked());
+        (engine, ticker)
+    }
+
+    #[test]
+    fn it_sleeps_without_calls_and_ticks_while_one_is_in_progress() {
+        let (_engine, ticker) = parked_ticker();
         let ticks = ticker.ticks();
         std::thread::sleep(EPOCH_TICK * 5);
         assert_eq!(ticker.ticks(), ticks, "no tick while parked");
@@ -200,9 +206,7 @@ mod tests {
 
     #[test]
     fn a_call_that_ends_between_ticks_still_gets_the_next_tick() {
-        let engine = Engine::default();
-        let ticker = EpochTicker::start(&engine).unwrap();
-        wait_until("parked", || ticker.is_parked());
+        let (_engine, ticker) = parked_ticker();
         let ticks = ticker.ticks();
         drop(ticker.call_started());
         wait_until("one tick", || ticker.ticks() > ticks);
