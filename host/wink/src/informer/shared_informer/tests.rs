@@ -1,3 +1,5 @@
+//! The shared informer's unit tests.
+
 use super::*;
 use crate::informer::object::tests::pod;
 use crate::informer::processor::tests::{Recorder, wait_for};
