@@ -22,15 +22,7 @@ fn a_watch_event_keeps_the_servers_text_and_the_watchers_metadata() {
     assert_eq!(o.metadata.resource_version.as_deref(), Some("7"));
     assert_eq!(o.types.as_ref().unwrap().kind, "ConfigMap");
     assert!(!o.untyped);
-    let text = cached_text(
-        o.json.clone(),
-        o.types.as_ref(),
-        o.untyped,
-        None,
-        &type_name(),
-        CachePolicy::default(),
-    )
-    .unwrap();
+    let text = cached_of(&o, None);
     let Cached::AsSent(text) = text else {
         panic!("typed and nothing to strip: used as it is")
     };
@@ -47,6 +39,19 @@ fn a_watch_event_keeps_the_servers_text_and_the_watchers_metadata() {
 }
 
 /// What the cache holds for a list's item (no types) under the default policy.
+/// What the cache keeps of a decoded `o`, with `cut` cut out.
+fn cached_of(o: &RawObject, cut: Option<Span>) -> Cached {
+    cached_text(
+        o.json.clone(),
+        o.types.as_ref(),
+        o.untyped,
+        cut,
+        &type_name(),
+        CachePolicy::default(),
+    )
+    .unwrap()
+}
+
 fn list_item_text(json: &str) -> String {
     cached_text(
         json.into(),
@@ -224,15 +229,7 @@ fn managed_fields_are_cut_where_the_decoding_found_them() {
         };
         let cut = o.found.as_ref().and_then(|f| f.managed_fields);
         assert!(cut.is_some(), "{object}");
-        let text = cached_text(
-            o.json.clone(),
-            o.types.as_ref(),
-            o.untyped,
-            cut,
-            &type_name(),
-            CachePolicy::default(),
-        )
-        .unwrap();
+        let text = cached_of(&o, cut);
         assert!(matches!(text, Cached::Cut(..)), "{object}");
         let mut want: serde_json::Value = serde_json::from_str(&object).unwrap();
         want["metadata"].as_object_mut().unwrap().remove("managedFields");
