@@ -1,5 +1,6 @@
 //! The raw decoding's and the text rewrites' unit tests.
 
+use super::super::CachedObject;
 use super::*;
 use kube::core::WatchEvent;
 
@@ -50,6 +51,18 @@ fn cached_of(o: &RawObject, cut: Option<Span>) -> Cached {
         CachePolicy::default(),
     )
     .unwrap()
+}
+
+/// The metadata the cache reads of `c`: namespace, name, uid,
+/// resourceVersion and the `app` label.
+fn metadata_of(c: &CachedObject) -> (Option<&str>, &str, &str, &str, Option<&str>) {
+    (
+        c.namespace(),
+        c.name(),
+        c.uid(),
+        c.resource_version(),
+        c.label("app"),
+    )
 }
 
 fn list_item_text(json: &str) -> String {
@@ -148,7 +161,6 @@ fn managed_fields_and_last_applied_are_cut_from_the_text() {
 
 #[test]
 fn the_cache_reads_the_right_metadata_however_the_text_was_decoded() {
-    use super::super::CachedObject;
     let tn = std::sync::Arc::new(type_name());
     let event = |object: &str| -> RawObject {
         let line = format!(r#"{{"type":"MODIFIED","object":{object}}}"#);
@@ -160,16 +172,7 @@ fn the_cache_reads_the_right_metadata_however_the_text_was_decoded() {
     let check = |o: RawObject, located: bool, name: &str| {
         assert_eq!(o.found.is_some(), located, "{}", o.json);
         let c = CachedObject::from_raw(o, &tn, CachePolicy::default());
-        assert_eq!(
-            (
-                c.namespace(),
-                c.name(),
-                c.uid(),
-                c.resource_version(),
-                c.label("app")
-            ),
-            (Some("ns"), name, "u", "7", Some("web"))
-        );
+        assert_eq!(metadata_of(&c), (Some("ns"), name, "u", "7", Some("web")));
     };
     let meta =
         r#""metadata":{"name":"a","namespace":"ns","resourceVersion":"7","uid":"u","labels":{"app":"web"}"#;
@@ -208,7 +211,6 @@ fn the_cache_reads_the_right_metadata_however_the_text_was_decoded() {
 
 #[test]
 fn managed_fields_are_cut_where_the_decoding_found_them() {
-    use super::super::CachedObject;
     let tn = std::sync::Arc::new(type_name());
     let rest = r#""name":"a","namespace":"ns","uid":"u","resourceVersion":"7","labels":{"app":"web"}"#;
     for meta in [
@@ -238,13 +240,7 @@ fn managed_fields_are_cut_where_the_decoding_found_them() {
         assert_eq!(got, want, "{object}");
         if meta.contains("\"name\"") {
             assert_eq!(
-                (
-                    c.namespace(),
-                    c.name(),
-                    c.uid(),
-                    c.resource_version(),
-                    c.label("app")
-                ),
+                metadata_of(&c),
                 (Some("ns"), "a", "u", "7", Some("web")),
                 "{object}"
             );
