@@ -48,7 +48,7 @@ struct Shared {
     parked: AtomicBool,
     state: Mutex<State>,
     wake: Condvar,
-    /// Ticks so far (for tests and operators).
+    /// Ticks so far (what the tests watch).
     ticks: AtomicU64,
 }
 
