@@ -23,13 +23,18 @@
 //! Environment: `PACED_SECONDS` (8), `PACED_RATES` (`1000,5000`),
 //! `PACED_MANAGED_FIELDS` (`1`: objects carry them, as a real server's do),
 //! `PACED_VARIANTS` (`f,a,b,c`), `PACED_REPEATS` (3),
-//! `PACED_MEMORY` (`10000,100000`), `PACED_PARTS` (`cpu,idle,memory`).
+//! `PACED_MEMORY` (`10000,100000`), `PACED_PARTS` (`cpu,idle,memory`),
+//! `PACED_PARK_WINDOW_US` (unset; when set, every consumer's workers sleep
+//! that long before parking while busy: what batching wake-ups would save
+//! each of them, see `paced/window.rs`).
 
 #[path = "../tests/common/mod.rs"]
 mod common;
 #[path = "paced/procs.rs"]
 mod procs;
 mod support;
+#[path = "paced/window.rs"]
+mod window;
 
 use futures::StreamExt;
 use kube::api::{Api, ApiResource, DynamicObject};
@@ -114,13 +119,18 @@ fn realistic_pod(i: usize) -> Value {
 
 // ---- roles -------------------------------------------------------------
 
-/// A child's runtime: two workers, as the daemon's on this machine.
+/// A child's runtime: two workers, as the daemon's on this machine; with
+/// `PACED_PARK_WINDOW_US` set, every consumer's, what a wake-up window
+/// would do.
 fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap()
+    let mut builder = tokio::runtime::Builder::new_multi_thread();
+    builder.worker_threads(2).enable_all();
+    if let Some(window) = window::park_window() {
+        builder
+            .on_thread_park(move || window::before_park(window))
+            .on_thread_unpark(window::unparked);
+    }
+    builder.build().unwrap()
 }
 
 /// The simulated server's process: loads objects, then obeys stdin.
@@ -375,6 +385,12 @@ fn cpu_part(seconds: f64) {
         .unwrap_or(3)
         .max(1);
     let fields = if managed_fields() { "with" } else { "without" };
+    if let Some(w) = window::park_window() {
+        println!(
+            "every consumer's runtime with a wake-up window of {} µs",
+            w.as_micros()
+        );
+    }
     println!(
         "10,000 ConfigMaps of 1 KiB, {fields} managedFields; CPU and context switches of the consumer's process over a paced window of {seconds} s, {repeats} runs each"
     );
