@@ -330,12 +330,12 @@ impl HostArgs {
             batch: Duration::from_millis(self.report_batch_ms),
             ..Default::default()
         });
+        // Recorded before the first scan: nothing changed during it is missed.
+        let changes = (!self.no_reload)
+            .then(|| reload::record(&self.plugins))
+            .transpose()?;
         let d = Daemon::start(config, &self.plugins, factory, manager, reports).await?;
-        let _reload = if self.no_reload {
-            None
-        } else {
-            Some(reload::watch(&self.plugins, d.manager.clone())?)
-        };
+        let _reload = changes.map(|c| c.apply_to(d.manager.clone()));
         if let Some(listener) = admin {
             let admin = wink::admin::Admin {
                 factory: d.factory.clone(),

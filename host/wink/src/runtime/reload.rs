@@ -59,7 +59,21 @@ fn is_complete(kind: &EventKind) -> bool {
 
 /// Watch `dir` and keep `manager` in step with it.
 pub fn watch(dir: &Path, manager: Arc<PluginManager>) -> anyhow::Result<ReloadWatcher> {
-    let (tx, mut rx) = mpsc::unbounded_channel::<(PathBuf, bool)>();
+    Ok(record(dir)?.apply_to(manager))
+}
+
+/// The plugin directory's changes, recorded from the moment [`record`]
+/// returns and applied once [`DirChanges::apply_to`] has the manager. The
+/// daemon records before its first scan of the directory, so a file added,
+/// changed or removed while that scan loads plugins is not missed.
+pub struct DirChanges {
+    watcher: notify::RecommendedWatcher,
+    rx: mpsc::UnboundedReceiver<(PathBuf, bool)>,
+}
+
+/// Start recording the changes of `dir`.
+pub fn record(dir: &Path) -> anyhow::Result<DirChanges> {
+    let (tx, rx) = mpsc::unbounded_channel::<(PathBuf, bool)>();
     let mut watcher = notify::recommended_watcher(move |res: notify::Result<notify::Event>| match res {
         Ok(event) if !is_change(&event.kind) => {}
         Ok(event) => {
@@ -73,65 +87,77 @@ pub fn watch(dir: &Path, manager: Arc<PluginManager>) -> anyhow::Result<ReloadWa
         Err(e) => tracing::warn!("plugin directory watch error: {e}"),
     })?;
     watcher.watch(dir, RecursiveMode::NonRecursive)?;
-    let task = tokio::spawn(async move {
-        let mut last_error: HashMap<PathBuf, String> = HashMap::new();
-        loop {
-            let Some((first, mut complete)) = rx.recv().await else {
-                return;
-            };
-            let mut pending = vec![first];
-            // Debounce: gather until the directory is quiet, briefly when
-            // the last event said its file is complete.
+    Ok(DirChanges { watcher, rx })
+}
+
+impl DirChanges {
+    /// Apply what was recorded so far, then every change as it comes, to
+    /// `manager`, until the returned watcher is dropped.
+    pub fn apply_to(self, manager: Arc<PluginManager>) -> ReloadWatcher {
+        let DirChanges { watcher, mut rx } = self;
+        let task = tokio::spawn(async move {
+            let mut last_error: HashMap<PathBuf, String> = HashMap::new();
             loop {
-                let quiet = if complete { SETTLE } else { DEBOUNCE };
-                match tokio::time::timeout(quiet, rx.recv()).await {
-                    Ok(Some((p, c))) => {
-                        pending.push(p);
-                        complete = c;
+                let Some((first, mut complete)) = rx.recv().await else {
+                    return;
+                };
+                let mut pending = vec![first];
+                // Debounce: gather until the directory is quiet, briefly when
+                // the last event said its file is complete.
+                loop {
+                    let quiet = if complete { SETTLE } else { DEBOUNCE };
+                    match tokio::time::timeout(quiet, rx.recv()).await {
+                        Ok(Some((p, c))) => {
+                            pending.push(p);
+                            complete = c;
+                        }
+                        _ => break,
                     }
-                    _ => break,
                 }
-            }
-            // A component and its config changed together load once.
-            let mut components: Vec<PathBuf> = pending.iter().map(|p| plugin_file::component_of(p)).collect();
-            components.sort();
-            components.dedup();
-            for wasm in components {
-                // Anything under the name (a FIFO or a directory too) gets
-                // its load error; only a name with nothing under it unloads.
-                let exists = |p: &Path| std::fs::symlink_metadata(p).is_ok();
-                if exists(&wasm) {
-                    match manager.load_file(&wasm).await {
-                        Ok(()) => {
-                            last_error.remove(&wasm);
-                        }
-                        Err(_) if !exists(&wasm) => {
-                            // Removed while being loaded: its removal event follows.
-                            last_error.remove(&wasm);
-                        }
-                        Err(e) => {
-                            let msg = format!("{e:#}");
-                            if last_error.get(&wasm) != Some(&msg) {
-                                if manager.has_path(&wasm).await {
-                                    tracing::error!("plugin not reloaded, the running version stays: {msg}");
-                                } else {
-                                    tracing::error!("plugin not loaded: {msg}");
+                // A component and its config changed together load once.
+                let mut components: Vec<PathBuf> =
+                    pending.iter().map(|p| plugin_file::component_of(p)).collect();
+                components.sort();
+                components.dedup();
+                for wasm in components {
+                    // Anything under the name (a FIFO or a directory too) gets
+                    // its load error; only a name with nothing under it unloads.
+                    let exists = |p: &Path| std::fs::symlink_metadata(p).is_ok();
+                    if exists(&wasm) {
+                        match manager.load_file(&wasm).await {
+                            Ok(()) => {
+                                last_error.remove(&wasm);
+                            }
+                            Err(_) if !exists(&wasm) => {
+                                // Removed while being loaded: its removal event follows.
+                                last_error.remove(&wasm);
+                            }
+                            Err(e) => {
+                                let msg = format!("{e:#}");
+                                if last_error.get(&wasm) != Some(&msg) {
+                                    if manager.has_path(&wasm).await {
+                                        tracing::error!(
+                                            "plugin not reloaded, the running version stays: {msg}"
+                                        );
+                                    } else {
+                                        tracing::error!("plugin not loaded: {msg}");
+                                    }
+                                    last_error.insert(wasm, msg);
                                 }
-                                last_error.insert(wasm, msg);
                             }
                         }
+                    } else {
+                        last_error.remove(&wasm);
+                        manager.unload_path(&wasm).await;
                     }
-                } else {
-                    last_error.remove(&wasm);
-                    manager.unload_path(&wasm).await;
                 }
             }
+        });
+        ReloadWatcher {
+            _watcher: watcher,
+            task,
         }
-    });
-    Ok(ReloadWatcher {
-        _watcher: watcher,
-        task,
-    })
+    }
 }
 
 #[cfg(test)]
