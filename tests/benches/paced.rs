@@ -119,13 +119,13 @@ fn realistic_pod(i: usize) -> Value {
 
 // ---- roles -------------------------------------------------------------
 
-/// A child's runtime: two workers, as the daemon's on this machine; with
-/// `PACED_PARK_WINDOW_US` set, every consumer's, what a wake-up window
-/// would do.
-fn runtime() -> tokio::runtime::Runtime {
+/// A child's runtime: two workers, as the daemon's on this machine; a
+/// consumer's gets the wake-up window when `PACED_PARK_WINDOW_US` is set
+/// (the simulated server's never: it would batch what it sends).
+fn runtime(consumer: bool) -> tokio::runtime::Runtime {
     let mut builder = tokio::runtime::Builder::new_multi_thread();
     builder.worker_threads(2).enable_all();
-    if let Some(window) = window::park_window() {
+    if let Some(window) = window::park_window().filter(|_| consumer) {
         builder
             .on_thread_park(move || window::before_park(window))
             .on_thread_unpark(window::unparked);
@@ -135,7 +135,7 @@ fn runtime() -> tokio::runtime::Runtime {
 
 /// The simulated server's process: loads objects, then obeys stdin.
 fn role_sim(kind: &str, n: usize) {
-    let rt = runtime();
+    let rt = runtime(false);
     let _guard = rt.enter();
     let sim = rt
         .block_on(Sim::start(SimConfig {
@@ -213,7 +213,7 @@ type Closure = Box<dyn Fn(&DynamicObject) + Send>;
 
 /// A consumer's process: syncs, says so, then counts until told to stop.
 fn role_consume(variant: &str, n: usize, kind: &str, kubeconfig: &str) {
-    let rt = runtime();
+    let rt = runtime(true);
     let _guard = rt.enter();
     let config = rt.block_on(async {
         let kc = kube::config::Kubeconfig::read_from(kubeconfig).unwrap();
