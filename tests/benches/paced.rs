@@ -9,6 +9,8 @@
 //!   (a) kube-runtime's reflector + N closures on one task (the native peer),
 //!   (b) wink's informer + N native handlers,
 //!   (c) wink's informer + N metadata-only wasm plugins (`bench-counter`),
+//!   (a') (a) on wink's watch client (`wink::client`), to show what reading
+//!   watches in windows alone gives kube-runtime (not run by default),
 //! for N = 1 and 10; and (f), the floor under all three: kube's HTTP client
 //! reading the same watch stream and discarding the bytes (no decoding, no
 //! cache, no handler), so what any consumer built on that client pays.
@@ -24,7 +26,9 @@
 //! `PACED_MANAGED_FIELDS` (`1`: objects carry them, as a real server's do),
 //! `PACED_VARIANTS` (`f,a,b,c`), `PACED_REPEATS` (3),
 //! `PACED_MEMORY` (`10000,100000`), `PACED_PARTS` (`cpu,idle,memory`),
-//! `PACED_PARK_WINDOW_US` (unset; when set, every consumer's workers sleep
+//! `PACED_WATCH_WINDOW_US` (2000, the daemon's `--watch-window-us`: how
+//! late wink's client may read a watch under a steady stream; 0 for every
+//! event as it comes), `PACED_PARK_WINDOW_US` (unset; when set, every consumer's workers sleep
 //! that long before parking while busy: what batching wake-ups would save
 //! each of them, see `paced/window.rs`).
 
@@ -118,6 +122,16 @@ fn realistic_pod(i: usize) -> Value {
 }
 
 // ---- roles -------------------------------------------------------------
+
+/// The watch window of wink's consumers: `PACED_WATCH_WINDOW_US`, or the
+/// daemon's default (`--watch-window-us`); 0 reads every event as it comes.
+fn watch_window() -> Option<Duration> {
+    let us: u64 = std::env::var("PACED_WATCH_WINDOW_US")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(2000);
+    (us > 0).then(|| Duration::from_micros(us))
+}
 
 /// A child's runtime: two workers, as the daemon's on this machine; a
 /// consumer's gets the wake-up window when `PACED_PARK_WINDOW_US` is set
@@ -221,7 +235,12 @@ fn role_consume(variant: &str, n: usize, kind: &str, kubeconfig: &str) {
             .await
             .unwrap()
     });
-    let client = kube::Client::try_from(config).unwrap();
+    // wink's consumers read watches as the daemon does; (a') is
+    // kube-runtime on that same client.
+    let client = match variant {
+        "b" | "c" | "a'" => wink::client::client(config, watch_window()).unwrap(),
+        _ => kube::Client::try_from(config).unwrap(),
+    };
     let (api_version, kind_name, plural) = match kind {
         "pods" => ("v1", "Pod", "pods"),
         _ => ("v1", "ConfigMap", "configmaps"),
@@ -261,7 +280,7 @@ fn role_consume(variant: &str, n: usize, kind: &str, kubeconfig: &str) {
             });
             std::thread::sleep(Duration::from_millis(500));
         }
-        "a" => {
+        "a" | "a'" => {
             let ar = ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk("", "v1", kind_name), plural);
             let api: Api<DynamicObject> = Api::all_with(client, &ar);
             let writer = reflector::store::Writer::<DynamicObject>::new(ar);
@@ -323,6 +342,7 @@ fn variant_name(v: &str) -> &'static str {
     match v {
         "f" => "(f) floor: kube's client reading the watch, no decoding",
         "a" => "(a) kube-runtime reflector + closures",
+        "a'" => "(a') (a) on wink's watch client",
         "b" => "(b) wink + native handlers",
         _ => "(c) wink + wasm plugins (metadata)",
     }
@@ -392,6 +412,10 @@ fn cpu_part(seconds: f64) {
         );
     }
     println!(
+        "wink's watch window (b, c, a'): {}",
+        watch_window().map_or("none".to_string(), |w| format!("{} µs", w.as_micros()))
+    );
+    println!(
         "10,000 ConfigMaps of 1 KiB, {fields} managedFields; CPU and context switches of the consumer's process over a paced window of {seconds} s, {repeats} runs each"
     );
     println!("| rate | consumer | N | CPU µs / event (median) | runs | ctx switches / event (median) |");
@@ -435,6 +459,13 @@ fn cpu_part(seconds: f64) {
                 spread(&xs)
             );
         }
+        if let Some(xs) = per_repeat(&|i| Some(at("c", 1, i)? / at("a'", 1, i)?)) {
+            summary += &format!(
+                " (c, N=1) / (a', N=1) = {:.2} [{}];",
+                median(xs.clone()),
+                spread(&xs)
+            );
+        }
         if let Some(xs) = per_repeat(&|i| Some(at("f", 1, i)? / at("a", 1, i)?)) {
             summary += &format!(
                 " floor (f) / (a, N=1) = {:.2} [{}];",
@@ -443,7 +474,7 @@ fn cpu_part(seconds: f64) {
             );
         }
         summary += " marginal CPU per (event x handler):";
-        for v in ["a", "b", "c"] {
+        for v in ["a", "a'", "b", "c"] {
             if let Some(xs) = per_repeat(&|i| Some((at(v, 10, i)? - at(v, 1, i)?) / 9.0)) {
                 summary += &format!(" {v} {:.2} µs [{}];", median(xs.clone()), spread(&xs));
             }

@@ -3,7 +3,9 @@
 //! `kube` client and `kube_runtime::watcher`: deletes and changes missed while
 //! the watch was down (tombstones, updates), watch timeouts and bookmarks,
 //! 410 Gone, server errors and dropped connections, and seeded random rounds
-//! of changes, drops and compactions. A native recording handler stands in
+//! of changes, drops and compactions; and a steady stream, which the
+//! daemon's client reads in windows. Every scenario reads through that
+//! client (`informer_support::start`). A native recording handler stands in
 //! for plugins.
 //!
 //! A test holds a recorder's `gate` (a std mutex its handler thread takes)
@@ -350,4 +352,48 @@ async fn s13_random_rounds_converge_to_the_server_state() {
     }
     assert_eq!(store_view(informer.store()), server);
     assert!(ls.has_synced() && ll.has_synced());
+}
+
+/// A steady stream (a change every millisecond, which the daemon's client
+/// reads in windows) reaches the handler whole and in order, and so does a
+/// lone change after a quiet spell.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_steady_stream_read_in_windows_arrives_whole_and_in_order() {
+    let (sim, factory) = start(FactoryOptions {
+        coalesce_after: None,
+        ..FactoryOptions::default()
+    })
+    .await;
+    create(&sim, "p", &[("app", "v0")]);
+    let informer = factory.informer_for(&pods_spec()).await.unwrap();
+    let rec = Rec::new();
+    let l = informer.add_listener("a", rec.clone(), None);
+    eventually("synced", || l.has_synced()).await;
+
+    let mut rvs = Vec::new();
+    let started = tokio::time::Instant::now();
+    for i in 1..=500u64 {
+        rvs.push(rv_of(&relabel(&sim, "p", &format!("v{i}"))));
+        tokio::time::sleep_until(started + Duration::from_millis(i)).await;
+    }
+    tokio::time::sleep(WATCH_WINDOW * 50).await;
+    rvs.push(rv_of(&relabel(&sim, "p", "last")));
+
+    eventually("every update", || {
+        rec.events()
+            .iter()
+            .filter(|e| matches!(e, Ev::Update { .. }))
+            .count()
+            >= rvs.len()
+    })
+    .await;
+    let updates: Vec<String> = rec
+        .events()
+        .into_iter()
+        .filter_map(|e| match e {
+            Ev::Update { new_rv, .. } => Some(new_rv),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(updates, rvs);
 }

@@ -49,7 +49,8 @@ pub struct Daemon {
 impl Daemon {
     /// Start against the cluster of `config`, load every plugin of `plugins`
     /// (failures are logged; the others run). Informers use a client that
-    /// retries what the server asks to retry, as kube's does; plugins' writes
+    /// retries what the server asks to retry, as kube's does, and whose
+    /// watches read over `factory_options.watch_window`; plugins' writes
     /// use one that does not, so the write capability decides how long a
     /// plugin waits (see `capabilities::cluster`). With `reports`, the
     /// report writer keeps plugins' policy results in PolicyReports.
@@ -60,7 +61,7 @@ impl Daemon {
         mut manager_options: ManagerOptions,
         reports: Option<WriterOptions>,
     ) -> anyhow::Result<Daemon> {
-        let client = kube::Client::try_from(config.clone())?;
+        let client = crate::client::client(config.clone(), factory_options.watch_window)?;
         let mut writes = config;
         writes.default_retry = false;
         let writes = kube::Client::try_from(writes)?;

@@ -133,6 +133,10 @@ struct HostArgs {
     /// `--streaming-lists=false` forces paging.
     #[arg(long, num_args = 0..=1, default_value_t = true, default_missing_value = "true", action = clap::ArgAction::Set)]
     streaming_lists: bool,
+    /// Under a steady stream, read watch events at most this late, many per
+    /// wake-up (a lone one at once): microseconds, 0 for each as it comes.
+    #[arg(long, default_value_t = 2000)]
+    watch_window_us: u64,
     /// Do not watch the plugin directory for changes.
     #[arg(long)]
     no_reload: bool,
@@ -252,6 +256,7 @@ impl HostArgs {
     fn options(&self) -> anyhow::Result<(FactoryOptions, ManagerOptions)> {
         let factory = FactoryOptions {
             streaming_lists: self.streaming_lists,
+            watch_window: (self.watch_window_us > 0).then(|| Duration::from_micros(self.watch_window_us)),
             coalesce_after: (self.coalesce_after > 0).then_some(self.coalesce_after),
             cache: CachePolicy {
                 compress: self.cache_compression,
@@ -439,57 +444,14 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             grants,
             namespace,
             image,
-        } => manifests(&plugins, grants.as_deref(), namespace, image),
+        } => {
+            let deployment = wink::manifests::needs::read(&plugins, grants.as_deref(), namespace, image)?;
+            print!("{deployment}");
+            Ok(())
+        }
         Command::Test { cases, bless } => wink::harness::test(&cases, bless),
         Command::New { dir, sdk, lang } => wink::scaffold_lang::new(&dir, lang, sdk.as_deref()),
     }
-}
-
-/// `wink manifests`: the plugins' needs, intersected with the grants, as
-/// a deployment on stdout.
-fn manifests(
-    plugins: &std::path::Path,
-    grants: Option<&std::path::Path>,
-    namespace: String,
-    image: String,
-) -> anyhow::Result<()> {
-    use wink::manifests::{Deployment, PluginNeeds, render, to_yaml};
-    use wink::runtime::manager::declared_writes;
-    let (grant_text, parsed) = match grants {
-        Some(path) => (Some(std::fs::read_to_string(path)?), Grants::load(path)?),
-        None => (None, Grants::default()),
-    };
-    let mut needs = Vec::new();
-    for plugin in wink::runtime::offline::registrations(plugins)? {
-        let (name, registration) = (plugin.name, plugin.registration);
-        let declared = declared_writes(&registration);
-        let (permissions, missing) = parsed.permissions(&name, &declared, registration.records_events);
-        if !missing.is_empty() {
-            eprintln!(
-                "wink manifests: {name} declares what is not granted (not in the RBAC): {}",
-                missing.snippet(&name)
-            );
-        }
-        let watches = registration.watches.iter().map(|w| (&w.resource, &w.namespace));
-        let reads = registration.reads.iter().map(|r| (&r.resource, &r.namespace));
-        let reads = watches
-            .chain(reads)
-            .map(|(res, ns)| (res.api_version.clone(), res.kind.clone(), ns.clone()))
-            .collect();
-        needs.push(PluginNeeds {
-            name,
-            reads,
-            permissions,
-            reports: plugin.reports,
-        });
-    }
-    let deployment = Deployment {
-        namespace,
-        image,
-        grants: grant_text,
-    };
-    print!("{}", to_yaml(&render(&needs, &deployment)));
-    Ok(())
 }
 
 /// `wink sim`'s arguments: the simulator's own.

@@ -6,7 +6,9 @@
 //! ServiceAccount, a PodDisruptionBudget, a Service for metrics and the
 //! grants as a ConfigMap.
 //!
-//! Owns the rendering from [`PluginNeeds`]; reading plugins is the caller's.
+//! Owns the rendering from [`PluginNeeds`]; reading plugins is [`needs`]'s.
+
+pub mod needs;
 
 use crate::runtime::grants::{Permissions, Verb};
 use kube::api::ApiResource;

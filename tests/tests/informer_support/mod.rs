@@ -222,9 +222,16 @@ pub fn pods_spec() -> WatchSpec {
     s
 }
 
+/// The daemon's watch window (`--watch-window-us` by default).
+pub const WATCH_WINDOW: Duration = Duration::from_millis(2);
+
+/// A simulated server, and a factory on a client built as the daemon builds
+/// its own: watches coalesce reads over [`WATCH_WINDOW`] under a steady
+/// stream.
 pub async fn start(options: FactoryOptions) -> (Sim, Arc<SharedInformerFactory>) {
     let sim = Sim::start(SimConfig::default()).await.unwrap();
-    let factory = SharedInformerFactory::new(sim.client(), options);
+    let client = wink::client::client(sim.kube_config(), Some(WATCH_WINDOW)).unwrap();
+    let factory = SharedInformerFactory::new(client, options);
     (sim, factory)
 }
 

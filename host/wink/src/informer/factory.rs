@@ -18,6 +18,7 @@ use kube::runtime::{WatchStreamExt, watcher};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 /// What to list and watch; informers are shared per distinct spec.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -73,6 +74,11 @@ pub struct FactoryOptions {
     /// Backlog past which a listener's pending notifications coalesce per
     /// object (`None`: never, client-go's unbounded buffer).
     pub coalesce_after: Option<usize>,
+    /// How late a watch's reads may be under a steady stream, so that one
+    /// wake-up reads many events (`None`: each event is read as it comes).
+    /// The factory uses the client it is given; the daemon builds that
+    /// client with this window (`client::client`).
+    pub watch_window: Option<Duration>,
 }
 
 impl Default for FactoryOptions {
@@ -82,6 +88,7 @@ impl Default for FactoryOptions {
             page_size: None,
             cache: CachePolicy::default(),
             coalesce_after: Some(DEFAULT_COALESCE_AFTER),
+            watch_window: None,
         }
     }
 }
