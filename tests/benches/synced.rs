@@ -1,6 +1,6 @@
 //! Time to synced: one informer of N ConfigMaps (~1 KiB each) from the
 //! simulated API server, by paged LIST (500 a page) and by streaming list
-//! (`sendInitialEvents`), wink's informer against a bare kube-runtime
+//! (`sendInitialEvents`), wink's informer (on the daemon's client) against a bare kube-runtime
 //! reflector in the same run, alternating, each run started once the one
 //! before it has been torn down. Run: `cargo bench -p wink-e2e --bench synced`.
 //! Environment: `SYNCED_SIZES` (default `10000,100000`).
@@ -24,8 +24,11 @@ fn sizes() -> Vec<usize> {
 
 async fn wink_synced(sim: &Sim, streaming: bool) -> Duration {
     let started = Instant::now();
+    // The daemon's client: its watches (a streaming list is one) read in
+    // windows of `--watch-window-us`'s default under a steady stream.
+    let client = wink::client::client(sim.kube_config(), Some(Duration::from_millis(2))).unwrap();
     let factory = SharedInformerFactory::new(
-        sim.client(),
+        client,
         FactoryOptions {
             streaming_lists: streaming,
             page_size: Some(500),
