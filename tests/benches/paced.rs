@@ -28,17 +28,13 @@
 //! `PACED_MEMORY` (`10000,100000`), `PACED_PARTS` (`cpu,idle,memory`),
 //! `PACED_WATCH_WINDOW_US` (2000, the daemon's `--watch-window-us`: how
 //! late wink's client may read a watch under a steady stream; 0 for every
-//! event as it comes), `PACED_PARK_WINDOW_US` (unset; when set, every consumer's workers sleep
-//! that long before parking while busy: what batching wake-ups would save
-//! each of them, see `paced/window.rs`).
+//! event as it comes).
 
 #[path = "../tests/common/mod.rs"]
 mod common;
 #[path = "paced/procs.rs"]
 mod procs;
 mod support;
-#[path = "paced/window.rs"]
-mod window;
 
 use futures::StreamExt;
 use kube::api::{Api, ApiResource, DynamicObject};
@@ -133,23 +129,18 @@ fn watch_window() -> Option<Duration> {
     (us > 0).then(|| Duration::from_micros(us))
 }
 
-/// A child's runtime: two workers, as the daemon's on this machine; a
-/// consumer's gets the wake-up window when `PACED_PARK_WINDOW_US` is set
-/// (the simulated server's never: it would batch what it sends).
-fn runtime(consumer: bool) -> tokio::runtime::Runtime {
-    let mut builder = tokio::runtime::Builder::new_multi_thread();
-    builder.worker_threads(2).enable_all();
-    if let Some(window) = window::park_window().filter(|_| consumer) {
-        builder
-            .on_thread_park(move || window::before_park(window))
-            .on_thread_unpark(window::unparked);
-    }
-    builder.build().unwrap()
+/// A child's runtime: two workers, as the daemon's on this machine.
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
 }
 
 /// The simulated server's process: loads objects, then obeys stdin.
 fn role_sim(kind: &str, n: usize) {
-    let rt = runtime(false);
+    let rt = runtime();
     let _guard = rt.enter();
     let sim = rt
         .block_on(Sim::start(SimConfig {
@@ -227,7 +218,7 @@ type Closure = Box<dyn Fn(&DynamicObject) + Send>;
 
 /// A consumer's process: syncs, says so, then counts until told to stop.
 fn role_consume(variant: &str, n: usize, kind: &str, kubeconfig: &str) {
-    let rt = runtime(true);
+    let rt = runtime();
     let _guard = rt.enter();
     let config = rt.block_on(async {
         let kc = kube::config::Kubeconfig::read_from(kubeconfig).unwrap();
@@ -405,12 +396,6 @@ fn cpu_part(seconds: f64) {
         .unwrap_or(3)
         .max(1);
     let fields = if managed_fields() { "with" } else { "without" };
-    if let Some(w) = window::park_window() {
-        println!(
-            "every consumer's runtime with a wake-up window of {} µs",
-            w.as_micros()
-        );
-    }
     println!(
         "wink's watch window (b, c, a'): {}",
         watch_window().map_or("none".to_string(), |w| format!("{} µs", w.as_micros()))
