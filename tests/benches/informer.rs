@@ -7,7 +7,8 @@
 //!       Rust handler,
 //!   (b) wink with one metadata-only wasm plugin,
 //!   (c) wink with ten metadata-only wasm plugins,
-//!   (d) wink with one wasm plugin decoding every Pod (k8s-openapi).
+//!   (d) wink with one wasm plugin decoding every Pod (k8s-openapi);
+//! wink's consumers read the watch through the daemon's client.
 //! The events are written while the watch is held (the sim's pause), then
 //! released at once, so the watch drains them as fast as the consumer takes
 //! them; the writes are not timed. Reports events/s, ratios to (a), and the
@@ -158,8 +159,10 @@ async fn native_kube() -> f64 {
 async fn wink(handlers: Vec<Arc<dyn EventHandler>>) -> (f64, (usize, usize)) {
     let sim = sim().await;
     let (_, ar) = api(&sim);
-    // wink decodes into its own type, keeping each object's text.
-    let api: Api<RawObject> = Api::namespaced_with(sim.client(), "default", &ar);
+    // wink decodes into its own type, keeping each object's text, and
+    // reads through the daemon's client (its default watch window).
+    let client = wink::client::client(sim.kube_config(), Some(Duration::from_millis(2))).unwrap();
+    let api: Api<RawObject> = Api::namespaced_with(client, "default", &ar);
     let informer = SharedInformer::new("bench");
     informer.spawn(
         watcher::watcher(api, watcher::Config::default()).default_backoff(),
