@@ -25,13 +25,17 @@
 //! Environment: `PACED_SECONDS` (8), `PACED_RATES` (`1000,5000`),
 //! `PACED_MANAGED_FIELDS` (`1`: objects carry them, as a real server's do),
 //! `PACED_VARIANTS` (`f,a,b,c`), `PACED_REPEATS` (3),
-//! `PACED_MEMORY` (`10000,100000`), `PACED_PARTS` (`cpu,idle,memory`),
+//! `PACED_MEMORY` (`10000,100000`), `PACED_PARTS` (`cpu,latency,idle,memory`),
 //! `PACED_WATCH_WINDOW_US` (2000, the daemon's `--watch-window-us`: how
 //! late wink's client may read a watch under a steady stream; 0 for every
 //! event as it comes).
 
 #[path = "../tests/common/mod.rs"]
 mod common;
+#[path = "paced/latency.rs"]
+mod latency;
+#[path = "paced/memory.rs"]
+mod memory;
 #[path = "paced/procs.rs"]
 mod procs;
 mod support;
@@ -40,7 +44,7 @@ use futures::StreamExt;
 use kube::api::{Api, ApiResource, DynamicObject};
 use kube::core::GroupVersionKind;
 use kube::runtime::{WatchStreamExt, reflector, watcher};
-use procs::{Proc, context_switches, cpu, cpu_ns, status_bytes};
+use procs::{Proc, context_switches, cpu_ns};
 use rand::Rng;
 use serde_json::{Value, json};
 use std::io::{BufRead, Write};
@@ -169,7 +173,7 @@ fn role_sim(kind: &str, n: usize) {
         let line = line.unwrap();
         let words: Vec<&str> = line.split_whitespace().collect();
         match words.as_slice() {
-            ["pace", rate, secs] => {
+            ["pace", rate, secs, stamp @ ..] => {
                 let rate: f64 = rate.parse().unwrap();
                 let total = (rate * secs.parse::<f64>().unwrap()) as usize;
                 let started = Instant::now();
@@ -180,6 +184,9 @@ fn role_sim(kind: &str, n: usize) {
                     }
                     let mut o = config_map(next % n, &mut rng);
                     o["metadata"]["labels"]["version"] = json!(format!("v{k}"));
+                    if stamp == ["stamp"] {
+                        o["metadata"]["labels"]["sent"] = json!(latency::stamp());
+                    }
                     sim.update(resource, o).unwrap();
                     next += 1;
                 }
@@ -229,7 +236,7 @@ fn role_consume(variant: &str, n: usize, kind: &str, kubeconfig: &str) {
     // wink's consumers read watches as the daemon does; (a') is
     // kube-runtime on that same client.
     let client = match variant {
-        "b" | "c" | "a'" => wink::client::client(config, watch_window()).unwrap(),
+        "b" | "c" | "l" | "a'" => wink::client::client(config, watch_window()).unwrap(),
         _ => kube::Client::try_from(config).unwrap(),
     };
     let (api_version, kind_name, plural) = match kind {
@@ -237,6 +244,7 @@ fn role_consume(variant: &str, n: usize, kind: &str, kubeconfig: &str) {
         _ => ("v1", "ConfigMap", "configmaps"),
     };
     let count = Arc::new(AtomicU64::new(0));
+    let delays = Arc::new(latency::Delays::default());
     println!("started");
     std::io::stdout().flush().unwrap();
     let mut keep: Vec<Box<dyn std::any::Any>> = Vec::new();
@@ -308,6 +316,8 @@ fn role_consume(variant: &str, n: usize, kind: &str, kubeconfig: &str) {
                 .unwrap();
             let handlers: Vec<Arc<dyn EventHandler>> = if variant == "b" {
                 (0..n).map(|_| support::Native::handler()).collect()
+            } else if variant == "l" {
+                vec![delays.clone()]
             } else {
                 support::plugins(&common::plugin("bench_counter"), n, false)
             };
@@ -322,8 +332,13 @@ fn role_consume(variant: &str, n: usize, kind: &str, kubeconfig: &str) {
     }
     println!("synced");
     std::io::stdout().flush().unwrap();
-    // Until stdin closes.
-    for _ in std::io::stdin().lock().lines() {}
+    // Until stdin closes; (l) reports its delays when asked.
+    for line in std::io::stdin().lock().lines() {
+        if line.is_ok_and(|l| l == "report") {
+            println!("{}", delays.report());
+            std::io::stdout().flush().unwrap();
+        }
+    }
     drop(keep);
 }
 
@@ -493,56 +508,6 @@ fn idle_part(seconds: f64) {
     }
 }
 
-fn memory_part() {
-    println!(
-        "resident memory growth per cached object (VmRSS after synced minus before the informer), and the peak (VmHWM) during a relist of everything against the steady state"
-    );
-    println!(
-        "| objects | kind | JSON bytes / object | consumer | RSS growth / object | relist peak / steady |"
-    );
-    println!("|---|---|---|---|---|---|");
-    for n in env_list("PACED_MEMORY", "10000,100000") {
-        for kind in ["configmaps", "pods"] {
-            let mut sim = Proc::spawn(&["--role", "sim", "--kind", kind, "--objects", &n]);
-            let ready = sim.expect("ready");
-            let mut words = ready.split_whitespace().skip(1);
-            let kubeconfig = words.next().unwrap().to_string();
-            let json: u64 = words.next().unwrap().parse().unwrap();
-            for variant in ["a", "b"] {
-                let mut c = Proc::consumer(variant, 1, kind, &kubeconfig);
-                c.expect("started");
-                let before = status_bytes(c.pid(), "VmRSS");
-                c.expect("synced");
-                std::thread::sleep(Duration::from_millis(1000));
-                let steady = status_bytes(c.pid(), "VmRSS");
-                let _ = std::fs::write(format!("/proc/{}/clear_refs", c.pid()), "5");
-                sim.say("relist");
-                sim.expect("relisted");
-                // The relist is done when the consumer's CPU goes quiet
-                // (after the watcher's backoff has passed).
-                std::thread::sleep(Duration::from_secs(3));
-                let mut last = cpu(c.pid());
-                loop {
-                    std::thread::sleep(Duration::from_millis(700));
-                    let now = cpu(c.pid());
-                    if now - last < Duration::from_millis(20) {
-                        break;
-                    }
-                    last = now;
-                }
-                let peak = status_bytes(c.pid(), "VmHWM");
-                let per = (steady.saturating_sub(before)) as f64 / n.parse::<f64>().unwrap();
-                println!(
-                    "| {n} | {kind} | {json} | {} | {:.0} B | {:.2} |",
-                    variant_name(variant),
-                    per,
-                    peak as f64 / steady as f64
-                );
-            }
-        }
-    }
-}
-
 fn arg(args: &[String], name: &str) -> String {
     let i = args
         .iter()
@@ -572,14 +537,22 @@ fn main() {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(8.0);
-    let parts = env_list("PACED_PARTS", "cpu,idle,memory");
+    let parts = env_list("PACED_PARTS", "cpu,latency,idle,memory");
     if parts.iter().any(|p| p == "cpu") {
         cpu_part(seconds);
+    }
+    if parts.iter().any(|p| p == "latency") {
+        let window = watch_window().unwrap_or(Duration::from_millis(2));
+        latency::part(
+            seconds,
+            &env_list("PACED_RATES", "1000,5000"),
+            window.as_micros() as u64,
+        );
     }
     if parts.iter().any(|p| p == "idle") {
         idle_part(seconds);
     }
     if parts.iter().any(|p| p == "memory") {
-        memory_part();
+        memory::part();
     }
 }

@@ -15,7 +15,13 @@ pub struct Proc {
 
 impl Proc {
     pub fn spawn(args: &[&str]) -> Proc {
+        Proc::spawn_with(&[], args)
+    }
+
+    /// [`spawn`](Self::spawn), with `env` set in the child's environment.
+    pub fn spawn_with(env: &[(&str, String)], args: &[&str]) -> Proc {
         let mut child = Command::new(std::env::current_exe().unwrap())
+            .envs(env.iter().map(|(k, v)| (k, v)))
             .args(args)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -28,19 +34,33 @@ impl Proc {
 
     /// A consumer process (see `role_consume`).
     pub fn consumer(variant: &str, n: usize, kind: &str, kubeconfig: &str) -> Proc {
+        Proc::consumer_with(&[], variant, n, kind, kubeconfig)
+    }
+
+    /// [`consumer`](Self::consumer), with `env` set in its environment.
+    pub fn consumer_with(
+        env: &[(&str, String)],
+        variant: &str,
+        n: usize,
+        kind: &str,
+        kubeconfig: &str,
+    ) -> Proc {
         let n = n.to_string();
-        Proc::spawn(&[
-            "--role",
-            "consume",
-            "--variant",
-            variant,
-            "--n",
-            &n,
-            "--kind",
-            kind,
-            "--kubeconfig",
-            kubeconfig,
-        ])
+        Proc::spawn_with(
+            env,
+            &[
+                "--role",
+                "consume",
+                "--variant",
+                variant,
+                "--n",
+                &n,
+                "--kind",
+                kind,
+                "--kubeconfig",
+                kubeconfig,
+            ],
+        )
     }
 
     pub fn expect(&mut self, prefix: &str) -> String {

@@ -1,0 +1,61 @@
+//! The paced benchmark's memory part: resident memory growth per cached
+//! object (from `/proc/PID/status`) for 10,000 and 100,000 objects (1 KiB
+//! ConfigMaps, realistic Pods), against the objects' JSON size, and the
+//! peak during a relist of everything (a 410 after compaction) against the
+//! steady state.
+
+use crate::procs::{Proc, cpu, status_bytes};
+use crate::{env_list, variant_name};
+use std::time::Duration;
+
+/// Resident growth per cached object for each size of `PACED_MEMORY`, both
+/// kinds, (a) and (b); and the peak during a relist against the steady state.
+pub fn part() {
+    println!(
+        "resident memory growth per cached object (VmRSS after synced minus before the informer), and the peak (VmHWM) during a relist of everything against the steady state"
+    );
+    println!(
+        "| objects | kind | JSON bytes / object | consumer | RSS growth / object | relist peak / steady |"
+    );
+    println!("|---|---|---|---|---|---|");
+    for n in env_list("PACED_MEMORY", "10000,100000") {
+        for kind in ["configmaps", "pods"] {
+            let mut sim = Proc::spawn(&["--role", "sim", "--kind", kind, "--objects", &n]);
+            let ready = sim.expect("ready");
+            let mut words = ready.split_whitespace().skip(1);
+            let kubeconfig = words.next().unwrap().to_string();
+            let json: u64 = words.next().unwrap().parse().unwrap();
+            for variant in ["a", "b"] {
+                let mut c = Proc::consumer(variant, 1, kind, &kubeconfig);
+                c.expect("started");
+                let before = status_bytes(c.pid(), "VmRSS");
+                c.expect("synced");
+                std::thread::sleep(Duration::from_millis(1000));
+                let steady = status_bytes(c.pid(), "VmRSS");
+                let _ = std::fs::write(format!("/proc/{}/clear_refs", c.pid()), "5");
+                sim.say("relist");
+                sim.expect("relisted");
+                // The relist is done when the consumer's CPU goes quiet
+                // (after the watcher's backoff has passed).
+                std::thread::sleep(Duration::from_secs(3));
+                let mut last = cpu(c.pid());
+                loop {
+                    std::thread::sleep(Duration::from_millis(700));
+                    let now = cpu(c.pid());
+                    if now - last < Duration::from_millis(20) {
+                        break;
+                    }
+                    last = now;
+                }
+                let peak = status_bytes(c.pid(), "VmHWM");
+                let per = (steady.saturating_sub(before)) as f64 / n.parse::<f64>().unwrap();
+                println!(
+                    "| {n} | {kind} | {json} | {} | {:.0} B | {:.2} |",
+                    variant_name(variant),
+                    per,
+                    peak as f64 / steady as f64
+                );
+            }
+        }
+    }
+}
