@@ -138,23 +138,4 @@ where
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn get(uri: &str) -> Request<Body> {
-        Request::get(uri).body(Body::empty()).unwrap()
-    }
-
-    #[test]
-    fn only_watch_requests_take_the_watch_stack() {
-        assert!(is_watch(&get("/api/v1/pods?watch=true&resourceVersion=5")));
-        assert!(is_watch(&get("/api/v1/pods?&watch=1")));
-        assert!(is_watch(&get(
-            "/api/v1/pods?watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan"
-        )));
-        assert!(!is_watch(&get("/api/v1/pods?limit=500")));
-        assert!(!is_watch(&get("/api/v1/pods?watch=false")));
-        assert!(!is_watch(&get("/api/v1/pods?labelSelector=watch%3Dtrue")));
-        assert!(!is_watch(&get("/api/v1/namespaces/default/pods/watch")));
-    }
-}
+mod tests;
