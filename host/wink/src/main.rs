@@ -133,8 +133,8 @@ struct HostArgs {
     /// `--streaming-lists=false` forces paging.
     #[arg(long, num_args = 0..=1, default_value_t = true, default_missing_value = "true", action = clap::ArgAction::Set)]
     streaming_lists: bool,
-    /// Under a steady stream, read watch events at most this late, many per
-    /// wake-up (a lone one at once): microseconds, 0 for each as it comes.
+    /// Under a steady stream, read watch events up to this late (plus the
+    /// timer's 1 ms), many per wake-up: microseconds, 0 for each as it comes.
     #[arg(long, default_value_t = 2000)]
     watch_window_us: u64,
     /// Do not watch the plugin directory for changes.

@@ -11,8 +11,9 @@
 //! reader looks once per window, reading all that came meanwhile. A window
 //! with nothing in it, or a request written on the connection, puts it back
 //! to reading each arrival. So a lone event is read at once, an event in a
-//! stream at most one window late, and a bulk transfer (above the mark)
-//! as fast as ever.
+//! stream at most one window late (plus the timer's granularity: tokio
+//! rounds a deadline up to the next millisecond), and a bulk transfer
+//! (above the mark) as fast as ever.
 //!
 //! Owns the connection's read mode ([`Mode`]) and the connector that makes
 //! such connections; it does not know HTTP: the client decides which
