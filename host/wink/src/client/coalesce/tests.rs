@@ -113,3 +113,23 @@ async fn a_write_ends_coalescing_and_a_bulk_transfer_is_read_whole() {
         "a request puts the connection back to direct reads"
     );
 }
+
+#[tokio::test]
+async fn a_close_while_coalescing_is_read_after_everything_before_it() {
+    // A window far longer than the test: only the close can end the read.
+    let (conn, mut server) = pair(Duration::from_secs(30)).await;
+    let reader = tokio::spawn(read_all(conn));
+    for _ in 0..ENGAGE + 3 {
+        server.write_all(b"a").await.unwrap();
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    server.write_all(b"tail").await.unwrap();
+    drop(server);
+    let reads = tokio::time::timeout(Duration::from_secs(10), reader)
+        .await
+        .expect("the close is seen without waiting for the window")
+        .unwrap();
+    let all: Vec<u8> = reads.iter().flat_map(|r| r.bytes.clone()).collect();
+    assert_eq!(all, [&[b'a'; ENGAGE as usize + 3][..], b"tail"].concat());
+    assert!(reads.last().unwrap().coalescing, "{reads:?}");
+}
