@@ -12,6 +12,7 @@
 //!   past a backlog;
 //! - [`shared_informer`]: one list+watch with its store and listeners;
 //! - [`factory`]: shares one informer per distinct watch;
+//! - [`runtime`]: the one-worker runtime every informer's watch runs on;
 //! - `release`: gives the heap's free pages back to the OS after a list.
 //!
 //! Data flows one way: API server -> reflector -> informer/store -> processor
@@ -26,6 +27,7 @@ pub mod processor;
 pub mod queue;
 pub mod reflector;
 mod release;
+pub mod runtime;
 pub mod shared_informer;
 pub mod stats;
 pub mod store;

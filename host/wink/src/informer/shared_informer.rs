@@ -232,7 +232,7 @@ impl SharedInformer {
     {
         let this = self.clone();
         reflector.reuse_from(self.store().clone());
-        let task = tokio::spawn(async move {
+        let task = super::runtime::handle().spawn(async move {
             let mut stream = std::pin::pin!(stream);
             while let Some(event) = stream.next().await {
                 match event {
