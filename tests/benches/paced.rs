@@ -14,12 +14,14 @@
 //! for N = 1 and 10; and (f), the floor under all three: kube's HTTP client
 //! reading the same watch stream and discarding the bytes (no decoding, no
 //! cache, no handler), so what any consumer built on that client pays.
-//! Then idle: each consumer (N = 1) synced and left without events, its CPU
-//! and context switches a second (what its timers and tickers cost). Then
-//! memory: resident growth per cached object (from
-//! `/proc/PID/status`) for 10,000 and 100,000 objects (1 KiB ConfigMaps,
-//! realistic Pods), against the objects' JSON size, and the peak during a
-//! relist of everything (a 410 after compaction) against the steady state.
+//! Then latency: the server's write to a handler's call, with and without
+//! wink's watch window (`paced/latency.rs`). Then idle: each consumer
+//! (N = 1) synced and left without events, its CPU and context switches a
+//! second (what its timers and tickers cost). Then memory (`paced/memory.rs`):
+//! resident growth per cached object for 10,000 and 100,000 objects (1 KiB
+//! ConfigMaps, realistic Pods), against the objects' JSON size, the growth
+//! per object added between the two sizes, and the peak during a relist of
+//! everything (a 410 after compaction) against the steady state.
 //! Run: `cargo bench -p wink-e2e --bench paced`.
 //!
 //! Environment: `PACED_SECONDS` (8), `PACED_RATES` (`1000,5000`),

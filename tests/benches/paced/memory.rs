@@ -10,7 +10,12 @@ use std::time::Duration;
 
 /// Resident growth per cached object for each size of `PACED_MEMORY`, both
 /// kinds, (a) and (b); and the peak during a relist against the steady state.
+/// Then, between the smallest and the largest size, the growth per object
+/// added: what each cached object costs, without what a consumer holds
+/// whatever the count (its threads, its allocator's arenas, its buffers).
 pub fn part() {
+    // (kind, variant) -> (objects, growth in bytes), in the order measured.
+    let mut growth: std::collections::BTreeMap<(&str, &str), Vec<(u64, u64)>> = Default::default();
     println!(
         "resident memory growth per cached object (VmRSS after synced minus before the informer), and the peak (VmHWM) during a relist of everything against the steady state"
     );
@@ -48,7 +53,10 @@ pub fn part() {
                     last = now;
                 }
                 let peak = status_bytes(c.pid(), "VmHWM");
-                let per = (steady.saturating_sub(before)) as f64 / n.parse::<f64>().unwrap();
+                let objects: u64 = n.parse().unwrap();
+                let grown = steady.saturating_sub(before);
+                growth.entry((kind, variant)).or_default().push((objects, grown));
+                let per = grown as f64 / objects as f64;
                 println!(
                     "| {n} | {kind} | {json} | {} | {:.0} B | {:.2} |",
                     variant_name(variant),
@@ -57,5 +65,22 @@ pub fn part() {
                 );
             }
         }
+    }
+    println!("| kind | consumer | objects | growth per object added | fixed (growth at 0 objects) |");
+    println!("|---|---|---|---|---|");
+    for ((kind, variant), sizes) in &growth {
+        let (Some(&(n0, g0)), Some(&(n1, g1))) = (sizes.iter().min(), sizes.iter().max()) else {
+            continue;
+        };
+        if n1 == n0 {
+            continue;
+        }
+        let slope = (g1 as f64 - g0 as f64) / (n1 - n0) as f64;
+        let fixed = g0 as f64 - slope * n0 as f64;
+        println!(
+            "| {kind} | {} | {n0} -> {n1} | {slope:.0} B | {:.1} MB |",
+            variant_name(variant),
+            fixed / 1e6
+        );
     }
 }
