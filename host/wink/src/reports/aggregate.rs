@@ -112,6 +112,21 @@ struct Inner {
 }
 
 impl Inner {
+    /// Whether a later instance of `plugin` than `instance` has synced, or
+    /// has stated results about `key`'s subject.
+    fn is_superseded(&self, plugin: &Arc<str>, instance: usize, key: &(Arc<str>, String)) -> bool {
+        let synced_later = self
+            .synced
+            .get(plugin)
+            .is_some_and(|(newest, _)| *newest > instance);
+        let stated_later = self
+            .scope_of
+            .get(key)
+            .and_then(|scope| self.entries.get(scope)?.get(key))
+            .is_some_and(|e| e.instance > instance);
+        synced_later || stated_later
+    }
+
     /// Drop the entries `gone` picks, marking their scopes changed.
     fn drop_where(&mut self, gone: impl Fn(&Arc<str>, &Entry) -> bool) {
         for (scope, m) in self.entries.iter_mut() {
@@ -154,13 +169,18 @@ impl Aggregator {
     }
 
     /// `plugin`'s `instance` states `results` about `subject`: they replace
-    /// what it stated before (an empty list clears).
+    /// what it stated before (an empty list clears). A predecessor still
+    /// draining its last events (instances are numbered in the order they
+    /// start) changes nothing its successor has stated.
     pub fn set(&self, plugin: &Arc<str>, instance: usize, subject: Subject, mut results: Vec<PolicyResult>) {
         results.sort();
         results.dedup();
         let key = (plugin.clone(), subject.uid.clone());
         let scope = subject.namespace.clone();
         let mut inner = self.lock();
+        if inner.is_superseded(plugin, instance, &key) {
+            return;
+        }
         inner.given += results.len() as u64;
         let moved = inner.scope_of.get(&key).filter(|s| **s != scope).cloned();
         if let Some(old) = moved.clone() {
@@ -221,9 +241,17 @@ impl Aggregator {
     }
 
     /// `plugin`'s `instance` was replayed the whole cache: results of its
-    /// predecessors that it did not state again go.
+    /// predecessors that it did not state again go. A predecessor that
+    /// finishes after its successor did sweeps nothing.
     pub fn synced(&self, plugin: &Arc<str>, instance: usize) {
         let mut inner = self.lock();
+        if inner
+            .synced
+            .get(plugin)
+            .is_some_and(|(newest, _)| *newest > instance)
+        {
+            return;
+        }
         inner.drop_where(|p, e| p == plugin && e.instance != instance);
         inner.synced.insert(plugin.clone(), (instance, Instant::now()));
         drop(inner);
@@ -352,6 +380,28 @@ mod tests {
         assert_eq!(a.take_dirty().len(), 1);
         a.set(&p, 1, subject("a", "x"), vec![]);
         assert!(a.snapshot(&Some("a".into())).is_empty(), "an empty list clears");
+    }
+
+    #[test]
+    fn a_predecessor_draining_after_its_successor_changes_nothing() {
+        let a = Aggregator::new();
+        let p: Arc<str> = "p".into();
+        // Instance 1 reported x; its successor 2 restates x and syncs.
+        a.set(&p, 1, subject("a", "x"), vec![result("r", Outcome::Fail)]);
+        a.set(&p, 2, subject("a", "x"), vec![result("r", Outcome::Fail)]);
+        a.set(&p, 2, subject("a", "y"), vec![result("r", Outcome::Pass)]);
+        // Instance 1, draining, states x again and changes y, then syncs.
+        a.set(&p, 1, subject("a", "x"), vec![result("r", Outcome::Fail)]);
+        a.set(&p, 1, subject("a", "y"), vec![result("r", Outcome::Fail)]);
+        a.synced(&p, 2);
+        a.synced(&p, 1);
+        let left = a.snapshot(&Some("a".into()));
+        assert_eq!(left.len(), 2, "nothing of the successor's is swept: {left:?}");
+        assert!(
+            left.iter().any(|r| r.result.outcome == Outcome::Pass),
+            "y is the successor's"
+        );
+        assert!(a.synced_at("p", 2).is_some());
     }
 
     #[test]
