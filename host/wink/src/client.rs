@@ -1,19 +1,18 @@
 //! The API client the daemon's informers use: kube's own client, with its
-//! watch requests sent over connections whose reads coalesce under a
-//! steady stream ([`coalesce`]).
+//! watch requests sent over connections read in windows under a steady
+//! stream ([`windowed`]).
 //!
 //! Lists, gets and writes go through the stack `kube::Client::try_from`
 //! builds, untouched. Watch requests (`watch=true`) go through a second
 //! stack built from the same configuration the way kube builds its own
 //! (base URI, retries, authentication, extra headers, TLS, timeouts), whose
-//! connector makes [`coalesce::Coalesced`] connections. With no window, the
+//! connector makes [`windowed::Windowed`] connections. With no window, the
 //! client is kube's, unchanged.
 //!
 //! Owns how requests reach the API server; it does not know what they ask.
 
-pub mod coalesce;
+pub mod windowed;
 
-use coalesce::CoalescingConnector;
 use http::{Request, Response};
 use http_body_util::BodyExt;
 use hyper_util::client::legacy::connect::HttpConnector;
@@ -24,9 +23,10 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 use tower::util::BoxService;
 use tower::{BoxError, Layer, Service, ServiceBuilder, ServiceExt};
+use windowed::WindowedConnector;
 
-/// A kube client; with `watch_window`, its watches coalesce reads over that
-/// window under a steady stream.
+/// A kube client; with `watch_window`, its watches are read in windows of
+/// that length under a steady stream.
 pub fn client(config: kube::Config, watch_window: Option<Duration>) -> anyhow::Result<kube::Client> {
     let Some(window) = watch_window.filter(|w| !w.is_zero()) else {
         return Ok(kube::Client::try_from(config)?);
@@ -42,11 +42,11 @@ pub fn client(config: kube::Config, watch_window: Option<Duration>) -> anyhow::R
 
 type Responses = BoxService<Request<Body>, Response<Box<DynBody>>, BoxError>;
 
-/// kube's stack, over coalescing connections.
+/// kube's stack, over connections read in windows.
 fn watch_stack(config: &kube::Config, window: Duration) -> anyhow::Result<Responses> {
     let mut http = HttpConnector::new();
     http.enforce_http(false);
-    let tls = config.rustls_https_connector_with_connector(CoalescingConnector::new(http, window))?;
+    let tls = config.rustls_https_connector_with_connector(WindowedConnector::new(http, window))?;
     let mut connector = hyper_timeout::TimeoutConnector::new(tls);
     connector.set_connect_timeout(config.connect_timeout);
     connector.set_read_timeout(config.read_timeout);

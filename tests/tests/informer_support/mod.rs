@@ -226,7 +226,7 @@ pub fn pods_spec() -> WatchSpec {
 pub const WATCH_WINDOW: Duration = Duration::from_millis(2);
 
 /// A simulated server, and a factory on a client built as the daemon builds
-/// its own: watches coalesce reads over [`WATCH_WINDOW`] under a steady
+/// its own: watches are read in windows of [`WATCH_WINDOW`] under a steady
 /// stream.
 pub async fn start(options: FactoryOptions) -> (Sim, Arc<SharedInformerFactory>) {
     let sim = Sim::start(SimConfig::default()).await.unwrap();

@@ -80,7 +80,7 @@ async fn tls_watch_server(n: usize) -> (u16, tokio::task::JoinHandle<String>) {
 }
 
 /// A watch over TLS (as against every real cluster) goes through the
-/// coalescing connector under rustls, and a steady stream read in windows
+/// windowed connector under rustls, and a steady stream read in windows
 /// arrives whole and in order.
 #[tokio::test]
 async fn a_watch_over_tls_arrives_whole_and_in_order() {

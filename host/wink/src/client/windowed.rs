@@ -1,10 +1,10 @@
-//! Coalesced reads for watch connections: under a steady stream, one
-//! wake-up per window instead of one per event.
+//! Watch connections read in windows: under a steady stream, one wake-up
+//! per window instead of one per event.
 //!
 //! A watch delivers small chunks at the rate objects change. Read the usual
 //! way, every chunk makes the socket readable, which wakes a runtime worker
 //! out of `epoll_wait`: one wake-up per event, which on a busy stream costs
-//! more than decoding the event. A [`Coalesced`] connection notices such a
+//! more than decoding the event. A [`Windowed`] connection notices such a
 //! trickle (the reader drained the socket again within a window of the last
 //! time, [`ENGAGE`] times in a row) and then sets the socket's receive
 //! low-water mark (`SO_RCVLOWAT`): arrivals below it wake nobody, and the
@@ -31,19 +31,19 @@ use tokio::net::TcpStream;
 use tokio::time::{Instant, Sleep};
 
 /// How many drains in a row, each within a window of the previous, make a
-/// trickle worth coalescing.
+/// trickle worth reading in windows.
 pub const ENGAGE: u32 = 4;
 
-/// The low-water mark while coalescing: a bulk transfer reaches it at once
+/// The low-water mark while reading in windows: a bulk transfer reaches it at once
 /// and is read as it comes; a watch's trickle stays under it for a window.
 pub const LOW_WATER: usize = 32 * 1024;
 
-/// How a [`Coalesced`] connection is read. Transitions are all in
-/// [`Coalesced::poll_read`] and [`Coalesced::poll_write`]:
+/// How a [`Windowed`] connection is read. Transitions are all in
+/// [`Windowed::poll_read`] and [`Windowed::poll_write`]:
 ///
-/// - `Direct` → `Coalescing`: the reader found the socket empty for the
+/// - `Direct` → `Windowed`: the reader found the socket empty for the
 ///   [`ENGAGE`]th time in a row, each less than a window after the last.
-/// - `Coalescing` → `Direct`: a whole window passed with nothing to read
+/// - `Windowed` → `Direct`: a whole window passed with nothing to read
 ///   (the stream went quiet), or a request is written (request/response
 ///   traffic expects its answer at once).
 enum Mode {
@@ -57,32 +57,32 @@ enum Mode {
     /// Arrivals under [`LOW_WATER`] wake nobody; the reader looks when
     /// `due` fires (armed when it finds the socket empty), or when the mark
     /// is reached.
-    Coalescing { due: Option<Pin<Box<Sleep>>> },
+    Windowed { due: Option<Pin<Box<Sleep>>> },
 }
 
-/// A TCP connection whose reads coalesce under a steady trickle.
-pub struct Coalesced {
+/// A TCP connection read in windows under a steady trickle.
+pub struct Windowed {
     stream: TcpStream,
     window: Duration,
     mode: Mode,
 }
 
-impl Coalesced {
-    pub fn new(stream: TcpStream, window: Duration) -> Coalesced {
-        Coalesced {
+impl Windowed {
+    pub fn new(stream: TcpStream, window: Duration) -> Windowed {
+        Windowed {
             stream,
             window,
             mode: Mode::direct(),
         }
     }
 
-    /// Whether the connection is coalescing reads now.
-    pub fn is_coalescing(&self) -> bool {
-        matches!(self.mode, Mode::Coalescing { .. })
+    /// Whether the connection is read in windows now.
+    pub fn is_windowed(&self) -> bool {
+        matches!(self.mode, Mode::Windowed { .. })
     }
 
     fn read_directly(&mut self) {
-        if self.is_coalescing() {
+        if self.is_windowed() {
             // A failure leaves the mark where it was: reads still complete,
             // at worst one window late.
             let _ = low_water::set(&self.stream, 1);
@@ -90,9 +90,9 @@ impl Coalesced {
         }
     }
 
-    fn start_coalescing(&mut self) {
+    fn open_windows(&mut self) {
         if low_water::set(&self.stream, LOW_WATER).is_ok() {
-            self.mode = Mode::Coalescing { due: None };
+            self.mode = Mode::Windowed { due: None };
         } else {
             self.mode = Mode::direct();
         }
@@ -108,7 +108,7 @@ impl Mode {
     }
 }
 
-impl AsyncRead for Coalesced {
+impl AsyncRead for Windowed {
     fn poll_read(
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
@@ -131,11 +131,11 @@ impl AsyncRead for Coalesced {
                     if *streak + 1 < ENGAGE {
                         return Poll::Pending;
                     }
-                    this.start_coalescing();
+                    this.open_windows();
                     // The reader is registered for readiness; the loop
                     // arms the window too.
                 }
-                Mode::Coalescing { due } => {
+                Mode::Windowed { due } => {
                     match low_water::read_now(&this.stream, buf) {
                         Ok(()) => {
                             *due = None;
@@ -163,7 +163,7 @@ impl AsyncRead for Coalesced {
     }
 }
 
-impl AsyncWrite for Coalesced {
+impl AsyncWrite for Windowed {
     fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, data: &[u8]) -> Poll<io::Result<usize>> {
         self.read_directly();
         Pin::new(&mut self.stream).poll_write(cx, data)
@@ -191,27 +191,27 @@ impl AsyncWrite for Coalesced {
     }
 }
 
-impl Connection for Coalesced {
+impl Connection for Windowed {
     fn connected(&self) -> Connected {
         self.stream.connected()
     }
 }
 
-/// Makes [`Coalesced`] connections: hyper's own connector underneath.
+/// Makes [`Windowed`] connections: hyper's own connector underneath.
 #[derive(Clone)]
-pub struct CoalescingConnector {
+pub struct WindowedConnector {
     inner: HttpConnector,
     window: Duration,
 }
 
-impl CoalescingConnector {
-    pub fn new(inner: HttpConnector, window: Duration) -> CoalescingConnector {
-        CoalescingConnector { inner, window }
+impl WindowedConnector {
+    pub fn new(inner: HttpConnector, window: Duration) -> WindowedConnector {
+        WindowedConnector { inner, window }
     }
 }
 
-impl tower::Service<http::Uri> for CoalescingConnector {
-    type Response = TokioIo<Coalesced>;
+impl tower::Service<http::Uri> for WindowedConnector {
+    type Response = TokioIo<Windowed>;
     type Error = <HttpConnector as tower::Service<http::Uri>>::Error;
     type Future = Pin<Box<dyn Future<Output = Result<Self::Response, Self::Error>> + Send>>;
 
@@ -224,7 +224,7 @@ impl tower::Service<http::Uri> for CoalescingConnector {
         let window = self.window;
         Box::pin(async move {
             let stream = connecting.await?.into_inner();
-            Ok(TokioIo::new(Coalesced::new(stream, window)))
+            Ok(TokioIo::new(Windowed::new(stream, window)))
         })
     }
 }

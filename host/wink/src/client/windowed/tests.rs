@@ -2,23 +2,23 @@ use super::*;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 
-async fn pair(window: Duration) -> (Coalesced, TcpStream) {
+async fn pair(window: Duration) -> (Windowed, TcpStream) {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let (client, accepted) = tokio::join!(TcpStream::connect(addr), listener.accept());
     let (server, _) = accepted.unwrap();
     server.set_nodelay(true).unwrap();
-    (Coalesced::new(client.unwrap(), window), server)
+    (Windowed::new(client.unwrap(), window), server)
 }
 
-/// What one read returned, and whether the connection coalesced after it.
+/// What one read returned, and whether the connection read in windows after it.
 #[derive(Debug)]
 struct Read {
     bytes: Vec<u8>,
-    coalescing: bool,
+    windowed: bool,
 }
 
-async fn read_all(mut conn: Coalesced) -> Vec<Read> {
+async fn read_all(mut conn: Windowed) -> Vec<Read> {
     let mut reads = Vec::new();
     let mut buf = [0u8; 256];
     loop {
@@ -28,7 +28,7 @@ async fn read_all(mut conn: Coalesced) -> Vec<Read> {
         }
         reads.push(Read {
             bytes: buf[..n].to_vec(),
-            coalescing: conn.is_coalescing(),
+            windowed: conn.is_windowed(),
         });
     }
 }
@@ -61,7 +61,7 @@ async fn a_trickle_is_read_once_per_window_and_a_quiet_window_ends_it() {
     );
     let last = reads.last().unwrap();
     assert_eq!(last.bytes, b"z");
-    assert!(!last.coalescing, "a quiet window ends coalescing: {reads:?}");
+    assert!(!last.windowed, "a quiet window ends the windows: {reads:?}");
 }
 
 #[tokio::test]
@@ -75,11 +75,11 @@ async fn arrivals_further_apart_than_a_window_are_read_as_they_come() {
     drop(server);
     let reads = reader.await.unwrap();
     assert_eq!(reads.len(), 6, "{reads:?}");
-    assert!(reads.iter().all(|r| !r.coalescing), "{reads:?}");
+    assert!(reads.iter().all(|r| !r.windowed), "{reads:?}");
 }
 
 #[tokio::test]
-async fn a_write_ends_coalescing_and_a_bulk_transfer_is_read_whole() {
+async fn a_write_ends_the_windows_and_a_bulk_transfer_is_read_whole() {
     let (mut conn, mut server) = pair(Duration::from_millis(150)).await;
     let mut buf = vec![0u8; 256 * 1024];
     // Engage: ENGAGE drains close together.
@@ -95,7 +95,7 @@ async fn a_write_ends_coalescing_and_a_bulk_transfer_is_read_whole() {
         got += conn.read(&mut buf).await.unwrap();
     }
     let mut server = writer.await.unwrap();
-    assert!(conn.is_coalescing());
+    assert!(conn.is_windowed());
 
     // Above the low-water mark, readable at once: the whole transfer
     // arrives well before the window would let a smaller one through.
@@ -109,13 +109,13 @@ async fn a_write_ends_coalescing_and_a_bulk_transfer_is_read_whole() {
 
     conn.write_all(b"GET / HTTP/1.1\r\n\r\n").await.unwrap();
     assert!(
-        !conn.is_coalescing(),
+        !conn.is_windowed(),
         "a request puts the connection back to direct reads"
     );
 }
 
 #[tokio::test]
-async fn a_close_while_coalescing_is_read_after_everything_before_it() {
+async fn a_close_while_windowed_is_read_after_everything_before_it() {
     // A window far longer than the test: only the close can end the read.
     let (conn, mut server) = pair(Duration::from_secs(30)).await;
     let reader = tokio::spawn(read_all(conn));
@@ -131,5 +131,5 @@ async fn a_close_while_coalescing_is_read_after_everything_before_it() {
         .unwrap();
     let all: Vec<u8> = reads.iter().flat_map(|r| r.bytes.clone()).collect();
     assert_eq!(all, [&[b'a'; ENGAGE as usize + 3][..], b"tail"].concat());
-    assert!(reads.last().unwrap().coalescing, "{reads:?}");
+    assert!(reads.last().unwrap().windowed, "{reads:?}");
 }
