@@ -9,7 +9,8 @@
 //!   or the new version, apart from the new version's initial replay;
 //! - a truncated file and a component of another world never replace a
 //!   working plugin; each error is logged once with the file and reason;
-//! - a restart with unchanged plugins compiles nothing (compile cache);
+//! - a restart with unchanged plugins compiles nothing (compile cache), and
+//!   a directory over its size limit gives entries up;
 //! - removing a file unregisters the plugin and stops an unused informer.
 
 mod common;
@@ -324,18 +325,23 @@ async fn broken_replacements_never_replace_a_working_plugin() {
     assert_eq!(log_lines(&wink, &["plugin reloaded from"]).len(), 1);
 }
 
-/// The compile cache's entries with their modification times.
-fn cache_entries(dir: &Path) -> Vec<(PathBuf, SystemTime)> {
-    let mut entries: Vec<(PathBuf, SystemTime)> = std::fs::read_dir(dir)
+/// The compile cache's files with their inodes and modification times.
+fn cache_entries(dir: &Path) -> Vec<(PathBuf, u64, SystemTime)> {
+    use std::os::unix::fs::MetadataExt;
+    let mut entries: Vec<(PathBuf, u64, SystemTime)> = std::fs::read_dir(dir)
         .unwrap()
         .map(|e| e.unwrap().path())
         .map(|p| {
-            let t = std::fs::metadata(&p).unwrap().modified().unwrap();
-            (p, t)
+            let md = std::fs::metadata(&p).unwrap();
+            (p, md.ino(), md.modified().unwrap())
         })
         .collect();
     entries.sort();
     entries
+}
+
+fn is_seal(path: &Path) -> bool {
+    path.extension().is_some_and(|e| e == "seal")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -368,9 +374,7 @@ async fn a_restart_with_unchanged_plugins_compiles_nothing() {
         4,
         "one entry (compiled code and its seal) per component: {entries:#?}"
     );
-    let seals = entries
-        .iter()
-        .filter(|(p, _)| p.extension().is_some_and(|e| e == "seal"));
+    let seals = entries.iter().filter(|(p, _, _)| is_seal(p));
     assert_eq!(seals.count(), 2, "{entries:#?}");
 
     let second = env.wink(&[]);
@@ -384,10 +388,39 @@ async fn a_restart_with_unchanged_plugins_compiles_nothing() {
             loaded(&second, file)
         );
     }
-    assert_eq!(
-        cache_entries(&env.dir.join("cache")),
-        entries,
-        "nothing recompiled or rewritten"
+    // Nothing recompiled or rewritten: the same files, the code untouched;
+    // each seal's time moved on, marking its entry used (the order in which
+    // a directory over its limit gives entries up).
+    let after = cache_entries(&env.dir.join("cache"));
+    assert_eq!(after.len(), entries.len(), "{after:#?}");
+    for ((path, inode, time), (path2, inode2, time2)) in entries.iter().zip(&after) {
+        assert_eq!((path, inode), (path2, inode2), "nothing rewritten");
+        match is_seal(path) {
+            true => assert!(time2 > time, "{} marked used", path.display()),
+            false => assert_eq!(time2, time, "{} untouched", path.display()),
+        }
+    }
+    drop(second);
+
+    // Under a limit nothing fits in, opening the directory gives up every
+    // entry: both plugins compile again, and of their entries at most the
+    // one compiled last stays.
+    let third = env.wink(&["--precompiled-max-mib", "0"]);
+    third.wait_for_line("plugins loaded", WAIT);
+    third.wait_for_line("[pl] OnAdd: p0", WAIT);
+    let swept = log_lines(&third, &["precompiled directory swept", "evicted=2"]);
+    assert_eq!(swept.len(), 1, "{swept:#?}");
+    for file in ["pl.wasm", "mb.wasm"] {
+        assert!(
+            loaded(&third, file).contains("cache_hit=false"),
+            "{}",
+            loaded(&third, file)
+        );
+    }
+    let left = cache_entries(&env.dir.join("cache"));
+    assert!(
+        left.iter().filter(|(p, _, _)| is_seal(p)).count() <= 1,
+        "{left:#?}"
     );
 }
 

@@ -146,6 +146,10 @@ struct HostArgs {
     /// Always compile; never read or write precompiled components.
     #[arg(long, alias = "no-compile-cache")]
     no_precompiled: bool,
+    /// Keep the precompiled directory under this size, MiB: the entries
+    /// used least recently go first.
+    #[arg(long, default_value_t = 1024)]
+    precompiled_max_mib: u64,
     /// Deadline of one call into a plugin, milliseconds.
     #[arg(long, default_value_t = 1000)]
     call_deadline_ms: u64,
@@ -283,6 +287,7 @@ impl HostArgs {
             namespace: self.namespace.clone(),
             grants: self.grants()?,
             precompiled,
+            precompiled_limit: self.precompiled_max_mib << 20,
             max_restarts: self.max_restarts,
             tier_up: self.tier_up.unwrap_or(false),
             only: self.only.clone(),

@@ -23,13 +23,21 @@
 //!   run. (The CRC catches corruption; the privacy of the directory is what
 //!   keeps others out.)
 //!
+//! The directory is bounded ([`sweep`]): opening it and storing an entry
+//! remove what dead writers left behind and, over the size limit, the
+//! entries used least recently. An edit loop compiles a new entry at every
+//! save, so without a bound the directory would only grow.
+//!
 //! Owns nothing but that directory.
 
 use std::hash::{BuildHasher, Hash, Hasher};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use wasmtime::Engine;
+
+mod sweep;
 use wasmtime::component::Component;
 
 /// Feeds `Hash` input into BLAKE3, for a stable engine fingerprint.
@@ -84,13 +92,24 @@ impl std::fmt::Display for Rejected {
     }
 }
 
+/// The size the directory's entries are kept under unless told otherwise:
+/// 1 GiB, about 30 compiled Python or JavaScript plugins and hundreds of
+/// Rust ones. (wasmtime's own cache keeps 512 MiB, but compressed; entries
+/// here stay uncompressed so that wasmtime maps them.)
+pub const DEFAULT_LIMIT: u64 = 1 << 30;
+
 /// A directory of precompiled components.
 pub struct Precompiled {
     dir: PathBuf,
     engine_key: String,
+    /// The entries' total size a sweep brings the directory under.
+    limit: u64,
     hits: AtomicU64,
     misses: AtomicU64,
     discarded: AtomicU64,
+    evicted: AtomicU64,
+    /// One sweep at a time in this process.
+    sweeping: Mutex<()>,
 }
 
 fn effective_uid() -> u32 {
@@ -165,19 +184,61 @@ fn unpredictable_suffix() -> String {
 }
 
 impl Precompiled {
-    /// Open `dir` for `engine`: created private when missing, refused when
-    /// it exists and is not private. Its mode is never changed.
+    /// Open `dir` for `engine`, bounded to [`DEFAULT_LIMIT`].
     pub fn open(dir: &Path, engine: &Engine) -> Result<Self, OpenError> {
+        Self::open_bounded(dir, engine, DEFAULT_LIMIT)
+    }
+
+    /// Open `dir` for `engine`, its entries kept under `limit` bytes: created
+    /// private when missing, refused when it exists and is not private (its
+    /// mode is never changed), then swept.
+    pub fn open_bounded(dir: &Path, engine: &Engine, limit: u64) -> Result<Self, OpenError> {
         private_dir(dir)?;
         let mut h = StableHasher(blake3::Hasher::new());
         engine.precompile_compatibility_hash().hash(&mut h);
-        Ok(Precompiled {
+        let opened = Precompiled {
             dir: dir.to_path_buf(),
             engine_key: hex::encode(&h.0.finalize().as_bytes()[..8]),
+            limit,
             hits: AtomicU64::new(0),
             misses: AtomicU64::new(0),
             discarded: AtomicU64::new(0),
-        })
+            evicted: AtomicU64::new(0),
+            sweeping: Mutex::new(()),
+        };
+        opened.sweep(None);
+        Ok(opened)
+    }
+
+    /// Remove leftovers and, over the limit, the entries used least
+    /// recently, keeping the entry `keep` (a digest). A sweep that fails
+    /// costs disk, never a load: it is logged.
+    fn sweep(&self, keep: Option<&str>) {
+        let _one = self.sweeping.lock().unwrap_or_else(|e| e.into_inner());
+        let keep = keep.map(|digest| format!("{digest}-{}", self.engine_key));
+        match sweep::sweep(
+            &self.dir,
+            self.limit,
+            keep.as_deref(),
+            std::time::SystemTime::now(),
+        ) {
+            Ok(swept) => {
+                self.evicted.fetch_add(swept.evicted, Ordering::Relaxed);
+                if swept.evicted + swept.leftovers > 0 {
+                    tracing::info!(
+                        dir = %self.dir.display(),
+                        evicted = swept.evicted,
+                        leftovers = swept.leftovers,
+                        bytes = swept.bytes,
+                        limit = self.limit,
+                        "precompiled directory swept"
+                    );
+                }
+            }
+            Err(e) => {
+                tracing::warn!(dir = %self.dir.display(), "cannot sweep the precompiled directory: {e}")
+            }
+        }
     }
 
     /// The default location: `$XDG_CACHE_HOME/wink/components` or
@@ -202,6 +263,11 @@ impl Precompiled {
     /// Entries found and discarded (corrupt, swapped, foreign format).
     pub fn discarded(&self) -> u64 {
         self.discarded.load(Ordering::Relaxed)
+    }
+
+    /// Entries removed to keep the directory under its limit.
+    pub fn evicted(&self) -> u64 {
+        self.evicted.load(Ordering::Relaxed)
     }
 
     /// The compiled code of the component whose digest (hex) is `digest`.
@@ -291,7 +357,10 @@ impl Precompiled {
         // `Engine::precompile_component`; wasmtime checks its engine
         // compatibility. wasmtime maps the file instead of copying it.
         match unsafe { Component::deserialize_file(engine, &entry) } {
-            Ok(c) => Some(c),
+            Ok(c) => {
+                sweep::touch(&seal);
+                Some(c)
+            }
             Err(e) => {
                 tracing::warn!(entry = %entry.display(), "unusable precompiled entry, recompiling: {e}");
                 None
@@ -302,7 +371,9 @@ impl Precompiled {
     /// Write `bytes` at `path` through a private temporary file and a rename.
     fn write_private(&self, path: &Path, bytes: &[u8]) -> std::io::Result<()> {
         use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
-        let tmp = self.dir.join(format!(".tmp-{}", unpredictable_suffix()));
+        let tmp = self
+            .dir
+            .join(format!("{}{}", sweep::TEMPORARY, unpredictable_suffix()));
         let write = || -> std::io::Result<()> {
             let mut file = std::fs::OpenOptions::new()
                 .write(true)
@@ -348,8 +419,11 @@ impl Precompiled {
         }
         self.misses.fetch_add(1, Ordering::Relaxed);
         let compiled = engine.precompile_component(bytes)?;
-        if let Err(e) = self.store(digest, &compiled) {
-            tracing::warn!(dir = %self.dir.display(), "cannot write the precompiled directory: {e}");
+        match self.store(digest, &compiled) {
+            Ok(()) => self.sweep(Some(digest)),
+            Err(e) => {
+                tracing::warn!(dir = %self.dir.display(), "cannot write the precompiled directory: {e}")
+            }
         }
         // SAFETY: `compiled` was just produced by this engine.
         let component = unsafe { Component::deserialize(engine, &compiled)? };

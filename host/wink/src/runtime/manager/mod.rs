@@ -106,6 +106,8 @@ pub struct ManagerOptions {
     pub leadership: crate::leader::Leadership,
     /// Where precompiled components are kept; none to always compile.
     pub precompiled: Option<PathBuf>,
+    /// The size, in bytes, the precompiled directory is kept under.
+    pub precompiled_limit: u64,
     /// Consecutive crashes before quarantine.
     pub max_restarts: u32,
     /// First restart delay; doubles per consecutive crash, capped at
@@ -147,6 +149,7 @@ impl Default for ManagerOptions {
             writes_client: None,
             leadership: crate::leader::Leadership::always(),
             precompiled: None,
+            precompiled_limit: super::precompiled::DEFAULT_LIMIT,
             max_restarts: 5,
             restart_backoff: Duration::from_millis(100),
             healthy_after: Duration::from_secs(30),
@@ -185,17 +188,15 @@ impl PluginManager {
         let linker = loader::linker(&engine)?;
         // A directory that cannot be used costs compile time, never the
         // daemon: run uncached and say why.
-        let precompiled =
-            options
-                .precompiled
-                .as_deref()
-                .and_then(|dir| match Precompiled::open(dir, engine.engine()) {
-                    Ok(p) => Some(Arc::new(p)),
-                    Err(e) => {
-                        tracing::warn!("running without precompiled components (every load compiles): {e}");
-                        None
-                    }
-                });
+        let precompiled = options.precompiled.as_deref().and_then(|dir| {
+            match Precompiled::open_bounded(dir, engine.engine(), options.precompiled_limit) {
+                Ok(p) => Some(Arc::new(p)),
+                Err(e) => {
+                    tracing::warn!("running without precompiled components (every load compiles): {e}");
+                    None
+                }
+            }
+        });
         let baseline = match options.tier_up {
             true => {
                 let winch = WinkEngine::with_compiler(Compiler::Winch)?;

@@ -247,3 +247,52 @@ fn no_fallback_into_shared_temporary_folders() {
     );
     assert_eq!(default_dir_from(p("/x"), p("/home/u")), p("/x/wink/components"));
 }
+
+/// The bytes an entry of `digest` takes (its code and its seal).
+fn entry_size(cache: &Precompiled, digest: &str) -> u64 {
+    let len = |p: PathBuf| std::fs::metadata(p).unwrap().len();
+    len(cache.entry(digest)) + len(cache.seal(digest))
+}
+
+#[test]
+fn storing_over_the_limit_evicts_the_entry_used_least_recently() {
+    const THIRD: &[u8] = b"(component (core module))";
+    let engine = Engine::default();
+    let (a, b, c) = (digest(EMPTY), digest(OTHER), digest(THIRD));
+    // What the three entries take, measured in a directory of their own.
+    let probe_dir = scratch("bounded-probe");
+    let probe = Precompiled::open(&probe_dir, &engine).unwrap();
+    let mut total = 0;
+    for (bytes, d) in [(EMPTY, &a), (OTHER, &b), (THIRD, &c)] {
+        probe.component(&engine, bytes, d).unwrap();
+        total += entry_size(&probe, d);
+    }
+    let _ = std::fs::remove_dir_all(&probe_dir);
+
+    let dir = scratch("bounded");
+    let cache = Precompiled::open_bounded(&dir, &engine, total - 1).unwrap();
+    let pause = || std::thread::sleep(std::time::Duration::from_millis(20));
+    cache.component(&engine, EMPTY, &a).unwrap();
+    pause();
+    cache.component(&engine, OTHER, &b).unwrap();
+    pause();
+    let (_, hit) = cache.component(&engine, EMPTY, &a).unwrap();
+    assert!(hit, "two entries fit");
+    pause();
+    cache.component(&engine, THIRD, &c).unwrap();
+    // The third does not fit: the entry used least recently is the second
+    // (the first was used again since).
+    assert!(cache.contains(&a) && cache.contains(&c));
+    assert!(!cache.contains(&b));
+    assert_eq!(cache.evicted(), 1);
+    // A directory reopened under a smaller limit is swept at once.
+    drop(cache);
+    let small = Precompiled::open_bounded(&dir, &engine, 1).unwrap();
+    assert_eq!(small.evicted(), 2);
+    assert!(!small.contains(&a) && !small.contains(&c));
+    // The entry just stored stays, even alone over the limit.
+    let (_, hit) = small.component(&engine, OTHER, &b).unwrap();
+    assert!(!hit);
+    assert!(small.contains(&b));
+    let _ = std::fs::remove_dir_all(&dir);
+}
