@@ -13,10 +13,12 @@
 //! trait and a JSON object; never touches storage, HTTP or the informer.
 
 mod field;
+mod field_labels;
 mod label;
 mod lexer;
 
 pub use field::FieldSelector;
+pub use field_labels::field_labels;
 pub use label::{LabelSelector, Requirement};
 
 use std::collections::BTreeMap;

@@ -87,36 +87,7 @@ impl ResourceDef {
     /// Field selector labels this resource accepts besides metadata.name/namespace
     /// (the real server's per-type field label conversion functions).
     pub fn field_labels(&self) -> &'static [&'static str] {
-        match (self.group.as_str(), self.plural.as_str()) {
-            ("", "pods") => &[
-                "spec.nodeName",
-                "spec.restartPolicy",
-                "spec.schedulerName",
-                "spec.serviceAccountName",
-                "spec.hostNetwork",
-                "status.phase",
-                "status.podIP",
-                "status.nominatedNodeName",
-            ],
-            ("", "events") => &[
-                "involvedObject.kind",
-                "involvedObject.namespace",
-                "involvedObject.name",
-                "involvedObject.uid",
-                "involvedObject.apiVersion",
-                "involvedObject.resourceVersion",
-                "involvedObject.fieldPath",
-                "reason",
-                "reportingComponent",
-                "source",
-                "type",
-            ],
-            ("", "secrets") => &["type"],
-            ("", "namespaces") => &["status.phase"],
-            ("", "nodes") => &["spec.unschedulable"],
-            ("apps", "replicasets") => &["status.replicas"],
-            _ => &[],
-        }
+        wink_selector::field_labels(&self.group, &self.kind)
     }
 }
 

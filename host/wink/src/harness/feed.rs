@@ -21,40 +21,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use wink_selector::{FieldSelector, LabelSelector};
 
-/// Field labels accepted besides `metadata.name` and `metadata.namespace`,
-/// as the API server accepts them per kind.
-fn field_labels(kind: &str) -> &'static [&'static str] {
-    match kind {
-        "Pod" => &[
-            "spec.nodeName",
-            "spec.restartPolicy",
-            "spec.schedulerName",
-            "spec.serviceAccountName",
-            "spec.hostNetwork",
-            "status.phase",
-            "status.podIP",
-            "status.nominatedNodeName",
-        ],
-        "Secret" => &["type"],
-        "Namespace" => &["status.phase"],
-        "Node" => &["spec.unschedulable"],
-        "Job" => &["status.successful"],
-        "ReplicaSet" | "ReplicationController" => &["status.replicas"],
-        "Event" => &[
-            "involvedObject.kind",
-            "involvedObject.namespace",
-            "involvedObject.name",
-            "involvedObject.uid",
-            "reason",
-            "type",
-            "regarding.kind",
-            "regarding.name",
-            "regarding.namespace",
-        ],
-        _ => &[],
-    }
-}
-
 /// One watch or read of the plugin: its informer and what it selects.
 pub(super) struct Watch {
     api_version: String,
@@ -110,8 +76,11 @@ impl Feed {
             .map(|s| LabelSelector::parse(s).map(|p| (s.to_string(), p)))
             .transpose()
             .map_err(|e| anyhow::anyhow!("{api_version} {kind}: label selector: {e}"))?;
+        let group = api_version.rsplit_once('/').map_or("", |(group, _)| group);
         let fields = fields
-            .map(|s| FieldSelector::parse(s, field_labels(kind)).map(|p| (s.to_string(), p)))
+            .map(|s| {
+                FieldSelector::parse(s, wink_selector::field_labels(group, kind)).map(|p| (s.to_string(), p))
+            })
             .transpose()
             .map_err(|e| anyhow::anyhow!("{api_version} {kind}: field selector: {e}"))?;
         let same_kind = self
