@@ -5,8 +5,7 @@
 //! (events, deliveries, a crash, a write); `/debug/plugins` tells each
 //! plugin's state and permissions.
 
-mod cache_support;
-mod common;
+use crate::cache_support;
 
 use cache_support::*;
 use k8s_openapi::api::apps::v1::Deployment;

@@ -3,7 +3,7 @@
 //! `--bless` records what happened (log lines, writes, Events); `wink new` scaffolds a crate that builds
 //! for wasm32-wasip2 and passes its own case as generated.
 
-mod common;
+use crate::common;
 
 use common::{plugins_dir, root, scratch, wink_bin};
 use std::path::Path;

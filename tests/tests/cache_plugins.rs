@@ -4,8 +4,7 @@
 //! `replica-checker` reproduce the seeds' output. Scope, Secrets, typed errors
 //! and the cache view are in `cache_scope.rs`.
 
-mod cache_support;
-mod common;
+use crate::cache_support;
 
 use cache_support::*;
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};

@@ -3,8 +3,8 @@
 //! granted per plugin, and typed errors instead of traps; the cache view is
 //! queried over plain HTTP.
 
-mod cache_support;
-mod common;
+use crate::cache_support;
+use crate::common;
 
 use cache_support::*;
 use common::Wink;

@@ -4,8 +4,8 @@
 //! yet loads once its CRD is created; a mistyped plugin directory is an
 //! error at start, not a new empty directory.
 
-mod cache_support;
-mod common;
+use crate::cache_support;
+use crate::common;
 
 use cache_support::*;
 use common::{Wink, scratch};

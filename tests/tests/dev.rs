@@ -8,8 +8,8 @@
 //! is rebuilt and reaches the running plugin, a broken edit is shown once and
 //! the old version keeps handling events.
 
-mod common;
-mod lang_support;
+use crate::common;
+use crate::lang_support;
 
 use common::{Wink, plugins_dir, root, scratch};
 use lang_support::Lang;

@@ -3,7 +3,7 @@
 //! forges no log line; the good plugin runs throughout, hot reload keeps
 //! working, and SIGTERM still ends the daemon.
 
-mod common;
+use crate::common;
 
 use common::{Wink, plugin, scratch};
 use k8s_openapi::api::core::v1::Pod;

@@ -4,8 +4,7 @@
 //! idle connections beyond its cap cost the daemon no file descriptors and
 //! no events.
 
-mod cache_support;
-mod common;
+use crate::cache_support;
 
 use cache_support::*;
 use k8s_openapi::api::core::v1::Pod;

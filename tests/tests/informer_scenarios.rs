@@ -11,7 +11,7 @@
 //! across awaits on purpose: that is how a handler is made to hang.
 #![allow(clippy::await_holding_lock)]
 
-mod informer_support;
+use crate::informer_support;
 
 use informer_support::*;
 use std::collections::BTreeMap;

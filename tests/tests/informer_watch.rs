@@ -12,7 +12,7 @@
 //! across awaits on purpose: that is how a handler is made to hang.
 #![allow(clippy::await_holding_lock)]
 
-mod informer_support;
+use crate::informer_support;
 
 use informer_support::*;
 use k8s_openapi::api::core::v1::Pod;

@@ -8,8 +8,8 @@
 //! same plugin runs out of memory after ~200,000 events. CPython frees as
 //! it goes and keeps the common cap.
 
-mod common;
-mod lang_support;
+use crate::common;
+use crate::lang_support;
 #[path = "../benches/support/pod.rs"]
 mod pod;
 

@@ -19,10 +19,10 @@
 //! Components load on Winch (`--tier-up`) with one compile cache for the
 //! whole run, so each is compiled by Cranelift once, in the background.
 
-mod cache_support;
-mod common;
-mod lang_support;
-mod runtime_support;
+use crate::cache_support;
+use crate::common;
+use crate::lang_support;
+use crate::runtime_support;
 
 use cache_support::{REQUIRE_LABELS_GRANT, Setup, WAIT, deployment, free_port, http, pod, wait_synced};
 use common::{Wink, root, scratch, wink_bin};

@@ -4,8 +4,8 @@
 //! the Lease over at once; a leader cut off from its server stands down
 //! before its Lease could expire.
 
-mod cache_support;
-mod common;
+use crate::cache_support;
+use crate::common;
 
 use cache_support::*;
 use common::Wink;

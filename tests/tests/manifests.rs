@@ -5,7 +5,7 @@
 //! the reports only), and real `kubectl apply` of the output succeeds on the
 //! simulated server (skipped where kubectl is not installed).
 
-mod common;
+use crate::common;
 
 use common::{plugin, scratch, wink_bin};
 use k8s_openapi::api::apps::v1::Deployment;

@@ -4,8 +4,7 @@
 //! Events; without a grant nothing changes and the refusal is logged once;
 //! identical Events become one series.
 
-mod cache_support;
-mod common;
+use crate::cache_support;
 
 use cache_support::*;
 use k8s_openapi::api::apps::v1::Deployment;

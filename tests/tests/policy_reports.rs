@@ -5,9 +5,9 @@
 //! many changes into few writes, are written by the leader only, and read
 //! with `kubectl`.
 
-mod cache_support;
-mod common;
-mod report_support;
+use crate::cache_support;
+use crate::common;
+use crate::report_support;
 
 use cache_support::*;
 use common::Wink;

@@ -3,7 +3,7 @@
 //! stopped by the host (deadline, memory cap, trap), reported as crashed,
 //! and the host process is fine. No API server involved.
 
-mod common;
+use crate::common;
 
 use common::plugin;
 use kube::api::{ApiResource, DynamicObject};

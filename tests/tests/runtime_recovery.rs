@@ -13,8 +13,8 @@
 //!   a directory over its size limit gives entries up;
 //! - removing a file unregisters the plugin and stops an unused informer.
 
-mod common;
-mod runtime_support;
+use crate::common;
+use crate::runtime_support;
 
 use common::{Wink, plugin};
 use kube::api::{DeleteParams, Patch, PatchParams};

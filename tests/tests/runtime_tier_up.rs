@@ -5,8 +5,8 @@
 //! once, and every live event once, in order. A restart finds the Cranelift
 //! build cached and skips Winch.
 
-mod common;
-mod runtime_support;
+use crate::common;
+use crate::runtime_support;
 
 use common::plugin;
 use runtime_support::*;

@@ -3,8 +3,7 @@
 //! error for each; one that prints megabytes of lines is cut to its log
 //! budget; the daemon and a good plugin are unaffected throughout.
 
-mod cache_support;
-mod common;
+use crate::cache_support;
 
 use cache_support::*;
 use k8s_openapi::api::core::v1::Pod;

@@ -5,7 +5,7 @@
 //! garbage collection and namespace termination. Skipped (with a message)
 //! only when kubectl is not installed.
 
-mod kubectl_support;
+use crate::kubectl_support;
 
 use kubectl_support::{Env, have_kubectl};
 use serde_json::Value;

@@ -2,7 +2,7 @@
 //! server through a written kubeconfig. Skipped (with a message) only when
 //! kubectl is not installed.
 
-mod kubectl_support;
+use crate::kubectl_support;
 
 use kubectl_support::{Env, have_kubectl};
 use std::process::Stdio;

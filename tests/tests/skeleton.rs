@@ -1,7 +1,7 @@
 //! End-to-end: the walking skeleton. Real plugins (built for wasm32-wasip2),
 //! the real `wink run` binary, the simulated API server, the real kube client.
 
-mod common;
+use crate::common;
 
 use common::{Wink, plugin, scratch};
 use k8s_openapi::api::core::v1::Pod;

@@ -1,7 +1,6 @@
 //! Shared helpers of the cache end-to-end tests: objects to
 //! create, a plugin directory with a kubeconfig for `wink run`, readers of
 //! its log, and a minimal HTTP client for the cache view.
-#![allow(dead_code)]
 
 use crate::common::{Wink, plugin, scratch};
 use k8s_openapi::api::apps::v1::Deployment;

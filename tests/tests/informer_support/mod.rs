@@ -3,7 +3,6 @@
 //! server (direct writes, taking the watch down and up).
 
 // Each suite that includes this module uses part of it.
-#![allow(dead_code)]
 
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, ListParams};

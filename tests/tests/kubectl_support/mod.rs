@@ -1,6 +1,5 @@
 //! Real `kubectl` (v1.32, /usr/bin/kubectl) against a simulated API server
 //! through a kubeconfig written for it: what the kubectl suites share.
-#![allow(dead_code)]
 
 use serde_json::Value;
 use std::path::{Path, PathBuf};

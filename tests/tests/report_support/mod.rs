@@ -1,7 +1,6 @@
 //! Helpers of the policy report tests: pods that break (or keep) the Pod
 //! Security Standards baseline rules `pod-security` checks, the results
 //! expected of them, and a reader of the reports on the server.
-#![allow(dead_code)]
 
 use kube::api::{Api, ApiResource, DynamicObject, ListParams};
 use kube::core::GroupVersionKind;

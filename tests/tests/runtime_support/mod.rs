@@ -1,7 +1,6 @@
 //! Shared helpers of the plugin runtime's end-to-end tests: one simulated
 //! cluster, plugin directory and compile cache per test, `wink run` on them,
 //! and readers of its log.
-#![allow(dead_code)]
 
 use crate::common::{Wink, scratch};
 use k8s_openapi::api::core::v1::Pod;

@@ -1,0 +1,43 @@
+//! The end-to-end suites, one module each, in one test binary: each would
+//! otherwise link its own copy of wasmtime, kube and the simulator (about
+//! 40 MB apiece on disk, and a link each). Run one suite with its module's
+//! name as the filter: `cargo test -p wink-e2e --test e2e dev::`.
+//!
+//! The `*_support` modules and `common` are what the suites share; the
+//! benchmarks include `common` by path.
+
+mod cache_support;
+mod common;
+mod informer_support;
+mod kubectl_support;
+mod lang_support;
+mod report_support;
+mod runtime_support;
+
+mod admin;
+mod author;
+mod cache_plugins;
+mod cache_scope;
+mod daemon_start;
+mod dev;
+mod hostile_files;
+mod hostile_network;
+mod informer_scenarios;
+mod informer_watch;
+mod lang_memory;
+mod languages;
+mod leader;
+mod manifests;
+mod plugins_act;
+mod policy_reports;
+mod runtime_limits;
+mod runtime_recovery;
+mod runtime_tier_up;
+mod sandbox;
+mod sim_control;
+mod sim_faults;
+mod sim_kubectl;
+mod sim_paging;
+mod sim_semantics;
+mod sim_watcher;
+mod skeleton;
