@@ -13,6 +13,8 @@
 //! the pool gives the others another worker). It never touches the store; the informer enqueues after the
 //! store changed.
 
+mod in_place;
+
 use super::object::ObjRef;
 use super::pool::{Slot, pool};
 pub use super::queue::Notification;
@@ -160,10 +162,8 @@ struct Queue {
 /// yields at an epoch tick, a plugin busy on another watch) goes on as a
 /// task of the runtime, and a listener whose batches took longer than
 /// [`IN_PLACE_BUDGET`] a call twice within [`SPAWNED_FOR`] has its batches
-/// spawned for the next [`SPAWNED_FOR`], so a slow plugin costs the informer
-/// two batches (a call yields at the next epoch tick at the latest) in a
-/// while. Once is not enough: a thread preempted in the middle of a quick
-/// call looks as slow as a slow plugin, but it is not slow again.
+/// spawned for a while ([`in_place`]): a slow plugin costs the informer two
+/// batches in a while (a call yields at the next epoch tick at the latest).
 ///
 /// The pool's listeners (native handlers) that got work from the event are
 /// handed to the pool together, under one lock and with one wake-up, so the
@@ -184,12 +184,7 @@ impl Drop for Starts {
     }
 }
 
-/// The longest a call may take on average in a batch run in place before
-/// its listener's next batches are spawned instead.
-pub const IN_PLACE_BUDGET: Duration = Duration::from_micros(500);
-
-/// How long a listener that was slow in place has its batches spawned.
-pub const SPAWNED_FOR: Duration = Duration::from_secs(1);
+pub use in_place::{IN_PLACE_BUDGET, SPAWNED_FOR, SPAWNED_FOR_MAX};
 
 impl Starts {
     /// Start every batch collected. Those that go on as tasks go as one
@@ -210,7 +205,7 @@ impl Starts {
             // spent some): a batch is bounded by BATCH calls anyway, and an
             // exhausted budget would make a ready lock look pending.
             let mut batch: BatchFuture = Box::pin(tokio::task::unconstrained(l.clone().run_batch_async()));
-            if !l.in_place_ok() {
+            if !l.in_place.ok() {
                 waiting.push(batch);
                 continue;
             }
@@ -221,7 +216,7 @@ impl Starts {
             // A call that yielded at an epoch tick is no sign of a slow
             // plugin; a slow batch is.
             if ended - started > IN_PLACE_BUDGET * calls {
-                l.was_slow();
+                l.in_place.was_slow();
             }
             started = ended;
             if !done {
@@ -257,11 +252,8 @@ pub struct Listener {
     /// Where its batches run: the runtime it was started on (an async
     /// handler, on a multi-thread runtime), else the pool.
     runtime: Option<tokio::runtime::Handle>,
-    /// Until when its batches are spawned rather than started in place
-    /// (nanoseconds since [`process_epoch`]; 0: in place).
-    spawned_until: AtomicU64,
-    /// When a batch of it was last slow in place (as `spawned_until`).
-    slow_at: AtomicU64,
+    /// Whether its batches start in place or as tasks.
+    in_place: in_place::InPlace,
     queue: Mutex<Queue>,
     /// Signalled when a worker lets go of it (for `stop`).
     released: Condvar,
@@ -272,12 +264,6 @@ pub struct Listener {
 }
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
-
-/// A fixed instant the listeners' clocks count from.
-fn process_epoch() -> Instant {
-    static EPOCH: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
-    *EPOCH.get_or_init(Instant::now)
-}
 
 impl Listener {
     /// Start a listener delivering to `handler`; its queue never coalesces.
@@ -304,8 +290,7 @@ impl Listener {
             name: name.to_string(),
             handler,
             runtime,
-            spawned_until: AtomicU64::new(0),
-            slow_at: AtomicU64::new(0),
+            in_place: Default::default(),
             queue: Mutex::new(Queue {
                 items: PendingQueue::new(coalesce_after),
                 state: ListenerState::Open(Place::Idle),
@@ -527,23 +512,6 @@ impl Listener {
         }
         if again {
             self.clone().schedule();
-        }
-    }
-
-    /// Whether its next batch may start in place (see [`Starts`]).
-    fn in_place_ok(&self) -> bool {
-        let until = self.spawned_until.load(Ordering::Relaxed);
-        until == 0 || process_epoch().elapsed().as_nanos() as u64 >= until
-    }
-
-    /// A batch of it was slow in place: if one was slow within the last
-    /// [`SPAWNED_FOR`] too, its batches are spawned for [`SPAWNED_FOR`].
-    fn was_slow(&self) {
-        let now = process_epoch().elapsed().as_nanos() as u64;
-        let window = SPAWNED_FOR.as_nanos() as u64;
-        let last = self.slow_at.swap(now, Ordering::Relaxed);
-        if last != 0 && now - last < window {
-            self.spawned_until.store(now + window, Ordering::Relaxed);
         }
     }
 
