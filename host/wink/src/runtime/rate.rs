@@ -1,8 +1,61 @@
 //! Token buckets: the one rate limiter of plugins' writes, Events and log
-//! lines. Owns the arithmetic; callers decide whether to wait or to drop.
+//! lines, and the [`Rate`] the grants file gives them, checked when it is
+//! parsed. Owns the arithmetic; callers decide whether to wait or to drop.
 
+use serde::{Deserialize, Serialize};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
+
+/// The slowest rate a grant may set: one write per 1,000 s.
+pub const MIN_QPS: f64 = 0.001;
+
+/// The fastest rate a grant may set.
+pub const MAX_QPS: f64 = 1_000_000.0;
+
+/// The largest burst a grant may set.
+pub const MAX_BURST: u32 = 1_000_000;
+
+/// A token-bucket rate: `qps` sustained, `burst` at once. Read from a
+/// grants file only within [`MIN_QPS`]..=[`MAX_QPS`] and 1..=[`MAX_BURST`]:
+/// a rate of 0 (every write waiting forever) or NaN is an error there.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "RateFields")]
+pub struct Rate {
+    pub qps: f64,
+    pub burst: u32,
+}
+
+/// A rate as written, before it is checked.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RateFields {
+    qps: f64,
+    burst: u32,
+}
+
+impl TryFrom<RateFields> for Rate {
+    type Error = String;
+
+    fn try_from(f: RateFields) -> Result<Rate, String> {
+        if !(MIN_QPS..=MAX_QPS).contains(&f.qps) {
+            return Err(format!(
+                "rate.qps must be a number from {MIN_QPS} (one write per {} s) to {MAX_QPS}, not {}",
+                1.0 / MIN_QPS,
+                f.qps
+            ));
+        }
+        if !(1..=MAX_BURST).contains(&f.burst) {
+            return Err(format!(
+                "rate.burst must be from 1 to {MAX_BURST}, not {}",
+                f.burst
+            ));
+        }
+        Ok(Rate {
+            qps: f.qps,
+            burst: f.burst,
+        })
+    }
+}
 
 /// A token bucket: `burst` requests at once, `qps` sustained.
 pub struct TokenBucket {
@@ -24,8 +77,12 @@ impl TokenBucket {
 
     /// Take one token if one is there now (to drop what is over the rate).
     pub fn try_take(&self) -> bool {
+        self.try_take_at(Instant::now())
+    }
+
+    /// [`TokenBucket::try_take`] at `now` (a later instant than the last).
+    pub fn try_take_at(&self, now: Instant) -> bool {
         let mut state = self.state.lock().unwrap();
-        let now = Instant::now();
         let (tokens, at) = *state;
         let tokens = (tokens + now.duration_since(at).as_secs_f64() * self.qps).min(self.burst);
         let taken = tokens >= 1.0;
@@ -65,6 +122,40 @@ mod tests {
         );
         let next = b.reserve();
         assert!(next > wait, "each reservation waits its turn: {next:?}");
+    }
+
+    fn grant_rate(rate: &str) -> Result<crate::runtime::grants::Grants, String> {
+        let text = format!("plugins:\n  probe:\n    rate: {rate}\n");
+        crate::runtime::grants::Grants::parse(text.as_bytes())
+    }
+
+    #[test]
+    fn rates_out_of_bounds_are_refused_naming_the_plugin_and_field() {
+        for (rate, field) in [
+            ("{qps: 0, burst: 5}", "rate.qps"),
+            ("{qps: -1, burst: 5}", "rate.qps"),
+            ("{qps: .nan, burst: 5}", "rate.qps"),
+            ("{qps: .inf, burst: 5}", "rate.qps"),
+            ("{qps: 0.0000001, burst: 5}", "rate.qps"),
+            ("{qps: 1e12, burst: 5}", "rate.qps"),
+            ("{qps: 5, burst: 0}", "rate.burst"),
+            ("{qps: 5, burst: 2000000}", "rate.burst"),
+        ] {
+            let e = grant_rate(rate).expect_err(rate);
+            assert!(e.contains("probe") && e.contains(field), "{rate}: {e}");
+        }
+        let daemon = "daemon:\n  rate: {qps: 0, burst: 1}\n";
+        let e = crate::runtime::grants::Grants::parse(daemon.as_bytes()).unwrap_err();
+        assert!(e.contains("daemon") && e.contains("rate.qps"), "{e}");
+    }
+
+    #[test]
+    fn rates_within_bounds_are_read_as_given() {
+        let g = grant_rate("{qps: 0.5, burst: 1}").unwrap();
+        let rate = g.plugins["probe"].rate.unwrap();
+        assert_eq!(rate, Rate { qps: 0.5, burst: 1 });
+        assert!(grant_rate(&format!("{{qps: {MIN_QPS}, burst: {MAX_BURST}}}")).is_ok());
+        assert!(grant_rate(&format!("{{qps: {MAX_QPS}, burst: 1}}")).is_ok());
     }
 
     #[test]
