@@ -22,3 +22,4 @@ pub mod reports;
 pub mod runtime;
 pub mod scaffold;
 pub mod scaffold_lang;
+pub mod text_log;

@@ -19,12 +19,12 @@
 //!   rate: {qps: 50, burst: 100}  # every plugin's writes together
 //! ```
 //!
-//! Owns parsing, the intersection and the snippet that would grant what is
-//! missing; it performs no write and holds no state.
+//! Owns parsing (strict: unknown fields and duplicate keys are errors at
+//! every level; [`file`]), the intersection and the snippet that would grant
+//! what is missing; it performs no write and holds no state.
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-use std::path::Path;
 
 /// A kind of write (the WIT `verb`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -57,7 +57,13 @@ pub enum Mode {
     Audit,
 }
 
-pub use super::rate::Rate;
+/// A token-bucket rate: `qps` sustained, `burst` at once.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Rate {
+    pub qps: f64,
+    pub burst: u32,
+}
 
 /// The default rate of one plugin's writes.
 pub const PLUGIN_RATE: Rate = Rate { qps: 10.0, burst: 20 };
@@ -70,7 +76,7 @@ pub const DAEMON_RATE: Rate = Rate {
 
 /// Writes granted on one resource.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct WriteGrant {
     pub api_version: String,
     pub kind: String,
@@ -123,9 +129,6 @@ pub struct Grants {
     #[serde(skip)]
     pub grant_declared: bool,
 }
-
-/// The largest grants file read.
-const MAX_GRANTS_BYTES: u64 = 1 << 20;
 
 /// What a plugin declared it may write (from its registration).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -192,20 +195,6 @@ impl Missing {
 }
 
 impl Grants {
-    /// Read a grants file (YAML or JSON).
-    pub fn load(path: &Path) -> anyhow::Result<Grants> {
-        let bytes = super::plugin_file::read_regular(path, MAX_GRANTS_BYTES, "grants file")?;
-        Self::parse(&bytes).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
-    }
-
-    /// Parse grants from YAML (or JSON) text.
-    pub fn parse(text: &[u8]) -> Result<Grants, String> {
-        if text.iter().all(u8::is_ascii_whitespace) {
-            return Ok(Grants::default());
-        }
-        serde_yaml::from_slice(text).map_err(|e| e.to_string())
-    }
-
     /// Grants that allow whatever every plugin declares (`wink dev`).
     pub fn whatever_is_declared() -> Grants {
         Grants {
@@ -299,6 +288,9 @@ impl Grants {
         self.daemon.rate.unwrap_or(DAEMON_RATE)
     }
 }
+
+mod file;
+pub use file::MAX_GRANTS_BYTES;
 
 #[cfg(test)]
 mod tests;

@@ -2,16 +2,15 @@
 //! names, and reading them safely.
 //!
 //! A plugin is `<name>.wasm` with an optional `<name>.json` config. Files
-//! are read only when they are regular files (a FIFO, device or directory is
-//! refused without blocking; a symlink is followed and its target checked),
-//! up to a size cap ([`MAX_COMPONENT_BYTES`], [`MAX_CONFIG_BYTES`]). A name
+//! are read with the one safe-file reader ([`wink_input::read_file`]): only
+//! regular files (a FIFO, device or directory is refused without blocking; a
+//! symlink is followed and its target checked), up to a size cap ([`MAX_COMPONENT_BYTES`], [`MAX_CONFIG_BYTES`]). A name
 //! must be printable UTF-8 of a safe alphabet, so no file name can forge a
 //! log line or alias another plugin; a refused name is shown escaped. Errors
 //! never echo a file's content. Owns no state; callers run it off the async
 //! threads and outside their locks.
 
 use std::ffi::OsStr;
-use std::io::Read;
 use std::path::{Path, PathBuf};
 
 /// The largest component file read (64 MiB).
@@ -30,17 +29,8 @@ pub enum FileError {
         "{0}: not a valid plugin name (letters, digits, '-', '_' and '.', starting with a letter or digit, at most {MAX_NAME_LEN})"
     )]
     BadName(String),
-    #[error("{path}: cannot read: {source}")]
-    Read { path: PathBuf, source: std::io::Error },
-    #[error("{path}: is {what}, not a regular file")]
-    NotAFile { path: PathBuf, what: &'static str },
-    #[error("{path}: is {size} bytes, more than the {limit} bytes a {kind} may have")]
-    TooLarge {
-        path: PathBuf,
-        size: u64,
-        limit: u64,
-        kind: &'static str,
-    },
+    #[error(transparent)]
+    File(#[from] wink_input::FileError),
 }
 
 /// The file name as the user should see it: escaped (`"a\nb.wasm"`,
@@ -108,74 +98,19 @@ fn swap_suffix(path: &Path, from: &[u8], to: &str) -> PathBuf {
     }
 }
 
-fn kind_of(md: &std::fs::Metadata) -> &'static str {
-    use std::os::unix::fs::FileTypeExt;
-    let t = md.file_type();
-    if t.is_dir() {
-        "a directory"
-    } else if t.is_fifo() {
-        "a FIFO"
-    } else if t.is_socket() {
-        "a socket"
-    } else if t.is_char_device() || t.is_block_device() {
-        "a device"
-    } else {
-        "not a regular file"
-    }
-}
-
-/// Read a regular file of at most `limit` bytes. The file is opened
-/// without blocking (a FIFO opens at once) and checked as opened, so a
-/// symlink's target is what is checked and nothing is swapped in between.
+/// Read a regular file of at most `limit` bytes (the one safe-file reader,
+/// [`wink_input::read_file`]).
 pub fn read_regular(path: &Path, limit: u64, kind: &'static str) -> Result<Vec<u8>, FileError> {
-    use std::os::unix::fs::OpenOptionsExt;
-    let read_error = |source| FileError::Read {
-        path: path.to_path_buf(),
-        source,
-    };
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
-        .open(path)
-        .map_err(read_error)?;
-    let md = file.metadata().map_err(read_error)?;
-    if !md.file_type().is_file() {
-        return Err(FileError::NotAFile {
-            path: path.to_path_buf(),
-            what: kind_of(&md),
-        });
-    }
-    let too_large = |size| FileError::TooLarge {
-        path: path.to_path_buf(),
-        size,
-        limit,
-        kind,
-    };
-    if md.len() > limit {
-        return Err(too_large(md.len()));
-    }
-    let mut bytes = Vec::with_capacity(md.len() as usize);
-    // Read one byte past the limit: a file that grew meanwhile is refused too.
-    file.take(limit + 1).read_to_end(&mut bytes).map_err(read_error)?;
-    if bytes.len() as u64 > limit {
-        return Err(too_large(bytes.len() as u64));
-    }
-    Ok(bytes)
+    Ok(wink_input::read_file(path, limit, kind)?)
 }
 
 /// The text of a component's config: `<name>.json` beside it, or empty when
 /// there is none.
 pub fn read_config(component: &Path) -> Result<String, FileError> {
-    let path = config_path(component);
-    match read_regular(&path, MAX_CONFIG_BYTES, "config") {
-        Ok(bytes) => String::from_utf8(bytes).map_err(|_| FileError::Read {
-            path,
-            source: std::io::Error::new(std::io::ErrorKind::InvalidData, "not UTF-8 text"),
-        }),
-        Err(FileError::Read { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
-            Ok(String::new())
-        }
-        Err(e) => Err(e),
+    match wink_input::read_text(&config_path(component), MAX_CONFIG_BYTES, "config") {
+        Ok(text) => Ok(text),
+        Err(e) if e.is_not_found() => Ok(String::new()),
+        Err(e) => Err(e.into()),
     }
 }
 

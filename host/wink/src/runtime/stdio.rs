@@ -1,10 +1,11 @@
 //! Guest output: stdout/stderr line-buffered into the host's `tracing`
 //! output, prefixed with the plugin's name, and the [`LogBudget`] that
 //! bounds every line a plugin logs (these streams and the `log` import): a
-//! burst, then a steady rate; the excess is dropped and counted, so a plugin
-//! printing megabytes per second costs the daemon nothing. Control
-//! characters are shown escaped, so a line can forge no other line. Owns
-//! nothing else of WASI.
+//! burst, then a steady rate; the excess is dropped and counted, and said
+//! once per [`DROP_WINDOW`] with its count, so a plugin printing megabytes
+//! per second costs the daemon (and its log) nothing. Control characters
+//! are shown escaped, so a line can forge no other line. Owns nothing else
+//! of WASI.
 
 use super::rate::TokenBucket;
 use std::borrow::Cow;
@@ -12,6 +13,7 @@ use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
 use wasmtime_wasi::cli::{IsTerminal, StdoutStream};
 use wasmtime_wasi::p2::{OutputStream, Pollable, StreamResult};
 
@@ -21,12 +23,27 @@ pub const LOG_BURST: u32 = 1000;
 /// Lines per second a plugin may log, sustained.
 pub const LOG_RATE: f64 = 200.0;
 
-/// One plugin's log lines: admitted within the rate, else dropped and counted.
+/// How often, at most, the host says how many of a plugin's lines it dropped.
+pub const DROP_WINDOW: Duration = Duration::from_secs(1);
+
+/// One plugin's log lines: admitted within the rate, else dropped and
+/// counted. Drops are said in one line per window, by the first line the
+/// plugin logs (admitted or not) once the window is over.
 #[derive(Clone)]
 pub struct LogBudget {
     plugin: Arc<str>,
     bucket: Arc<TokenBucket>,
+    /// The window's first drop, and the drops since (not yet said).
+    window: Arc<Mutex<Option<(Instant, u64)>>>,
     dropped: Arc<AtomicU64>,
+}
+
+/// The drops of one window, to be said.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Dropped {
+    pub lines: u64,
+    /// From the window's first drop to the line that closed it.
+    pub over: Duration,
 }
 
 impl LogBudget {
@@ -35,32 +52,52 @@ impl LogBudget {
         LogBudget {
             plugin,
             bucket: Arc::new(TokenBucket::new(LOG_RATE, LOG_BURST)),
+            window: Arc::new(Mutex::new(None)),
             dropped: Arc::new(AtomicU64::new(0)),
         }
     }
 
-    /// Whether one more line may be logged now. The first line dropped says
-    /// so; the first line admitted after drops says how many were dropped.
+    /// Whether one more line may be logged now; says the drops of a window
+    /// that is over (before the line, when it is admitted).
     pub fn admit(&self) -> bool {
-        if self.bucket.try_take() {
-            let dropped = self.dropped.swap(0, Ordering::Relaxed);
-            if dropped > 0 {
-                tracing::warn!(target: "wink::plugin", plugin = %self.plugin, dropped, "[{}] {dropped} log lines were dropped", self.plugin);
-            }
-            return true;
-        }
-        if self.dropped.fetch_add(1, Ordering::Relaxed) == 0 {
+        let (admitted, said) = self.admit_at(Instant::now());
+        if let Some(d) = said {
             tracing::warn!(
                 target: "wink::plugin",
                 plugin = %self.plugin,
-                "[{}] logs more than {LOG_RATE} lines/s: lines are dropped until it slows down",
-                self.plugin
+                dropped = d.lines,
+                "[{}] dropped {} log lines in the last {:.0} s (limit {LOG_RATE} lines/s, {LOG_BURST} at once)",
+                self.plugin,
+                d.lines,
+                d.over.as_secs_f64().max(1.0),
             );
         }
-        false
+        admitted
     }
 
-    /// Lines dropped since the last one admitted.
+    /// [`LogBudget::admit`] at `now`: whether the line is admitted, and the
+    /// drops to say, once per window.
+    pub fn admit_at(&self, now: Instant) -> (bool, Option<Dropped>) {
+        let admitted = self.bucket.try_take_at(now);
+        let mut window = self.window.lock().unwrap_or_else(|e| e.into_inner());
+        let said = match *window {
+            Some((since, lines)) if now.saturating_duration_since(since) >= DROP_WINDOW => {
+                *window = None;
+                Some(Dropped {
+                    lines,
+                    over: now.saturating_duration_since(since),
+                })
+            }
+            _ => None,
+        };
+        if !admitted {
+            self.dropped.fetch_add(1, Ordering::Relaxed);
+            window.get_or_insert((now, 0)).1 += 1;
+        }
+        (admitted, said)
+    }
+
+    /// Lines dropped so far.
     pub fn dropped(&self) -> u64 {
         self.dropped.load(Ordering::Relaxed)
     }
@@ -119,18 +156,7 @@ pub fn guest_line(plugin: &str, level: tracing::Level, line: &str) {
 
 /// `line` with control characters (but tab) escaped: one log line stays one.
 pub fn printable(line: &str) -> Cow<'_, str> {
-    if !line.chars().any(|c| c.is_control() && c != '\t') {
-        return Cow::Borrowed(line);
-    }
-    Cow::Owned(
-        line.chars()
-            .map(|c| match c {
-                '\t' => "\t".to_string(),
-                c if c.is_control() => c.escape_default().to_string(),
-                c => c.to_string(),
-            })
-            .collect(),
-    )
+    crate::text_log::escape_controls(line, true)
 }
 
 /// Which stream a line came from.
@@ -257,5 +283,55 @@ mod tests {
             "{admitted}"
         );
         assert!(budget.dropped() >= 18_000);
+    }
+
+    /// 10,000 lines in one instant, then 10,000 more over the next 2.5 s
+    /// (800 lines/s): one notice per window, each with the exact count of
+    /// the lines dropped since the one before.
+    #[test]
+    fn drops_are_said_once_per_window_with_their_count() {
+        let budget = LogBudget::new("p".into());
+        let start = Instant::now();
+        let mut notices: Vec<(Duration, Dropped)> = Vec::new();
+        let mut unsaid = 0;
+        let times = (0..10_000)
+            .map(|_| start)
+            .chain((1..=10_000u64).map(|i| start + Duration::from_micros(250 * i)));
+        for (n, at) in times.enumerate() {
+            let (admitted, said) = budget.admit_at(at);
+            if let Some(d) = said {
+                assert_eq!(d.lines, unsaid, "the count of the window");
+                notices.push((at - start, d));
+                unsaid = 0;
+            }
+            unsaid += u64::from(!admitted);
+            if n == 9_999 {
+                assert!(notices.is_empty(), "nothing said within the window");
+                assert_eq!(unsaid, 10_000 - u64::from(LOG_BURST));
+            }
+        }
+        assert_eq!(notices.len(), 2, "one notice per window: {notices:?}");
+        assert_eq!(notices[0].0, DROP_WINDOW, "{notices:?}");
+        assert!(notices[1].0 - notices[0].0 >= DROP_WINDOW, "{notices:?}");
+        assert!(notices[0].1.lines > 10_000 - u64::from(LOG_BURST), "{notices:?}");
+        assert_eq!(budget.window.lock().unwrap().map(|(_, n)| n), Some(unsaid));
+    }
+
+    /// A plugin that floods, then goes quiet, hears of its drops with its
+    /// next line, however late.
+    #[test]
+    fn a_flood_that_stops_is_said_with_the_next_line() {
+        let budget = LogBudget::new("p".into());
+        let start = Instant::now();
+        let said: Vec<_> = (0..1_500)
+            .filter_map(|_| budget.admit_at(start).1)
+            .collect();
+        assert!(said.is_empty());
+        let (admitted, said) = budget.admit_at(start + Duration::from_secs(30));
+        assert!(admitted, "the budget refilled");
+        let said = said.expect("the drops are said");
+        assert_eq!(said.lines, 500);
+        assert_eq!(said.over, Duration::from_secs(30));
+        assert_eq!(budget.admit_at(start + Duration::from_secs(31)).1, None, "said once");
     }
 }

@@ -108,3 +108,77 @@ fn wink_dev_grants_whatever_is_declared() {
     );
     assert!(missing.is_empty() && g.secrets("p"));
 }
+
+#[test]
+fn unknown_fields_are_errors_at_every_level() {
+    let write = "{apiVersion: apps/v1, kind: Deployment, verbs: [patch]";
+    for (text, field) in [
+        ("plugin: {}".to_string(), "plugin"),
+        ("plugins: {x: {typo: 1}}".to_string(), "typo"),
+        (format!("plugins: {{x: {{writes: [{write}, namespace: [team-a]}}]}}}}"), "namespace"),
+        ("plugins: {x: {rate: {qps: 1, burst: 1, bursts: 2}}}".to_string(), "bursts"),
+        ("daemon: {rates: {qps: 1, burst: 1}}".to_string(), "rates"),
+        ("daemon: {rate: {qps: 1, burst: 1, x: 1}}".to_string(), "`x`"),
+    ] {
+        let e = Grants::parse(text.as_bytes()).unwrap_err();
+        assert!(e.contains("unknown field") && e.contains(field), "{text}: {e}");
+    }
+    // Spelled right, the write grant is namespaced.
+    let g = Grants::parse(format!("plugins: {{x: {{writes: [{write}, namespaces: [team-a]}}]}}}}").as_bytes()).unwrap();
+    assert_eq!(g.plugins["x"].writes[0].namespaces, Some(vec!["team-a".to_string()]));
+}
+
+#[test]
+fn duplicate_keys_are_errors_at_every_level() {
+    for (text, key) in [
+        ("plugins: {}\nplugins: {}\n", "plugins"),
+        ("plugins:\n  x: {mode: audit}\n  x: {mode: enforce}\n", "x"),
+        ("plugins:\n  '1': {}\n  1: {}\n", "1"),
+        ("plugins:\n  x: {mode: audit, mode: enforce}\n", "mode"),
+        (
+            "plugins:\n  x:\n    writes:\n      - {apiVersion: v1, kind: Pod, kind: Secret, verbs: [patch]}\n",
+            "kind",
+        ),
+        ("daemon: {rate: {qps: 1, burst: 1, qps: 2}}", "qps"),
+        ("{\"plugins\": {\"x\": {}, \"x\": {}}}", "x"),
+    ] {
+        let e = Grants::parse(text.as_bytes()).unwrap_err();
+        assert!(e.contains("duplicate") && e.contains(key), "{text}: {e}");
+    }
+}
+
+#[test]
+fn grants_nested_too_deep_are_refused_before_parsing() {
+    let started = std::time::Instant::now();
+    let e = Grants::parse("[".repeat(128 << 10).as_bytes()).unwrap_err();
+    assert_eq!(e, "nested deeper than 256 levels");
+    let e = Grants::parse(format!("plugins: {{x: {}", "{a: ".repeat(100_000)).as_bytes()).unwrap_err();
+    assert_eq!(e, "nested deeper than 256 levels");
+    assert!(started.elapsed() < std::time::Duration::from_secs(5), "refused at once");
+}
+
+#[test]
+fn a_grants_file_that_is_not_a_regular_file_or_too_large_is_refused_at_once() {
+    use std::os::unix::ffi::OsStrExt;
+    let dir = std::env::temp_dir().join(format!("wink-grants-files-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let fifo = dir.join("fifo.yaml");
+    let c = std::ffi::CString::new(fifo.as_os_str().as_bytes()).unwrap();
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let sparse = dir.join("sparse.yaml");
+    std::fs::File::create(&sparse).unwrap().set_len(3 << 30).unwrap();
+    let started = std::time::Instant::now();
+    let e = Grants::load(&fifo).unwrap_err().to_string();
+    assert!(e.ends_with("fifo.yaml: is a FIFO, not a regular file"), "{e}");
+    let e = Grants::load(std::path::Path::new("/dev/zero")).unwrap_err().to_string();
+    assert_eq!(e, "/dev/zero: is a device, not a regular file");
+    let e = Grants::load(&sparse).unwrap_err().to_string();
+    assert!(
+        e.ends_with("is 3221225472 bytes, more than the 1048576 bytes a grants file may have"),
+        "{e}"
+    );
+    assert!(started.elapsed() < std::time::Duration::from_secs(10), "nothing blocked or was read");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -32,7 +32,7 @@ fn a_fifo_is_refused_at_once_not_read() {
     );
     mkfifo(&dir.join("q.wasm"));
     let err = read_plugin(&dir.join("q.wasm")).err().unwrap();
-    assert!(matches!(err, FileError::NotAFile { what: "a FIFO", .. }), "{err}");
+    assert!(matches!(err, FileError::File(wink_input::FileError::NotAFile { what: "a FIFO", .. })), "{err}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -57,11 +57,11 @@ fn an_oversized_file_is_refused_before_it_is_read() {
     std::fs::File::create(&path).unwrap().set_len(200 << 20).unwrap();
     let err = read_plugin(&path).err().unwrap();
     assert!(
-        matches!(err, FileError::TooLarge { size, limit: MAX_COMPONENT_BYTES, .. } if size == 200 << 20),
+        matches!(err, FileError::File(wink_input::FileError::TooLarge { size, limit: MAX_COMPONENT_BYTES, .. }) if size == 200 << 20),
         "{err}"
     );
     std::fs::write(dir.join("x.json"), vec![b' '; (MAX_CONFIG_BYTES + 1) as usize]).unwrap();
-    assert!(matches!(read_config(&path), Err(FileError::TooLarge { .. })));
+    assert!(matches!(read_config(&path), Err(FileError::File(wink_input::FileError::TooLarge { .. }))));
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -77,10 +77,10 @@ fn a_symlink_is_followed_and_its_target_checked() {
     std::os::unix::fs::symlink(&dir, dir.join("z.wasm")).unwrap();
     assert!(matches!(
         read_plugin(&dir.join("z.wasm")),
-        Err(FileError::NotAFile {
+        Err(FileError::File(wink_input::FileError::NotAFile {
             what: "a directory",
             ..
-        })
+        }))
     ));
     let _ = std::fs::remove_dir_all(&dir);
 }
