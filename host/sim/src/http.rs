@@ -12,7 +12,8 @@ use super::discovery;
 use super::limits;
 use super::list;
 use super::openapi;
-use super::patch::{Patch, PatchType};
+use super::decode;
+use super::patch::{Patch, PatchType, undecodable};
 use super::resources::ResourceDef;
 use super::scale;
 use super::status::ApiError;
@@ -349,6 +350,7 @@ fn serve_resource(
                 Some(cur) => {
                     let p = parsed?;
                     let mut new = p.apply(&cur.value)?;
+                    decode::check(&def, &rp.version, &new).map_err(|why| undecodable(&new, &why))?;
                     // A patch without resourceVersion is unconditional.
                     if p.resource_version().is_none() {
                         new["metadata"]["resourceVersion"] = json!(cur.rv.to_string());
@@ -357,6 +359,7 @@ fn serve_resource(
                 }
                 None if ty == PatchType::Apply && !status => {
                     let mut v = parsed?.apply(&json!({}))?;
+                    decode::check(&def, &rp.version, &v).map_err(|why| undecodable(&v, &why))?;
                     v["metadata"]["name"] = json!(name);
                     write::create(&mut st, &def, ns, &api_version, v)?
                 }

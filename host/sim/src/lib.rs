@@ -17,13 +17,14 @@
 //! plane), `proto` (protobuf bodies), `table` and `list` (lists and Table
 //! output), `scale` (the /scale subresource), `discovery`, `http` (routing),
 //! `watch` (event streams), `faults`, `admin` (`/_sim` paths), `stats`,
-//! `status` (Status errors), `demo` (seed + churn), `kubeconfig`, `limits`
+//! `status` (Status errors), `decode` (what the decoder refuses), `demo` (seed + churn), `kubeconfig`, `limits`
 //! (body size, `timeoutSeconds`, command-line values), `depth` (nesting
 //! pre-scan of bodies).
 
 mod admin;
 mod authz;
 mod control;
+mod decode;
 mod demo;
 mod depth;
 mod discovery;

@@ -96,8 +96,19 @@ impl Patch {
             PatchDoc::Merge(p) => json_patch::merge(&mut out, p),
             PatchDoc::Strategic(p) => strategic_merge(&mut out, p),
         }
+        // What every object must still be; the caller checks the rest of its type.
+        let kind = current.get("kind").and_then(Value::as_str).unwrap_or("");
+        super::decode::check_object(kind, &out).map_err(|why| undecodable(&out, &why))?;
         Ok(out)
     }
+}
+
+/// The API server's answer when the patched object does not decode: 422
+/// Invalid on the field `patch`, against no kind (` "" is invalid: patch:
+/// Invalid value: "<the patched object>": <why>`).
+pub fn undecodable(patched: &Value, why: &str) -> ApiError {
+    let shown = Value::String(patched.to_string());
+    ApiError::invalid_field("", "", "", "patch", &format!("Invalid value: {shown}: {why}"))
 }
 
 fn named(v: &Value) -> Option<&str> {
@@ -223,5 +234,30 @@ mod tests {
             PatchType::from_content_type("application/merge-patch+json; charset=utf-8"),
             Some(PatchType::Merge)
         );
+    }
+
+    #[test]
+    fn a_patch_that_leaves_no_object_is_invalid() {
+        let cur = json!({"kind": "ConfigMap", "metadata": {"name": "a"}});
+        let cases: [(&[u8], PatchType); 6] = [
+            (br#""x""#, PatchType::Merge),
+            (b"[1,2]", PatchType::Merge),
+            (br#"{"metadata":"x"}"#, PatchType::Merge),
+            (br#"{"metadata":"x"}"#, PatchType::Strategic),
+            (br#"[{"op":"replace","path":"","value":5}]"#, PatchType::Json),
+            (b"metadata: [1]", PatchType::Apply),
+        ];
+        for (body, ty) in cases {
+            let e = apply(&cur, body, ty).unwrap_err();
+            let what = String::from_utf8_lossy(body);
+            assert_eq!((e.code, e.reason), (422, "Invalid"), "{what}");
+            assert!(e.message.starts_with(" \"\" is invalid: patch: Invalid value: "), "{what}: {}", e.message);
+            assert_eq!(e.details.as_ref().unwrap()["causes"][0]["field"], "patch");
+        }
+        let e = apply(&cur, br#""x""#, PatchType::Merge).unwrap_err();
+        assert!(e.message.ends_with("couldn't get version/kind; json parse error: json: cannot unmarshal string into Go value of type struct { APIVersion string \"json:\\\"apiVersion,omitempty\\\"\"; Kind string \"json:\\\"kind,omitempty\\\"\" }"), "{}", e.message);
+        let e = apply(&cur, br#"{"metadata":"x"}"#, PatchType::Merge).unwrap_err();
+        assert!(e.message.ends_with("json: cannot unmarshal string into Go struct field ConfigMap.metadata of type v1.ObjectMeta"), "{}", e.message);
+        apply(&cur, br#"{"metadata":null}"#, PatchType::Merge).unwrap();
     }
 }

@@ -52,7 +52,7 @@ fn unsupported(api_version: &str, kind: &str) -> ApiError {
 /// The message of a kind: in the package of its API group version (the
 /// group's first label, `apps`, `rbac` of `rbac.authorization.k8s.io`,
 /// `core` for the core group), else meta.k8s.io/v1's (`DeleteOptions`).
-fn message_for(api_version: &str, kind: &str) -> Option<MessageDescriptor> {
+pub fn message_for(api_version: &str, kind: &str) -> Option<MessageDescriptor> {
     let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
     let pkg = match group.split('.').next().unwrap_or("") {
         "" => "core",
@@ -61,6 +61,11 @@ fn message_for(api_version: &str, kind: &str) -> Option<MessageDescriptor> {
     POOL.get_message_by_name(&format!("k8s.io.api.{pkg}.{version}.{kind}"))
         // Options sent to any group (DeleteOptions) are meta.k8s.io's.
         .or_else(|| POOL.get_message_by_name(&format!("{META}.{kind}")))
+}
+
+/// A message of meta.k8s.io/v1 (`ObjectMeta`).
+pub fn meta_message(name: &str) -> Option<MessageDescriptor> {
+    POOL.get_message_by_name(&format!("{META}.{name}"))
 }
 
 /// An object in the Kubernetes envelope, as JSON, with the envelope's

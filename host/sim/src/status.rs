@@ -86,6 +86,29 @@ impl ApiError {
         }
     }
 
+    /// 422 Invalid of one field, as the API server's `field.Invalid`:
+    /// `{kind} "{name}" is invalid: {field}: {detail}`, the cause naming the
+    /// field. `qualified` and `kind` may be empty (a patch that does not
+    /// decode is reported against no kind: ` "" is invalid: patch: ...`).
+    pub fn invalid_field(qualified: &str, kind: &str, name: &str, field: &str, detail: &str) -> Self {
+        let mut d = if qualified.is_empty() {
+            json!({})
+        } else {
+            let mut d = details(qualified, name);
+            d["kind"] = json!(kind);
+            d
+        };
+        d["causes"] = json!([{"reason": "FieldValueInvalid", "message": detail, "field": field}]);
+        ApiError {
+            details: Some(d),
+            ..Self::new(
+                422,
+                "Invalid",
+                format!("{kind} \"{name}\" is invalid: {field}: {detail}"),
+            )
+        }
+    }
+
     /// `namespaces "default" is forbidden: this namespace may not be deleted` (403 Forbidden).
     pub fn forbidden(qualified: &str, name: &str, why: &str) -> Self {
         ApiError {

@@ -10,6 +10,7 @@
 use super::meta::{
     check_identity, fold_string_data, meta, mstr, now, parse_rv, spec_part, suffix, uid, valid_name,
 };
+use super::decode;
 use super::resources::{self, ResourceDef};
 use super::status::ApiError;
 use super::store::{EvType, Obj, State, key};
@@ -25,6 +26,8 @@ pub fn create(
     mut body: Value,
 ) -> Result<Arc<Obj>, ApiError> {
     let q = def.qualified();
+    let version = api_version.rsplit('/').next().unwrap_or(api_version);
+    decode::check(def, version, &body).map_err(|why| decode::bad_request(def, version, &why))?;
     check_identity(def, ns, &mut body, None)?;
     if def.namespaced {
         let ns = ns.ok_or_else(|| ApiError::bad_request("the namespace of the object is required"))?;
@@ -194,6 +197,8 @@ pub fn update(
     status: bool,
 ) -> Result<Arc<Obj>, ApiError> {
     let q = def.qualified();
+    let version = &def.versions[0];
+    decode::check(def, version, &body).map_err(|why| decode::bad_request(def, version, &why))?;
     check_identity(def, ns, &mut body, Some(name))?;
     let k = key(ns.filter(|_| def.namespaced), name);
     let table = st.table(&q).ok_or_else(ApiError::no_route)?;
