@@ -57,13 +57,7 @@ pub enum Mode {
     Audit,
 }
 
-/// A token-bucket rate: `qps` sustained, `burst` at once.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Rate {
-    pub qps: f64,
-    pub burst: u32,
-}
+pub use super::rate::Rate;
 
 /// The default rate of one plugin's writes.
 pub const PLUGIN_RATE: Rate = Rate { qps: 10.0, burst: 20 };
