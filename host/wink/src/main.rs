@@ -403,7 +403,8 @@ fn init_tracing(format: LogFormat) {
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
     let fmt = tracing_subscriber::fmt().with_env_filter(filter).with_ansi(false);
     match format {
-        LogFormat::Text => fmt.init(),
+        // Every field escaped: no value can end its line or forge another.
+        LogFormat::Text => fmt.fmt_fields(wink::text_log::EscapedFields::default()).init(),
         LogFormat::Json => {
             wink::runtime::stdio::set_structured(true);
             fmt.json().flatten_event(true).init()
