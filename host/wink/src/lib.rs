@@ -10,6 +10,7 @@
 pub mod admin;
 pub mod blocking;
 pub mod cache_view;
+pub mod canonical;
 pub mod client;
 pub mod daemon;
 pub mod harness;

@@ -12,7 +12,7 @@ use super::shared_informer::SharedInformer;
 use anyhow::Context;
 use kube::Client;
 use kube::api::{Api, ApiResource};
-use kube::core::{GroupVersion, GroupVersionKind};
+use kube::core::GroupVersionKind;
 use kube::discovery::Scope;
 use kube::runtime::{WatchStreamExt, watcher};
 use std::collections::HashMap;
@@ -127,17 +127,17 @@ impl SharedInformerFactory {
         &self.client
     }
 
-    /// Resolve apiVersion + kind through discovery (cached).
+    /// Resolve apiVersion + kind through discovery (cached); a spelling the
+    /// API server would not accept is refused ([`crate::canonical::Gvk`]).
     pub async fn resolve(&self, api_version: &str, kind: &str) -> anyhow::Result<(ApiResource, Scope)> {
         let cache_key = (api_version.to_string(), kind.to_string());
         let mut resources = self.resources.lock().await;
         if let Some(found) = resources.get(&cache_key) {
             return Ok(found.clone());
         }
-        let gv: GroupVersion = api_version
-            .parse()
-            .with_context(|| format!("invalid apiVersion {api_version:?}"))?;
-        let gvk = GroupVersionKind::gvk(&gv.group, &gv.version, kind);
+        // Only as the API server spells it: "/v1" is no core group here.
+        let gvk = crate::canonical::Gvk::parse(api_version, kind)?;
+        let gvk = GroupVersionKind::gvk(&gvk.group, &gvk.version, &gvk.kind);
         let (ar, caps) = kube::discovery::pinned_kind(&self.client, &gvk)
             .await
             .with_context(|| format!("the API server does not serve {api_version} {kind}"))?;

@@ -81,16 +81,23 @@ pub struct WriteGrant {
 }
 
 impl WriteGrant {
-    /// Whether this grant allows `verb` on `api_version`/`kind` in `namespace`.
+    /// Whether this grant allows `verb` on `api_version`/`kind` in
+    /// `namespace`. Resource types compare in their canonical form
+    /// ([`crate::canonical`]): a spelling the API server would not accept,
+    /// on either side, matches nothing.
     pub fn allows(&self, api_version: &str, kind: &str, verb: Verb, namespace: Option<&str>) -> bool {
-        self.api_version == api_version
-            && self.kind == kind
+        self.is_for(api_version, kind)
             && self.verbs.contains(&verb)
             && match (&self.namespaces, namespace) {
                 (None, _) => true,
                 (Some(nss), Some(ns)) => nss.iter().any(|n| n == ns || n == "*"),
                 (Some(nss), None) => nss.iter().any(|n| n == "*"),
             }
+    }
+
+    /// Whether this grant is about `api_version`/`kind` (canonically).
+    pub fn is_for(&self, api_version: &str, kind: &str) -> bool {
+        crate::canonical::same_type((&self.api_version, &self.kind), (api_version, kind))
     }
 }
 
@@ -244,7 +251,7 @@ impl Grants {
                 let granted: Vec<&WriteGrant> = grant
                     .writes
                     .iter()
-                    .filter(|g| g.api_version == d.api_version && g.kind == d.kind && g.verbs.contains(&verb))
+                    .filter(|g| g.is_for(&d.api_version, &d.kind) && g.verbs.contains(&verb))
                     .collect();
                 if granted.is_empty() {
                     lacking.push(verb);
@@ -275,6 +282,27 @@ impl Grants {
     /// Whether `plugin` may watch or read Secrets.
     pub fn secrets(&self, plugin: &str) -> bool {
         self.grant_declared || self.for_plugin(plugin).is_some_and(|g| g.secrets)
+    }
+
+    /// Whether `plugin` may watch or read `api_version`/`kind`: any
+    /// resource type the API server would accept the spelling of, but
+    /// Secrets only with a grant. The one decision for `wink run` and the
+    /// RBAC of `wink manifests`; call it with what was asked and again with
+    /// what discovery resolved it to ([`crate::canonical::Gvk::of_resource`]).
+    pub fn may_read(
+        &self,
+        plugin: &str,
+        api_version: &str,
+        kind: &str,
+    ) -> Result<crate::canonical::Gvk, String> {
+        let gvk =
+            crate::canonical::Gvk::parse(api_version, kind).map_err(|e| format!("plugin {plugin}: {e}"))?;
+        if gvk.is_secret() && !self.secrets(plugin) {
+            return Err(format!(
+                "plugin {plugin} asks for Secrets, which the operator has not granted (--allow-secrets {plugin}, or `secrets: true` in its grant)"
+            ));
+        }
+        Ok(gvk)
     }
 
     /// The rate of all plugins' writes together.

@@ -11,8 +11,9 @@ use crate::runtime::bindings::wink::plugin::cache;
 use std::sync::{Arc, RwLock};
 use wasmtime::component::Resource;
 
-/// The stores a plugin may query, by (apiVersion, kind). Filled when the
-/// plugin's registrations are known; shared by every Store of the plugin.
+/// The stores a plugin may query, by (apiVersion, kind) in their canonical
+/// spelling (`crate::canonical`). Filled when the plugin's registrations are
+/// known; shared by every Store of the plugin.
 /// A plugin grants a handful of resources, so a short list searched with
 /// `&str` comparisons answers a query without allocating or hashing.
 #[derive(Clone, Default)]
@@ -58,7 +59,11 @@ impl CacheScope {
             .collect()
     }
 
+    /// The store of `resource`, asked for as the API server spells it
+    /// (granted types are kept in that spelling, so text compares).
     fn store(&self, resource: &Resource_) -> Result<Store, CacheError> {
+        crate::canonical::Gvk::check(&resource.api_version, &resource.kind)
+            .map_err(|e| CacheError::InvalidArgument(e.0))?;
         self.stores
             .read()
             .unwrap()

@@ -3,17 +3,22 @@
 //! (its user agent and field manager), paced by token buckets, and answered
 //! as a typed `write-error` when the server refuses.
 //!
-//! Owns request building (paths, dry runs, field managers, content types),
-//! the mapping of a `Status` answer to a `write-error`, and rate limiting.
-//! Permission checks are the callers'. Requests go over HTTP, or to a
-//! [`LocalServer`] answering in-process (`wink test` captures writes so).
+//! Owns sending (every request passes [`super::request::check_sent`] here,
+//! whatever its transport), discovery for writes, the mapping of a `Status`
+//! answer to a `write-error`, and rate limiting; URLs are built in
+//! [`super::request`]. Permission checks are the callers'. Requests go over
+//! HTTP, or to a [`LocalServer`] answering in-process (`wink test` captures
+//! writes so).
 
+pub use super::request::Request;
+use super::request::check_sent;
+use crate::canonical::Gvk;
 use crate::informer::ObjRef;
 use crate::informer::SharedInformerFactory;
 use crate::informer::object::{CachePolicy, CachedObject};
 use crate::runtime::bindings::types::{ApiStatus, StatusCause, WriteError};
 pub use crate::runtime::rate::TokenBucket;
-use axum::http::{self, HeaderValue, Method};
+use axum::http::{self, HeaderValue};
 use kube::api::{ApiResource, DynamicObject};
 use kube::discovery::Scope;
 use serde_json::Value;
@@ -61,15 +66,6 @@ pub struct ClusterAccess {
     pub leadership: crate::leader::Leadership,
 }
 
-/// A write a plugin asks for, resolved to a request.
-pub struct Request {
-    pub method: Method,
-    /// Path and query.
-    pub uri: String,
-    pub content_type: &'static str,
-    pub body: Vec<u8>,
-}
-
 /// A resource resolved through discovery.
 #[derive(Clone)]
 pub struct Resolved {
@@ -80,8 +76,7 @@ pub struct Resolved {
 impl Resolved {
     /// The collection path: `/api/v1/namespaces/ns/configmaps`.
     pub fn collection(&self, namespace: Option<&str>) -> String {
-        use kube::Resource;
-        DynamicObject::url_path(&self.ar, namespace.filter(|_| self.namespaced))
+        super::request::collection_path(&self.ar, namespace.filter(|_| self.namespaced))
     }
 }
 
@@ -174,8 +169,11 @@ impl ClusterAccess {
         }
     }
 
-    /// Resolve a resource type through discovery (cached by the factory).
+    /// Resolve a resource type through discovery (cached by the factory):
+    /// only as the API server spells it ([`Gvk::parse`]), and only to itself
+    /// ([`Gvk::check_resolved`]).
     pub fn resolve(&self, api_version: &str, kind: &str) -> Result<Resolved, WriteError> {
+        let gvk = Gvk::parse(api_version, kind).map_err(|e| WriteError::InvalidArgument(e.0))?;
         let key = (api_version.to_string(), kind.to_string());
         if let Some(found) = self.resolved.lock().unwrap().get(&key) {
             return Ok(found.clone());
@@ -191,6 +189,8 @@ impl ClusterAccess {
                     .map_err(|e| WriteError::InvalidArgument(format!("{e:#}")))?
             }
         };
+        gvk.check_resolved(&resolved.ar)
+            .map_err(|e| WriteError::InvalidArgument(e.0))?;
         self.resolved.lock().unwrap().insert(key, resolved.clone());
         Ok(resolved)
     }
@@ -201,18 +201,32 @@ impl ClusterAccess {
     /// is at most [`MAX_RETRY_AFTER`] is retried after it, up to
     /// [`RETRIES_429`] times; then the plugin gets `too-many-requests` with
     /// the server's retry-after, to decide for itself.
+    ///
+    /// Not a dry run: writes go through [`Self::send_checked`].
     pub fn send(&self, request: Request, user_agent: &HeaderValue) -> Result<(u16, Vec<u8>), WriteError> {
-        crate::blocking::blocking(|| self.send_retrying(request, user_agent))
+        self.send_checked(request, user_agent, false)
+    }
+
+    /// [`Self::send`], refused unless the request as it goes out passes
+    /// [`check_sent`] (with `dryRun=All` when `dry_run`).
+    pub fn send_checked(
+        &self,
+        request: Request,
+        user_agent: &HeaderValue,
+        dry_run: bool,
+    ) -> Result<(u16, Vec<u8>), WriteError> {
+        crate::blocking::blocking(|| self.send_retrying(request, user_agent, dry_run))
     }
 
     fn send_retrying(
         &self,
         request: Request,
         user_agent: &HeaderValue,
+        dry_run: bool,
     ) -> Result<(u16, Vec<u8>), WriteError> {
         let mut retries = 0;
         loop {
-            match self.send_once(&request, user_agent) {
+            match self.send_once(&request, user_agent, dry_run) {
                 Err(WriteError::TooManyRequests(st)) if retries < RETRIES_429 => {
                     let wait = Duration::from_secs(st.retry_after_seconds.unwrap_or(1).into());
                     if wait > MAX_RETRY_AFTER {
@@ -226,10 +240,16 @@ impl ClusterAccess {
         }
     }
 
-    fn send_once(&self, request: &Request, user_agent: &HeaderValue) -> Result<(u16, Vec<u8>), WriteError> {
+    fn send_once(
+        &self,
+        request: &Request,
+        user_agent: &HeaderValue,
+        dry_run: bool,
+    ) -> Result<(u16, Vec<u8>), WriteError> {
         let (client, runtime) = match &self.transport {
             Transport::Http { client, runtime, .. } => (client.clone(), runtime),
             Transport::Local(server) => {
+                check_sent(&request.uri, &request.uri, dry_run)?;
                 return match server.answer(request) {
                     (code, body) if (200..300).contains(&code) => Ok((code, body)),
                     (code, body) => Err(error_of(code, None, &body)),
@@ -244,6 +264,8 @@ impl ClusterAccess {
             .header(http::header::USER_AGENT, user_agent)
             .body(kube::client::Body::from(request.body.clone()))
             .map_err(|e| WriteError::InvalidArgument(e.to_string()))?;
+        let sent = req.uri().path_and_query().map_or("", |pq| pq.as_str());
+        check_sent(&request.uri, sent, dry_run)?;
         let exchange = async move {
             let resp = client.send(req).await.map_err(|e| e.to_string())?;
             let code = resp.status().as_u16();

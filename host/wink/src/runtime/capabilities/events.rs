@@ -6,10 +6,12 @@
 //! per-object spam filter (a token bucket of [`SPAM_BURST`], refilled one
 //! every five minutes, as client-go's) drops the excess. Events need the
 //! plugin's declaration and the operator's grant; in audit mode they are
-//! still recorded (they are the audit's output).
+//! still recorded (they are the audit's output), and so are not dry runs.
+//! Their URLs are built as every write's ([`super::request`]).
 
 use super::HostState;
 use super::cluster::{Request, TokenBucket};
+use super::request::{Query, Target};
 use crate::runtime::bindings::types::WriteError;
 use crate::runtime::bindings::wink::plugin::events::{self, EventType};
 use axum::http::Method;
@@ -55,6 +57,12 @@ fn micro_time() -> String {
     k8s_openapi::jiff::Timestamp::now()
         .strftime("%Y-%m-%dT%H:%M:%S.%6fZ")
         .to_string()
+}
+
+/// `events.k8s.io/v1` Events, as discovery would resolve them.
+fn events_resource() -> kube::api::ApiResource {
+    let gvk = kube::core::GroupVersionKind::gvk("events.k8s.io", "v1", "Event");
+    kube::api::ApiResource::from_gvk_with_plural(&gvk, "events")
 }
 
 impl Recorder {
@@ -131,18 +139,29 @@ impl events::Host for HostState {
             })
         };
         let cluster = &access.cluster;
-        let collection = |ns: &str| format!("/apis/events.k8s.io/v1/namespaces/{ns}/events");
+        let events = events_resource();
+        let uri = |ns: &str, name: Option<&str>| {
+            let target = Target {
+                ar: &events,
+                namespace: Some(ns),
+                name,
+                subresource: None,
+            };
+            target.uri(&Query::default())
+        };
         access.pace();
         let result = match repeat {
             Some((ns, name, count)) => {
                 let patch = serde_json::json!({"series": {"count": count, "lastObservedTime": now}});
-                let request = Request {
-                    method: Method::PATCH,
-                    uri: format!("{}/{name}", collection(&ns)),
-                    content_type: "application/merge-patch+json",
-                    body: patch.to_string().into_bytes(),
-                };
-                cluster.send(request, &access.user_agent).map(drop)
+                uri(&ns, Some(&name)).and_then(|uri| {
+                    let request = Request {
+                        method: Method::PATCH,
+                        uri,
+                        content_type: "application/merge-patch+json",
+                        body: patch.to_string().into_bytes(),
+                    };
+                    cluster.send(request, &access.user_agent).map(drop)
+                })
             }
             None => {
                 let ns = obj.namespace().unwrap_or("default").to_string();
@@ -170,13 +189,15 @@ impl events::Host for HostState {
                         "resourceVersion": obj.resource_version(),
                     },
                 });
-                let request = Request {
-                    method: Method::POST,
-                    uri: collection(&ns),
-                    content_type: "application/json",
-                    body: event.to_string().into_bytes(),
-                };
-                let sent = cluster.send(request, &access.user_agent).map(drop);
+                let sent = uri(&ns, None).and_then(|uri| {
+                    let request = Request {
+                        method: Method::POST,
+                        uri,
+                        content_type: "application/json",
+                        body: event.to_string().into_bytes(),
+                    };
+                    cluster.send(request, &access.user_agent).map(drop)
+                });
                 if sent.is_ok() {
                     recorder.series.lock().unwrap().insert(
                         identity,

@@ -10,6 +10,7 @@
 //!   reads; it reads the informers' stores only;
 //! - [`write`] and [`events`]: the `write` and `events` imports, the only
 //!   way a guest reaches the API server, within the operator's grants;
+//!   [`request`] builds their URLs and checks each request as it is sent;
 //! - [`report`]: the `report` import, policy results handed to the
 //!   aggregator of `crate::reports` (the host writes the reports).
 
@@ -19,6 +20,7 @@ mod echo;
 pub mod events;
 mod log;
 pub mod report;
+pub mod request;
 pub mod write;
 
 pub use cache::CacheScope;

@@ -2,14 +2,20 @@
 //! subresource), only within the plugin's permissions (what it declared,
 //! intersected with the operator's grants), paced by its rate limit and the
 //! daemon's, as the plugin (user agent, field manager), server-side dry runs
-//! in audit mode. A refusal or a failed request is a `write-error` value,
-//! never a trap; a refused write is logged once per (verb, resource).
+//! in audit mode. The resource type must be spelled as the API server
+//! spells it and is checked as discovery resolved it; a key's namespace and
+//! name are checked before anything is sent, and a write in audit mode is
+//! refused where it is sent unless it says `dryRun=All` ([`super::request`]).
+//! A refusal or a failed request is a `write-error` value, never a trap; a
+//! refused write is logged once per (verb, resource).
 //!
 //! Time spent waiting for the rate limit or the API server is host I/O: the
 //! call clock does not count it against the plugin's deadline.
 
 use super::HostState;
 use super::cluster::{ClusterAccess, Request, Resolved, TokenBucket, answer_object};
+use super::request::{Query, Target};
+use crate::canonical::{Gvk, names};
 use crate::runtime::bindings::types::{ResourceType as Resource_, WriteError};
 use crate::runtime::bindings::wink::plugin::write::{self, DeleteOptions, PatchType, Propagation};
 use crate::runtime::grants::{Mode, Permissions, Verb};
@@ -136,15 +142,18 @@ impl WriteAccess {
     }
 
     /// The query of every write: field manager and, in audit mode, dry run.
-    fn query(&self, force: bool) -> String {
-        let mut q = format!("?fieldManager={}", self.field_manager);
-        if self.audit() {
-            q.push_str("&dryRun=All");
+    fn query(&self, force: bool) -> Query {
+        Query {
+            field_manager: Some(self.field_manager.clone()),
+            dry_run: self.audit(),
+            force,
         }
-        if force {
-            q.push_str("&force=true");
-        }
-        q
+    }
+
+    /// Send a write: in audit mode it is refused unless the request as it
+    /// goes out says `dryRun=All` (checked where it is sent).
+    fn send_write(&self, request: Request) -> Result<(u16, Vec<u8>), WriteError> {
+        self.cluster.send_checked(request, &self.user_agent, self.audit())
     }
 }
 
@@ -211,17 +220,23 @@ type Reply<T> = wasmtime::Result<Result<T, WriteError>>;
 
 impl HostState {
     /// Check, pace and send one write of `verb` on `resource` in
-    /// `namespace`; `build` makes the request from the resolved resource and
-    /// the write query. Host I/O time goes on the call clock.
+    /// `namespace`; `build` makes the request from the resolved resource,
+    /// the namespace (none for a cluster-scoped resource) and the write
+    /// query. The resource type is checked in its canonical form, as
+    /// discovery resolved it; the namespace before anything else. Host I/O
+    /// time goes on the call clock.
     fn perform(
         &mut self,
         verb: Verb,
         resource: &Resource_,
         namespace: Option<&str>,
-        build: impl FnOnce(&Resolved, &str, &WriteAccess) -> Result<Request, WriteError>,
+        build: impl FnOnce(&Resolved, Option<&str>, &Query) -> Result<Request, WriteError>,
         force: bool,
     ) -> Result<(Vec<u8>, Resolved), WriteError> {
-        let what = format!("{} {}", resource.api_version, resource.kind);
+        let what = match Gvk::parse(&resource.api_version, &resource.kind) {
+            Ok(gvk) => gvk.to_string(),
+            Err(e) => return Err(invalid(e.0)),
+        };
         let Some(access) = self.writes.get() else {
             return Err(WriteError::NotPermitted(format!(
                 "{} of {what}: this plugin has no writes granted",
@@ -240,9 +255,13 @@ impl HostState {
             if resolved.namespaced && namespace.is_none() {
                 return Err(invalid(format!("{what} is namespaced: a namespace is needed")));
             }
+            if let Some(ns) = namespace {
+                names::namespace(ns).map_err(|e| invalid(e.0))?;
+            }
+            let ar = &resolved.ar;
             if !access
                 .permissions
-                .allows(&resource.api_version, &resource.kind, verb, namespace)
+                .allows(&ar.api_version, &ar.kind, verb, namespace)
             {
                 let scope = namespace.map_or(String::new(), |ns| format!(" in namespace {ns}"));
                 return Err(access.refuse(
@@ -252,12 +271,12 @@ impl HostState {
                 ));
             }
             let query = access.query(force);
-            let request = build(&resolved, &query, &access)?;
+            let request = build(&resolved, namespace, &query)?;
             access.pace();
             let audit = access
                 .audit()
                 .then(|| format!("{} {}", request.method, request.uri));
-            let answer = access.cluster.send(request, &access.user_agent);
+            let answer = access.send_write(request);
             if let Some(what) = audit {
                 let outcome = match &answer {
                     Ok((code, _)) => format!("the server accepted it ({code})"),
@@ -295,7 +314,7 @@ impl HostState {
         &mut self,
         resource: &Resource_,
         body: &str,
-        subresource: &str,
+        subresource: Option<&'static str>,
     ) -> Result<(Vec<u8>, Resolved), WriteError> {
         let (value, ns, name) = object_body(body)?;
         let name = name.ok_or_else(|| invalid("the body has no metadata.name"))?;
@@ -303,10 +322,16 @@ impl HostState {
             Verb::Update,
             resource,
             ns.as_deref(),
-            |r, q, _| {
+            |r, ns, q| {
+                let target = Target {
+                    ar: &r.ar,
+                    namespace: ns,
+                    name: Some(&name),
+                    subresource,
+                };
                 Ok(Request {
                     method: Method::PUT,
-                    uri: format!("{}/{name}{subresource}{q}", r.collection(ns.as_deref())),
+                    uri: target.uri(q)?,
                     content_type: "application/json",
                     body: value.to_string().into_bytes(),
                 })
@@ -321,7 +346,7 @@ impl HostState {
         key: &str,
         patch: &PatchType,
         body: String,
-        subresource: &str,
+        subresource: Option<&'static str>,
     ) -> Result<(Vec<u8>, Resolved), WriteError> {
         let (ns, name) = split_key(key);
         serde_json::from_str::<serde::de::IgnoredAny>(&body)
@@ -331,10 +356,16 @@ impl HostState {
             Verb::Patch,
             resource,
             ns,
-            |r, q, _| {
+            |r, ns, q| {
+                let target = Target {
+                    ar: &r.ar,
+                    namespace: ns,
+                    name: Some(name),
+                    subresource,
+                };
                 Ok(Request {
                     method: Method::PATCH,
-                    uri: format!("{}/{name}{subresource}{q}", r.collection(ns)),
+                    uri: target.uri(q)?,
                     content_type,
                     body: body.into_bytes(),
                 })
@@ -354,10 +385,20 @@ impl write::Host for HostState {
                 Verb::Create,
                 &resource,
                 ns.as_deref(),
-                |r, q, _| {
+                |r, ns, q| {
+                    // Not in the URL, but checked as the API server would.
+                    if let Some(name) = &name {
+                        names::object_name(&r.ar.group, name).map_err(|e| invalid(e.0))?;
+                    }
+                    let target = Target {
+                        ar: &r.ar,
+                        namespace: ns,
+                        name: None,
+                        subresource: None,
+                    };
                     Ok(Request {
                         method: Method::POST,
-                        uri: format!("{}{q}", r.collection(ns.as_deref())),
+                        uri: target.uri(q)?,
                         content_type: "application/json",
                         body: value.to_string().into_bytes(),
                     })
@@ -369,7 +410,7 @@ impl write::Host for HostState {
     }
 
     fn replace(&mut self, resource: Resource_, body: String) -> Reply<Resource<super::ObjectHandle>> {
-        let result = self.put(&resource, &body, "");
+        let result = self.put(&resource, &body, None);
         self.object_reply(result)
     }
 
@@ -380,7 +421,7 @@ impl write::Host for HostState {
         patch_type: PatchType,
         body: String,
     ) -> Reply<Resource<super::ObjectHandle>> {
-        let result = self.patch_at(&resource, &key, &patch_type, body, "");
+        let result = self.patch_at(&resource, &key, &patch_type, body, None);
         self.object_reply(result)
     }
 
@@ -395,7 +436,7 @@ impl write::Host for HostState {
             Verb::Delete,
             &resource,
             ns,
-            |r, _, access| {
+            |r, ns, q| {
                 let mut body = serde_json::json!({"kind": "DeleteOptions", "apiVersion": "v1"});
                 if options.uid.is_some() || options.resource_version.is_some() {
                     body["preconditions"] =
@@ -408,14 +449,23 @@ impl write::Host for HostState {
                         Propagation::Foreground => "Foreground",
                     });
                 }
-                if access.audit() {
+                if q.dry_run {
                     body["dryRun"] = serde_json::json!(["All"]);
                 }
                 // A delete takes no field manager.
-                let dry_run = if access.audit() { "?dryRun=All" } else { "" };
+                let query = Query {
+                    field_manager: None,
+                    ..q.clone()
+                };
+                let target = Target {
+                    ar: &r.ar,
+                    namespace: ns,
+                    name: Some(name),
+                    subresource: None,
+                };
                 Ok(Request {
                     method: Method::DELETE,
-                    uri: format!("{}/{name}{dry_run}", r.collection(ns)),
+                    uri: target.uri(&query)?,
                     content_type: "application/json",
                     body: body.to_string().into_bytes(),
                 })
@@ -431,7 +481,7 @@ impl write::Host for HostState {
     }
 
     fn replace_status(&mut self, resource: Resource_, body: String) -> Reply<Resource<super::ObjectHandle>> {
-        let result = self.put(&resource, &body, "/status");
+        let result = self.put(&resource, &body, Some("status"));
         self.object_reply(result)
     }
 
@@ -442,7 +492,7 @@ impl write::Host for HostState {
         patch_type: PatchType,
         body: String,
     ) -> Reply<Resource<super::ObjectHandle>> {
-        let result = self.patch_at(&resource, &key, &patch_type, body, "/status");
+        let result = self.patch_at(&resource, &key, &patch_type, body, Some("status"));
         self.object_reply(result)
     }
 }

@@ -206,23 +206,32 @@ impl PluginManager {
             handles_events,
         } in sources(registration)
         {
+            let grants = &self.options.grants;
+            let gvk = grants
+                .may_read(plugin, &resource.api_version, &resource.kind)
+                .map_err(anyhow::Error::msg)?;
+            if let Some(ns) = namespace {
+                crate::canonical::names::namespace(ns).with_context(|| format!("plugin {plugin}: {gvk}"))?;
+            }
             let spec = WatchSpec {
-                api_version: resource.api_version.clone(),
-                kind: resource.kind.clone(),
+                api_version: gvk.api_version(),
+                kind: gvk.kind.clone(),
                 namespace: namespace.clone().or_else(|| self.options.namespace.clone()),
                 label_selector: label_selector.clone().filter(|s| !s.is_empty()),
                 field_selector: field_selector.clone().filter(|s| !s.is_empty()),
             };
-            if spec.api_version == "v1" && spec.kind == "Secret" && !self.options.grants.secrets(plugin) {
-                anyhow::bail!(
-                    "plugin {plugin} asks for Secrets, which the operator has not granted (--allow-secrets {plugin}, or `secrets: true` in its grant)"
-                );
-            }
-            let informer = self
+            // What discovery resolved it to decides too: that is what is listed.
+            let unresolved = |e| super::waiting::unresolved(e, &spec);
+            let (ar, _) = self
                 .factory
-                .informer_for(&spec)
+                .resolve(&spec.api_version, &spec.kind)
                 .await
-                .map_err(|e| super::waiting::unresolved(e, &spec))?;
+                .map_err(unresolved)?;
+            gvk.check_resolved(&ar)?;
+            grants
+                .may_read(plugin, &ar.api_version, &ar.kind)
+                .map_err(anyhow::Error::msg)?;
+            let informer = self.factory.informer_for(&spec).await.map_err(unresolved)?;
             for index in indexes {
                 let by = index_spec(&index.by);
                 informer
@@ -239,6 +248,10 @@ impl PluginManager {
             });
         }
         let declared = declared_writes(registration);
+        for d in &declared {
+            crate::canonical::Gvk::parse(&d.api_version, &d.kind)
+                .with_context(|| format!("plugin {plugin} declares writes"))?;
+        }
         let (permissions, missing): (Permissions, Missing) =
             self.options
                 .grants
