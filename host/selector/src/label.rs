@@ -1,5 +1,13 @@
 //! Label selectors: apimachinery's `labels.Parse` grammar, its validation of
-//! keys and values, and its matching rules.
+//! keys and values, and its matching rules, within caps on a selector's size.
+//!
+//! apimachinery's parser has no caps of its own: the API server bounds a
+//! selector only through the size of a request's URL (Go's `http.Server`
+//! reads at most 1 MiB of request head). A selector of thousands of terms
+//! then costs every object of a list thousands of lookups, so wink caps
+//! selectors well below that and far above what people write
+//! ([`MAX_SELECTOR_BYTES`], [`MAX_REQUIREMENTS`], [`MAX_VALUES`]); a
+//! selector past a cap is refused with an error naming the cap.
 
 use crate::Labels;
 use crate::lexer::{Lexer, Token};
@@ -41,6 +49,13 @@ impl Requirement {
         }
     }
 }
+
+/// The longest label selector accepted, in bytes.
+pub const MAX_SELECTOR_BYTES: usize = 16 * 1024;
+/// The most requirements (comma-separated terms) in one label selector.
+pub const MAX_REQUIREMENTS: usize = 100;
+/// The most values in all of one selector's `in` and `notin` sets together.
+pub const MAX_VALUES: usize = 1_000;
 
 /// A parsed label selector; the empty selector matches everything.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -209,10 +224,24 @@ fn parse_requirement(lexer: &mut Lexer<'_>) -> Result<Requirement, String> {
 impl LabelSelector {
     /// Parse Kubernetes selector syntax, e.g. `app=web,tier notin (db),!canary,replicas>3`.
     /// Errors read as the API server's (`unable to parse requirement: ...`).
+    /// A selector past a cap ([`MAX_SELECTOR_BYTES`], [`MAX_REQUIREMENTS`],
+    /// [`MAX_VALUES`]) is refused with an error naming the cap.
     pub fn parse(s: &str) -> Result<Self, String> {
+        if s.len() > MAX_SELECTOR_BYTES {
+            return Err(format!(
+                "label selector is {} bytes long, more than the {MAX_SELECTOR_BYTES} allowed",
+                s.len()
+            ));
+        }
         let mut lexer = Lexer::new(s);
         let mut requirements = Vec::new();
+        let mut values = 0;
         loop {
+            if requirements.len() == MAX_REQUIREMENTS {
+                return Err(format!(
+                    "label selector has more than the {MAX_REQUIREMENTS} requirements allowed"
+                ));
+            }
             match lexer.peek() {
                 Token::End => break,
                 t if t == Token::Not || t.identifier().is_some() => {}
@@ -220,6 +249,14 @@ impl LabelSelector {
             }
             let requirement =
                 parse_requirement(&mut lexer).map_err(|e| format!("unable to parse requirement: {e}"))?;
+            if let Requirement::In(_, set) | Requirement::NotIn(_, set) = &requirement {
+                values += set.len();
+                if values > MAX_VALUES {
+                    return Err(format!(
+                        "label selector has more than the {MAX_VALUES} values allowed in its sets"
+                    ));
+                }
+            }
             requirements.push(requirement);
             match lexer.next_token() {
                 Token::End => break,

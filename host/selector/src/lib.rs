@@ -7,7 +7,8 @@
 //! `fields.ParseSelector`):
 //! - label selectors: `=`, `==`, `!=`, `in`, `notin`, `key` (exists),
 //!   `!key` (does not exist), `>` and `<` (integer comparisons);
-//! - field selectors: `=`, `==`, `!=` on field paths.
+//! - field selectors: `=`, `==`, `!=` on field paths;
+//! - caps on a label selector's length, requirements and set values.
 //!
 //! Knows nothing of where labels or fields come from beyond the [`Labels`]
 //! trait and a JSON object; never touches storage, HTTP or the informer.
@@ -19,7 +20,7 @@ mod lexer;
 
 pub use field::FieldSelector;
 pub use field_labels::field_labels;
-pub use label::{LabelSelector, Requirement};
+pub use label::{LabelSelector, MAX_REQUIREMENTS, MAX_SELECTOR_BYTES, MAX_VALUES, Requirement};
 
 use std::collections::BTreeMap;
 
