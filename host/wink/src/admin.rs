@@ -6,7 +6,8 @@
 //! permissions, calls, crashes, writes), and the cache view's routes.
 //!
 //! Owns only HTTP and the rendering of what the factory and the manager
-//! report; it changes nothing. Served on a bounded listener ([`crate::listener`]).
+//! report; it changes nothing. Served on a bounded listener ([`crate::listener`])
+//! whose reserve keeps the probes answering when its connection cap is reached.
 
 use crate::informer::SharedInformerFactory;
 use crate::runtime::PluginManager;
@@ -340,21 +341,31 @@ async fn debug_plugins(State(a): State<Admin>) -> Response {
     ([(header::CONTENT_TYPE, "application/json")], body.to_string()).into_response()
 }
 
-/// The admin server's routes (the cache view's included).
-pub fn router(admin: Admin) -> axum::Router {
-    let view = crate::cache_view::router(admin.factory.clone());
+/// The health probes' routes: what the listener's reserve answers when
+/// its connection cap is reached.
+pub fn probes(admin: Admin) -> axum::Router {
     axum::Router::new()
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
-        .route("/metrics", get(metrics))
-        .route("/debug/plugins", get(debug_plugins))
         .with_state(admin)
+}
+
+/// The admin server's routes (the probes' and the cache view's included).
+pub fn router(admin: Admin) -> axum::Router {
+    let view = crate::cache_view::router(admin.factory.clone());
+    probes(admin.clone())
+        .merge(
+            axum::Router::new()
+                .route("/metrics", get(metrics))
+                .route("/debug/plugins", get(debug_plugins))
+                .with_state(admin),
+        )
         .merge(view)
 }
 
-/// Serve the admin server on a bound listener until the task is dropped.
+/// Serve the admin server on a bound listener until the task is dropped;
+/// the probes answer even when its connection cap is reached.
 pub async fn serve(listener: crate::listener::BoundedListener, admin: Admin) -> anyhow::Result<()> {
-    tracing::info!(addr = %axum::serve::Listener::local_addr(&listener)?, "admin server listening");
-    axum::serve(listener, router(admin)).await?;
-    Ok(())
+    tracing::info!(addr = %listener.local_addr()?, "admin server listening");
+    crate::listener::serve(listener, router(admin.clone()), Some(probes(admin))).await
 }

@@ -111,7 +111,6 @@ pub fn router(factory: Arc<SharedInformerFactory>) -> axum::Router {
 
 /// Serve the cache view on a bound listener until the task is dropped.
 pub async fn serve(listener: BoundedListener, factory: Arc<SharedInformerFactory>) -> anyhow::Result<()> {
-    tracing::info!(addr = %axum::serve::Listener::local_addr(&listener)?, "cache view listening");
-    axum::serve(listener, router(factory)).await?;
-    Ok(())
+    tracing::info!(addr = %listener.local_addr()?, "cache view listening");
+    crate::listener::serve(listener, router(factory), None).await
 }
