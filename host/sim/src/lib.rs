@@ -321,11 +321,29 @@ async fn serve_conn(stream: TcpStream, shared: Arc<Shared>) {
     let io = hyper_util::rt::TokioIo::new(stream);
     let svc = hyper::service::service_fn(move |req| {
         let s = shared.clone();
-        async move { Ok::<_, Infallible>(http::handle(s, req).await) }
+        async move { Ok::<_, Infallible>(answer_despite_panics(http::handle(s, req)).await) }
     });
     let _ = hyper::server::conn::http1::Builder::new()
         .serve_connection(io, svc)
         .await;
+}
+
+/// A request handler's answer; a handler that panics answers 500 with a
+/// Status (the API server's panic recovery) instead of dropping the
+/// connection.
+async fn answer_despite_panics(handler: impl std::future::Future<Output = http::Resp>) -> http::Resp {
+    use futures::FutureExt;
+    match std::panic::AssertUnwindSafe(handler).catch_unwind().await {
+        Ok(resp) => resp,
+        Err(_) => {
+            tracing::error!("sim: a request handler panicked");
+            http::error_response(&status::ApiError::new(
+                500,
+                "InternalError",
+                "This request caused apiserver to panic. Look in the logs for details.",
+            ))
+        }
+    }
 }
 
 async fn drop_connections(conns: &mut JoinSet<()>) {
@@ -508,5 +526,14 @@ mod tests {
             ..parse(&[]).unwrap()
         };
         assert!(args.config().unwrap_err().to_string().contains("churn"));
+    }
+
+    #[tokio::test]
+    async fn a_handler_that_panics_answers_500_with_a_status() {
+        let resp = answer_despite_panics(async { panic!("a handler's bug") }).await;
+        assert_eq!(resp.status(), 500);
+        let body = axum::body::to_bytes(resp.into_body(), 1 << 20).await.unwrap();
+        let v: Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!((v["kind"].as_str(), v["reason"].as_str()), (Some("Status"), Some("InternalError")));
     }
 }

@@ -209,9 +209,25 @@ pub fn builtins() -> Vec<ResourceDef> {
     ]
 }
 
-/// Read the resource type a CustomResourceDefinition declares.
-/// Errors are messages for a 422 Invalid.
-pub fn from_crd(crd: &Value) -> Result<ResourceDef, String> {
+/// Read the resource type a CustomResourceDefinition declares, its printer
+/// columns checked as the API server checks them. Errors are the causes of
+/// a 422 Invalid.
+pub fn from_crd(crd: &Value) -> Result<ResourceDef, Vec<String>> {
+    let def = declared(crd).map_err(|e| vec![e])?;
+    let versions = crd.pointer("/spec/versions").and_then(Value::as_array);
+    let errs: Vec<String> = versions
+        .into_iter()
+        .flatten()
+        .enumerate()
+        .flat_map(|(i, v)| super::table::crd::validate(i, v))
+        .collect();
+    match errs.is_empty() {
+        true => Ok(def),
+        false => Err(errs),
+    }
+}
+
+fn declared(crd: &Value) -> Result<ResourceDef, String> {
     let spec = crd.get("spec").ok_or("spec: Required value")?;
     let s = |v: Option<&Value>| v.and_then(Value::as_str).unwrap_or("").to_string();
     let group = s(spec.get("group"));

@@ -81,7 +81,7 @@ pub fn create(
     let new_def = if def.plural == "customresourcedefinitions" && def.group == "apiextensions.k8s.io" {
         let mut b = body.clone();
         meta(&mut b).insert("name".into(), json!(name));
-        Some(resources::from_crd(&b).map_err(|e| ApiError::invalid(&q, &def.kind, &name, &[e]))?)
+        Some(resources::from_crd(&b).map_err(|e| ApiError::invalid(&q, &def.kind, &name, &e))?)
     } else {
         None
     };
@@ -263,7 +263,7 @@ pub fn update(
     }
     let is_crd = def.plural == "customresourcedefinitions" && def.group == "apiextensions.k8s.io";
     if is_crd && !status {
-        let d = resources::from_crd(&new).map_err(|e| ApiError::invalid(&q, &def.kind, name, &[e]))?;
+        let d = resources::from_crd(&new).map_err(|e| ApiError::invalid(&q, &def.kind, name, &e))?;
         new["status"] = crd_status(&new, &d);
         st.add_table(d);
     }

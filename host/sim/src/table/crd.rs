@@ -1,12 +1,15 @@
 //! Custom resources' tables: a CRD version's `additionalPrinterColumns`
-//! (or, without any, the Age column the real server adds), with their
-//! `jsonPath` read through a subset of JSONPath: dotted fields and list
-//! indexes (`.spec.replicas`, `.status.conditions[0].type`, `.metadata.labels.app`).
+//! (or, without any, the Age column the real server adds), their paths
+//! read by `jsonpath`. As the API server does, the columns stop before the
+//! first path that does not parse (it keeps the columns it built and logs
+//! the printer specification as invalid); a CRD is refused only for what
+//! the API server's validation refuses ([`validate`]).
 //!
-//! Owns: reading printer columns out of a CRD and evaluating them. Must
-//! not touch: the store (callers find the CRD) or the Table shape.
+//! Owns: reading printer columns out of a CRD, checking and evaluating
+//! them. Must not touch: the store (callers find the CRD) or the Table shape.
 
 use super::{Column, age, name_column};
+use super::jsonpath::{self, Step};
 use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
 
@@ -19,10 +22,54 @@ pub struct PrinterColumn {
     pub description: String,
     pub priority: i64,
     pub json_path: String,
+    /// The parsed path; `None` for JSONPath beyond fields and indexes.
+    pub steps: Option<Vec<Step>>,
 }
 
-/// The printer columns of `version` in a CRD object; the Age column when
-/// it declares none.
+/// The types and formats a printer column may declare (the API server's
+/// `printerColumnDatatypes`, `customResourceColumnDefinitionFormats`).
+const TYPES: [&str; 5] = ["boolean", "date", "integer", "number", "string"];
+const FORMATS: [&str; 8] = ["byte", "date", "date-time", "double", "float", "int32", "int64", "password"];
+
+/// What the API server's CRD validation says of a version's printer
+/// columns (`ValidateCustomResourceColumnDefinition`): `field: detail`
+/// messages under `spec.versions[i].additionalPrinterColumns[j]`.
+pub fn validate(version_index: usize, version: &Value) -> Vec<String> {
+    let Some(cols) = version.get("additionalPrinterColumns").and_then(Value::as_array) else {
+        return Vec::new();
+    };
+    let mut errs = Vec::new();
+    for (j, c) in cols.iter().enumerate() {
+        let at = format!("spec.versions[{version_index}].additionalPrinterColumns[{j}]");
+        let s = |k: &str| c.get(k).and_then(Value::as_str).unwrap_or("");
+        let one_of = |set: &[&str]| format!("must be one of {}", set.join(","));
+        if s("name").is_empty() {
+            errs.push(format!("{at}.name: Required value"));
+        }
+        match s("type") {
+            "" => errs.push(format!("{at}.type: Required value: {}", one_of(&TYPES))),
+            t if !TYPES.contains(&t) => errs.push(format!("{at}.type: Invalid value: {t:?}: {}", one_of(&TYPES))),
+            _ => {}
+        }
+        match s("format") {
+            f if !f.is_empty() && !FORMATS.contains(&f) => {
+                errs.push(format!("{at}.format: Invalid value: {f:?}: {}", one_of(&FORMATS)))
+            }
+            _ => {}
+        }
+        match s("jsonPath") {
+            "" => errs.push(format!("{at}.JSONPath: Required value")),
+            p if !p.starts_with('.') => errs.push(format!(
+                "{at}.jsonPath: Invalid value: {p:?}: must be a simple json path starting with ."
+            )),
+            _ => {}
+        }
+    }
+    errs
+}
+
+/// The printer columns of `version` in a CRD object, up to the first whose
+/// path does not parse; the Age column when it declares none.
 pub fn printer_columns(crd: &Value, version: &str) -> Vec<PrinterColumn> {
     let declared = crd
         .pointer("/spec/versions")
@@ -35,13 +82,18 @@ pub fn printer_columns(crd: &Value, version: &str) -> Vec<PrinterColumn> {
     match declared {
         Some(cols) => cols
             .iter()
-            .map(|c| PrinterColumn {
-                name: s(c, "name"),
-                ty: s(c, "type"),
-                format: s(c, "format"),
-                description: s(c, "description"),
-                priority: c.get("priority").and_then(Value::as_i64).unwrap_or(0),
-                json_path: s(c, "jsonPath"),
+            .map_while(|c| {
+                let json_path = s(c, "jsonPath");
+                let steps = jsonpath::parse(&json_path).ok()?;
+                Some(PrinterColumn {
+                    name: s(c, "name"),
+                    ty: s(c, "type"),
+                    format: s(c, "format"),
+                    description: s(c, "description"),
+                    priority: c.get("priority").and_then(Value::as_i64).unwrap_or(0),
+                    json_path,
+                    steps,
+                })
             })
             .collect(),
         None => vec![PrinterColumn {
@@ -53,6 +105,10 @@ pub fn printer_columns(crd: &Value, version: &str) -> Vec<PrinterColumn> {
                     .into(),
             priority: 0,
             json_path: ".metadata.creationTimestamp".into(),
+            steps: Some(vec![
+                Step::Field("metadata".into()),
+                Step::Field("creationTimestamp".into()),
+            ]),
         }],
     }
 }
@@ -66,31 +122,10 @@ pub fn columns(cols: &[PrinterColumn]) -> Vec<Column> {
     out
 }
 
-/// The value at a simple JSONPath (`.a.b[0].c`), if any.
-pub fn lookup<'a>(obj: &'a Value, path: &str) -> Option<&'a Value> {
-    let path = path.trim().trim_start_matches('{').trim_end_matches('}');
-    let mut cur = obj;
-    for part in path.trim_start_matches('$').split('.').filter(|p| !p.is_empty()) {
-        let (field, mut rest) = match part.find('[') {
-            Some(i) => (&part[..i], &part[i..]),
-            None => (part, ""),
-        };
-        if !field.is_empty() {
-            cur = cur.get(field)?;
-        }
-        while let Some(close) = rest.find(']') {
-            let index: usize = rest[1..close].trim().parse().ok()?;
-            cur = cur.get(index)?;
-            rest = &rest[close + 1..];
-        }
-    }
-    Some(cur)
-}
-
 /// One cell: the value as the column's type wants it (`date` as an age),
 /// `null` when the path finds nothing.
 fn cell(c: &PrinterColumn, obj: &Value, now: DateTime<Utc>) -> Value {
-    let Some(v) = lookup(obj, &c.json_path) else {
+    let Some(v) = c.steps.as_deref().and_then(|steps| jsonpath::lookup(obj, steps)) else {
         return Value::Null;
     };
     match (c.ty.as_str(), v) {
@@ -140,11 +175,32 @@ mod tests {
     }
 
     #[test]
-    fn json_paths() {
-        let o = json!({"a": {"b": [{"c": 1}, {"c": [5, 6]}]}, "m": {"k.x": "v"}});
-        assert_eq!(lookup(&o, ".a.b[0].c"), Some(&json!(1)));
-        assert_eq!(lookup(&o, "{.a.b[1].c[1]}"), Some(&json!(6)));
-        assert_eq!(lookup(&o, ".a.z"), None);
-        assert_eq!(lookup(&o, ".a.b[7]"), None);
+    fn columns_stop_before_a_path_that_does_not_parse() {
+        let crd = json!({"spec": {"versions": [{"name": "v1", "additionalPrinterColumns": [
+            {"name": "A", "type": "string", "jsonPath": ".spec.a"},
+            {"name": "Bad", "type": "string", "jsonPath": ".spec.a[0]]"},
+            {"name": "C", "type": "string", "jsonPath": ".spec.c"}]}]}});
+        let cols = printer_columns(&crd, "v1");
+        assert_eq!(cols.iter().map(|c| c.name.as_str()).collect::<Vec<_>>(), ["A"]);
+        let obj = json!({"spec": {"a": "x"}});
+        assert_eq!(cells(&cols, &obj, Utc::now()), [json!("x")]);
+    }
+
+    #[test]
+    fn validation_as_the_api_server_does() {
+        let v = json!({"additionalPrinterColumns": [
+            {"name": "A", "type": "string", "jsonPath": ".spec.a[0]]"},
+            {"name": "", "type": "text", "format": "x", "jsonPath": "spec.a"},
+            {"name": "C", "type": "integer"}]});
+        assert_eq!(
+            validate(0, &v),
+            [
+                "spec.versions[0].additionalPrinterColumns[1].name: Required value",
+                "spec.versions[0].additionalPrinterColumns[1].type: Invalid value: \"text\": must be one of boolean,date,integer,number,string",
+                "spec.versions[0].additionalPrinterColumns[1].format: Invalid value: \"x\": must be one of byte,date,date-time,double,float,int32,int64,password",
+                "spec.versions[0].additionalPrinterColumns[1].jsonPath: Invalid value: \"spec.a\": must be a simple json path starting with .",
+                "spec.versions[0].additionalPrinterColumns[2].JSONPath: Required value",
+            ]
+        );
     }
 }

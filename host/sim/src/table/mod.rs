@@ -2,7 +2,7 @@
 //! what `kubectl get` asks for): the `meta.k8s.io` Table of a list, an
 //! object or a watch event, with the columns the real API server's printers
 //! give each built-in type (`printers`), a CRD's `additionalPrinterColumns`
-//! (`crd`), and the default Name / Created At otherwise. `includeObject`
+//! (`crd`, their paths read by `jsonpath`), and the default Name / Created At otherwise. `includeObject`
 //! (`None`, `Metadata` (the default), `Object`) says what each row carries.
 //!
 //! Owns: content negotiation of tables, the Table shape, age formatting.
@@ -11,6 +11,7 @@
 
 mod cells;
 pub mod crd;
+mod jsonpath;
 pub mod printers;
 
 use super::resources::ResourceDef;
