@@ -2,13 +2,18 @@
 //! leader election. Exactly one delivers; after `kill -9` of the leader the
 //! standby takes over with the cache replayed and no relist; SIGTERM hands
 //! the Lease over at once; a leader cut off from its server stands down
-//! before its Lease could expire.
+//! before its Lease could expire; a Lease held by another identity with a
+//! renewal time in 2100 is taken once it goes unchanged for its lease
+//! duration; SIGTERM ends a leader whose plugin waits on a write within the
+//! shutdown timeout, with its Lease released.
 
 use crate::cache_support;
 use crate::common;
 
 use cache_support::*;
 use common::Wink;
+use k8s_openapi::api::coordination::v1::Lease;
+use kube::api::{Api, PostParams};
 use serde_json::json;
 use std::time::{Duration, Instant};
 use wink_sim::{Sim, SimConfig};
@@ -131,4 +136,91 @@ async fn a_leader_cut_off_from_its_server_stands_down_before_its_lease_expires()
         !delivered(&a, "while-fenced"),
         "a fenced replica delivers nothing"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lease_renewed_in_2100_by_another_is_taken_once_unchanged_for_its_duration() {
+    let sim = Sim::start(SimConfig::default()).await.unwrap();
+    let leases: Api<Lease> = Api::namespaced(sim.client(), "default");
+    let in_2100 = "2100-01-01T00:00:00.000000Z";
+    let lease: Lease = from_json(json!({
+        "apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+        "metadata": {"name": "wink", "namespace": "default"},
+        "spec": {"holderIdentity": "someone-else", "leaseDurationSeconds": 6,
+                 "acquireTime": in_2100, "renewTime": in_2100, "leaseTransitions": 4}
+    }));
+    leases.create(&PostParams::default(), &lease).await.unwrap();
+    let s = Setup::new("leader_2100", &sim);
+    s.install("pod_logger", "good", None);
+    let started = Instant::now();
+    let a = replica(&s, "a");
+    a.wait_for_line(
+        "standing by: the Lease default/wink is held by \"someone-else\"",
+        WAIT,
+    );
+    a.wait_for_line("became the leader", WAIT);
+    let took = started.elapsed();
+    assert!(
+        took >= Duration::from_secs(5),
+        "a Lease renewed as far as this replica saw is not taken: {took:?}"
+    );
+    let spec = leases.get("wink").await.unwrap().spec.unwrap();
+    assert_eq!(spec.holder_identity.as_deref(), Some("a"));
+    assert_eq!(spec.lease_transitions, Some(5));
+    // Said once (and once more as it goes stale), not every 250 ms retry.
+    let about: Vec<String> = a
+        .lines()
+        .into_iter()
+        .filter(|l| l.contains("someone-else"))
+        .collect();
+    assert!(
+        about.len() <= 3 && about.iter().any(|l| l.contains("taking it over")),
+        "{about:#?}"
+    );
+    sim.insert(pod("p1")).unwrap();
+    a.wait_for_line("[good] OnAdd: p1", WAIT);
+}
+
+/// A leader whose plugin waits on a write for 1,000 s (its rate: one write
+/// per 1,000 s) ends within its shutdown timeout on SIGTERM, and releases
+/// its Lease on the way out.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_ends_a_leader_whose_plugin_waits_on_a_write() {
+    let sim = Sim::start(SimConfig::default()).await.unwrap();
+    let s = Setup::new("leader_sigterm_stuck_write", &sim);
+    let patch = json!({"op": "patch", "api_version": "v1", "kind": "ConfigMap", "key": "default/trigger",
+                       "type": "merge", "body": {"data": {"a": "b"}}, "repeat": 2});
+    let config = json!({
+        "writes": [{"api_version": "v1", "kind": "ConfigMap", "verbs": ["patch"]}],
+        "ops": [patch],
+    });
+    s.install("write_probe", "probe", Some(&config));
+    let grants = s.plugins.parent().unwrap().join("grants.yaml");
+    let grant = "plugins:\n  probe:\n    writes: [{apiVersion: v1, kind: ConfigMap, verbs: [patch]}]\n    rate: {qps: 0.001, burst: 1}\n";
+    std::fs::write(&grants, grant).unwrap();
+    let extra = ["--grants", grants.to_str().unwrap(), "--shutdown-timeout-ms", "1000"];
+    let mut a = cache_support::replica(&s, "a", &extra);
+    wait_synced(&a, "probe");
+    a.wait_for_line("became the leader", WAIT);
+    let trigger = json!({"apiVersion": "v1", "kind": "ConfigMap",
+                         "metadata": {"name": "trigger", "namespace": "default"}});
+    sim.insert(trigger).unwrap();
+    // The first patch goes; the second waits for the rate.
+    a.wait_for_line("[probe] write 0 patch: ok default/trigger", WAIT);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let status = a.terminate(Duration::from_secs(30));
+    assert!(
+        status.is_some(),
+        "still running 30 s after SIGTERM with a 1 s shutdown timeout:\n{}",
+        a.lines().join("\n")
+    );
+    assert!(a.lines().iter().any(|l| l.contains("exiting anyway")));
+    assert!(
+        a.lines().iter().any(|l| l.contains("leadership released")),
+        "{}",
+        a.lines().join("\n")
+    );
+    let leases: Api<Lease> = Api::namespaced(sim.client(), "default");
+    let spec = leases.get("wink").await.unwrap().spec.unwrap();
+    assert_eq!(spec.holder_identity, None, "released: {spec:?}");
 }

@@ -5,6 +5,7 @@
 
 use crate::informer::SharedInformerFactory;
 use crate::informer::factory::FactoryOptions;
+use crate::leader::Elector;
 use crate::reports::{Census, CensusFn, ReportWriter, WriterOptions};
 use crate::runtime::manager::ManagerOptions;
 use crate::runtime::{PluginManager, WinkEngine};
@@ -12,6 +13,7 @@ use anyhow::Context;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
 
 /// Where the cluster is.
 #[derive(Debug, Clone, Default)]
@@ -96,6 +98,39 @@ impl Daemon {
     pub fn shutdown(&self) {
         self.factory.shutdown();
     }
+}
+
+/// How long a shutdown tries to release the Lease, after the plugins.
+pub const RELEASE_DEADLINE: Duration = Duration::from_secs(3);
+
+/// Stop `daemon`: no more events, each plugin finishes its current call
+/// within `timeout`, then `elector` (if any) releases the Lease for a
+/// standby within [`RELEASE_DEADLINE`]. Whether everything stopped in
+/// time: when not, something is still blocked (a plugin's call, a write
+/// waiting on its rate) and the caller must end the process rather than
+/// wait for it, which nothing bounds.
+pub async fn stop(daemon: Daemon, elector: Option<Elector>, timeout: Duration) -> bool {
+    tracing::info!("shutting down: no more events; each plugin finishes its current call");
+    let stopping = tokio::task::spawn_blocking(move || daemon.shutdown());
+    let plugins_done = tokio::time::timeout(timeout, stopping).await.is_ok();
+    if !plugins_done {
+        tracing::warn!("plugins still busy after {timeout:?}: exiting anyway");
+    }
+    // Last: the Lease goes to a standby at once; a plugin still busy is
+    // ended with the process right after.
+    let released = match elector {
+        Some(elector) => {
+            let released = tokio::time::timeout(RELEASE_DEADLINE, elector.shutdown()).await;
+            if released.is_err() {
+                tracing::warn!(
+                    "the Lease was not released within {RELEASE_DEADLINE:?}: a standby takes over once it expires"
+                );
+            }
+            released.is_ok()
+        }
+        None => true,
+    };
+    plugins_done && released
 }
 
 /// Wait for ctrl-c or SIGTERM.

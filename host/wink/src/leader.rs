@@ -1,7 +1,8 @@
 //! Leader election on a `coordination.k8s.io/v1` Lease, with client-go's
 //! semantics (`leaderelection` with a `LeaseLock`): a candidate takes the
-//! Lease when it is free or its holder let it expire (`renewTime` +
-//! `leaseDurationSeconds` passed), by an update conditioned on the Lease's
+//! Lease when it is free or its holder let it expire (this candidate saw it
+//! unchanged for its `leaseDurationSeconds`, by its own clock: see
+//! [`observe`]), by an update conditioned on the Lease's
 //! resourceVersion, so two candidates never both succeed; the leader renews
 //! it every retry period, and gives up leadership (fencing: it stops
 //! delivering and writing) once it could not renew for the renew deadline,
@@ -13,13 +14,18 @@
 //! field-ownership conflicts to keep two candidates out, which the
 //! simulated API server does not implement; this module needs only
 //! resourceVersion preconditions, which every server (and the simulator)
-//! enforces. Owns the Lease and the leadership flag; it knows nothing of
-//! plugins.
+//! enforces. The Lease is read and written as JSON, so a Lease with fields
+//! of the wrong types is still read (and replaced when it expires) rather
+//! than failing every attempt. Owns the Lease and the leadership flag; it
+//! knows nothing of plugins.
 
-use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
-use k8s_openapi::jiff::Timestamp;
-use kube::api::{Api, ObjectMeta, PostParams};
+mod observe;
+
+use k8s_openapi::api::coordination::v1::Lease;
+use kube::api::{GetParams, PostParams};
+use kube::core::Request;
+use observe::{Observer, Record};
+use serde_json::{Value, json};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -72,84 +78,116 @@ impl Leadership {
     }
 }
 
-fn now() -> MicroTime {
-    MicroTime(Timestamp::now())
+/// The Lease of a [`LeaderConfig`] on the API server, as JSON.
+struct LeaseApi {
+    client: kube::Client,
+    request: Request,
+    config: LeaderConfig,
 }
 
-/// Whether `spec` is held by someone other than `identity` and still valid.
-fn held_by_other(spec: &LeaseSpec, identity: &str) -> bool {
-    let holder = spec.holder_identity.as_deref().unwrap_or("");
-    if holder.is_empty() || holder == identity {
-        return false;
+impl LeaseApi {
+    fn new(client: kube::Client, config: LeaderConfig) -> LeaseApi {
+        let path = <Lease as kube::Resource>::url_path(&(), Some(&config.namespace));
+        LeaseApi {
+            client,
+            request: Request::new(path),
+            config,
+        }
     }
-    let (Some(renewed), Some(seconds)) = (&spec.renew_time, spec.lease_duration_seconds) else {
-        return false;
-    };
-    let expires = renewed.0 + Duration::from_secs(seconds.max(1) as u64);
-    expires > Timestamp::now()
-}
 
-/// One acquire-or-renew attempt: whether this replica holds the Lease now.
-async fn try_acquire_or_renew(api: &Api<Lease>, config: &LeaderConfig) -> kube::Result<bool> {
-    let seconds = config.lease_duration.as_secs().max(1) as i32;
-    let existing = api.get_opt(&config.name).await?;
-    let Some(mut lease) = existing else {
-        let lease = Lease {
-            metadata: ObjectMeta {
-                name: Some(config.name.clone()),
-                namespace: Some(config.namespace.clone()),
-                ..ObjectMeta::default()
-            },
-            spec: Some(LeaseSpec {
-                holder_identity: Some(config.identity.clone()),
-                lease_duration_seconds: Some(seconds),
-                acquire_time: Some(now()),
-                renew_time: Some(now()),
-                lease_transitions: Some(0),
-                ..LeaseSpec::default()
-            }),
-        };
-        return match api.create(&PostParams::default(), &lease).await {
+    /// "namespace/name", for the log.
+    fn describe(&self) -> String {
+        format!("{}/{}", self.config.namespace, self.config.name)
+    }
+
+    /// The Lease, none when there is none.
+    async fn read(&self) -> kube::Result<Option<Value>> {
+        let request = self
+            .request
+            .get(&self.config.name, &GetParams::default())
+            .map_err(kube::Error::BuildRequest)?;
+        match self.client.request_text(request).await {
+            Ok(text) => serde_json::from_str(&text).map(Some).map_err(kube::Error::SerdeError),
+            Err(kube::Error::Api(s)) if s.code == 404 => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Create `object`, or replace it (conditioned on its resourceVersion);
+    /// false when another writer got there first (409).
+    async fn write(&self, object: &Value, create: bool) -> kube::Result<bool> {
+        let body = serde_json::to_vec(object).map_err(kube::Error::SerdeError)?;
+        let request = match create {
+            true => self.request.create(&PostParams::default(), body),
+            false => self.request.replace(&self.config.name, &PostParams::default(), body),
+        }
+        .map_err(kube::Error::BuildRequest)?;
+        match self.client.request_text(request).await {
             Ok(_) => Ok(true),
             Err(kube::Error::Api(s)) if s.code == 409 => Ok(false),
             Err(e) => Err(e),
-        };
-    };
-    let spec = lease.spec.get_or_insert_with(LeaseSpec::default);
-    if held_by_other(spec, &config.identity) {
-        return Ok(false);
+        }
     }
-    if spec.holder_identity.as_deref() != Some(config.identity.as_str()) {
-        spec.acquire_time = Some(now());
-        spec.lease_transitions = Some(spec.lease_transitions.unwrap_or(0) + 1);
-    }
-    spec.holder_identity = Some(config.identity.clone());
-    spec.lease_duration_seconds = Some(seconds);
-    spec.renew_time = Some(now());
-    // Conditioned on the resourceVersion read: a concurrent taker gets 409.
-    match api.replace(&config.name, &PostParams::default(), &lease).await {
-        Ok(_) => Ok(true),
-        Err(kube::Error::Api(s)) if s.code == 409 => Ok(false),
-        Err(e) => Err(e),
-    }
-}
 
-/// Give the Lease up if this replica holds it (on shutdown), so a standby
-/// takes over on its next try instead of after the lease expires.
-async fn release(api: &Api<Lease>, config: &LeaderConfig) -> kube::Result<()> {
-    let Some(mut lease) = api.get_opt(&config.name).await? else {
-        return Ok(());
-    };
-    let spec = lease.spec.get_or_insert_with(LeaseSpec::default);
-    if spec.holder_identity.as_deref() != Some(config.identity.as_str()) {
-        return Ok(());
+    fn seconds(&self) -> i64 {
+        self.config.lease_duration.as_secs().max(1) as i64
     }
-    spec.holder_identity = None;
-    spec.lease_duration_seconds = Some(1);
-    spec.renew_time = Some(now());
-    api.replace(&config.name, &PostParams::default(), &lease)
-        .await
-        .map(drop)
+
+    /// One acquire-or-renew attempt: whether this replica holds the Lease now.
+    async fn try_acquire_or_renew(&self, observer: &mut Observer) -> kube::Result<bool> {
+        let identity = self.config.identity.as_str();
+        let Some(object) = self.read().await? else {
+            let lease = json!({
+                "apiVersion": "coordination.k8s.io/v1",
+                "kind": "Lease",
+                "metadata": {"name": self.config.name, "namespace": self.config.namespace},
+                "spec": Record::parse(json!({})).next_spec(Some(identity), self.seconds(), observe::now(), 0),
+            });
+            return self.write(&lease, true).await;
+        };
+        let record = Record::parse(object);
+        let lease = self.describe();
+        let (take, saying) = observer.may_take(
+            &lease,
+            &record,
+            identity,
+            self.config.lease_duration,
+            Instant::now(),
+        );
+        if let Some(saying) = saying {
+            match saying.warn {
+                true => tracing::warn!(lease, identity, "{}", saying.text),
+                false => tracing::info!(lease, identity, "{}", saying.text),
+            }
+        }
+        if !take {
+            return Ok(false);
+        }
+        let (acquired, transitions) = match (&record.acquired, record.holder == identity) {
+            (Some(acquired), true) => (acquired.clone(), record.transitions),
+            _ => (observe::now(), record.transitions + 1),
+        };
+        let spec = record.next_spec(Some(identity), self.seconds(), acquired, transitions);
+        let mut object = record.object;
+        object["spec"] = spec;
+        self.write(&object, false).await
+    }
+
+    /// Give the Lease up if this replica holds it (on shutdown), so a
+    /// standby takes over on its next try instead of after the lease expires.
+    async fn release(&self) -> kube::Result<()> {
+        let Some(object) = self.read().await? else {
+            return Ok(());
+        };
+        let record = Record::parse(object);
+        if record.holder != self.config.identity {
+            return Ok(());
+        }
+        let spec = record.next_spec(None, 1, observe::now(), record.transitions);
+        let mut object = record.object;
+        object["spec"] = spec;
+        self.write(&object, false).await.map(drop)
+    }
 }
 
 /// A running election: its leadership flag, told of every change on
@@ -168,15 +206,26 @@ impl Elector {
         leadership.set(false);
         let (changes_tx, changes) = watch::channel(false);
         let (stop, mut stopped) = watch::channel(false);
-        let api: Api<Lease> = Api::namespaced(client, &config.namespace);
         let flag = leadership.clone();
         let task = tokio::spawn(async move {
-            let attempt = |api: Api<Lease>, config: LeaderConfig| async move {
-                tokio::time::timeout(config.retry_period, try_acquire_or_renew(&api, &config)).await
-            };
+            let lease = LeaseApi::new(client, config);
+            let config = &lease.config;
+            let mut observer = Observer::default();
             let mut last_renewed: Option<Instant> = None;
+            let mut last_error: Option<String> = None;
             loop {
-                let held = matches!(attempt(api.clone(), config.clone()).await, Ok(Ok(true)));
+                let attempt =
+                    tokio::time::timeout(config.retry_period, lease.try_acquire_or_renew(&mut observer)).await;
+                let error = match &attempt {
+                    Ok(Err(e)) => Some(e.to_string()),
+                    _ => None,
+                };
+                // An error is said when it changes, not every retry.
+                if error.is_some() && error != last_error {
+                    tracing::warn!(lease = %lease.describe(), "cannot read or write the Lease: {}", error.as_deref().unwrap_or_default());
+                }
+                last_error = error;
+                let held = matches!(attempt, Ok(Ok(true)));
                 let leading = flag.is_leading();
                 if held {
                     last_renewed = Some(Instant::now());
@@ -199,7 +248,7 @@ impl Elector {
             if flag.is_leading() {
                 flag.set(false);
                 let _ = changes_tx.send(false);
-                match release(&api, &config).await {
+                match lease.release().await {
                     Ok(()) => tracing::info!(identity = %config.identity, "leadership released"),
                     Err(e) => tracing::warn!("could not release the Lease: {e}"),
                 }
@@ -217,30 +266,5 @@ impl Elector {
     pub async fn shutdown(self) {
         let _ = self.stop.send(true);
         let _ = self.task.await;
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn spec(holder: &str, renewed_secs_ago: u64, duration: i32) -> LeaseSpec {
-        LeaseSpec {
-            holder_identity: Some(holder.into()),
-            renew_time: Some(MicroTime(
-                Timestamp::now() - Duration::from_secs(renewed_secs_ago),
-            )),
-            lease_duration_seconds: Some(duration),
-            ..LeaseSpec::default()
-        }
-    }
-
-    #[test]
-    fn a_lease_is_held_by_another_only_while_it_is_valid() {
-        assert!(held_by_other(&spec("a", 1, 15), "b"));
-        assert!(!held_by_other(&spec("a", 20, 15), "b"), "expired");
-        assert!(!held_by_other(&spec("b", 1, 15), "b"), "ours");
-        assert!(!held_by_other(&spec("", 1, 15), "b"), "released");
-        assert!(!held_by_other(&LeaseSpec::default(), "b"), "never held");
     }
 }

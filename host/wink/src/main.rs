@@ -384,15 +384,10 @@ impl HostArgs {
             None => None,
         };
         daemon::shutdown_signal().await;
-        tracing::info!("shutting down: no more events; each plugin finishes its current call");
         let timeout = Duration::from_millis(self.shutdown_timeout_ms);
-        let stopping = tokio::task::spawn_blocking(move || d.shutdown());
-        if tokio::time::timeout(timeout, stopping).await.is_err() {
-            tracing::warn!("plugins still busy after {timeout:?}: exiting anyway");
-        }
-        // Last: the Lease goes to a standby at once.
-        if let Some(elector) = elector {
-            elector.shutdown().await;
+        if !daemon::stop(d, elector, timeout).await {
+            // What is still blocked would hold the runtime's end forever.
+            std::process::exit(0);
         }
         Ok(())
     }
