@@ -1,7 +1,10 @@
 //! End-to-end: a plugin directory as a careless or hostile local user
 //! leaves it. Every bad file gets one clear error that echoes no content and
 //! forges no log line; the good plugin runs throughout, hot reload keeps
-//! working, and SIGTERM still ends the daemon.
+//! working, and SIGTERM still ends the daemon. The other files wink reads
+//! (`wink manifests --grants`, `wink test` cases, `wink sim --seed`
+//! manifests) are refused at once when they are a FIFO, a device, too large
+//! or nested too deep.
 
 use crate::common;
 
@@ -137,4 +140,91 @@ async fn hostile_plugin_files_cost_only_themselves() {
         status.is_some_and(|s| s.success()),
         "SIGTERM ends the daemon: {status:?}"
     );
+}
+
+/// Run `wink ARGS`, which must exit (with an error) within 30 s: its stderr.
+fn fails_at_once(args: &[&std::ffi::OsStr]) -> String {
+    use std::io::Read;
+    let mut child = std::process::Command::new(common::wink_bin())
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if started.elapsed() > Duration::from_secs(30) {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("wink {args:?} did not end within 30 s");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let mut stderr = String::new();
+    child.stderr.take().unwrap().read_to_string(&mut stderr).unwrap();
+    assert!(!status.success(), "wink {args:?} succeeded: {stderr}");
+    stderr
+}
+
+#[test]
+fn hostile_input_files_are_refused_at_once_with_a_clear_error() {
+    let dir = scratch("hostile_input_files");
+    let plugins = dir.join("plugins");
+    std::fs::create_dir_all(&plugins).unwrap();
+    let fifo = dir.join("fifo.yaml");
+    mkfifo(&fifo);
+    // 3 GiB that take no disk, and would take memory if read.
+    let sparse = dir.join("sparse.yaml");
+    std::fs::File::create(&sparse).unwrap().set_len(3 << 30).unwrap();
+    // 128 KiB of `[`: seconds of a YAML scanner's time if parsed.
+    let deep = dir.join("deep.yaml");
+    std::fs::write(&deep, "[".repeat(128 << 10)).unwrap();
+    let zero = Path::new("/dev/zero");
+    let too_large = |limit: u64, what: &str| {
+        format!("sparse.yaml: is 3221225472 bytes, more than the {limit} bytes a {what} may have")
+    };
+    let files = |what: &str, limit: u64| {
+        [
+            (
+                fifo.clone(),
+                "fifo.yaml: is a FIFO, not a regular file".to_string(),
+            ),
+            (
+                zero.to_path_buf(),
+                "/dev/zero: is a device, not a regular file".to_string(),
+            ),
+            (sparse.clone(), too_large(limit, what)),
+            (deep.clone(), "nested deeper than 256 levels".to_string()),
+        ]
+    };
+    for (file, why) in files("grants file", 1 << 20) {
+        let stderr = fails_at_once(&[
+            "manifests".as_ref(),
+            "--plugins".as_ref(),
+            plugins.as_os_str(),
+            "--grants".as_ref(),
+            file.as_os_str(),
+        ]);
+        assert!(stderr.contains(&why), "manifests --grants {file:?}: {stderr}");
+    }
+    for (file, why) in files("test case", 4 << 20) {
+        let stderr = fails_at_once(&["test".as_ref(), file.as_os_str()]);
+        assert!(stderr.contains(&why), "test {file:?}: {stderr}");
+    }
+    for (i, (file, why)) in files("seed file", 16 << 20).into_iter().enumerate() {
+        let seed = dir.join(format!("seed-{i}"));
+        std::fs::create_dir_all(&seed).unwrap();
+        std::os::unix::fs::symlink(&file, seed.join("objects.yaml")).unwrap();
+        // Named by the link in the seed directory.
+        let why = match why.split_once(": ") {
+            Some((_, what)) => format!("objects.yaml: {what}"),
+            None => why,
+        };
+        let stderr = fails_at_once(&["sim".as_ref(), "--seed".as_ref(), seed.as_os_str()]);
+        assert!(stderr.contains(&why), "sim --seed with {file:?}: {stderr}");
+    }
 }

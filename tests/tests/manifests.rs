@@ -3,7 +3,9 @@
 //! ClusterRole grants exactly what they watch and may write (asserted rule
 //! by rule; a plugin that reports brings the PolicyReport CRDs and rights on
 //! the reports only), and real `kubectl apply` of the output succeeds on the
-//! simulated server (skipped where kubectl is not installed).
+//! simulated server (skipped where kubectl is not installed). A plugin that
+//! `wink run` would not load (Secrets without a grant, in any spelling) gets
+//! no rule, and stderr says so.
 
 use crate::common;
 
@@ -182,5 +184,84 @@ async fn the_rbac_is_exactly_what_the_plugins_need_and_applies_with_kubectl() {
     assert_eq!(
         d.spec.template.spec.unwrap().service_account_name.as_deref(),
         Some("wink")
+    );
+}
+
+/// `wink manifests` for the plugins of `plugins`, no grants file: its
+/// documents and its stderr.
+fn manifests_of(plugins: &Path) -> (Vec<Value>, String) {
+    let out = Command::new(wink_bin())
+        .args(["manifests", "--plugins"])
+        .arg(plugins)
+        .args(["--namespace", "wink-system", "--image", "wink:test"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{stderr}");
+    let text = String::from_utf8(out.stdout).unwrap();
+    let docs = serde_yaml::Deserializer::from_str(&text)
+        .map(|d| serde_yaml::with::singleton_map_recursive::deserialize::<Value, _>(d).unwrap())
+        .collect();
+    (docs, stderr)
+}
+
+#[test]
+fn a_plugin_watching_secrets_without_a_grant_gets_no_rule_and_a_warning() {
+    let dir = scratch("manifests_secrets");
+    let plugins = dir.join("plugins");
+    std::fs::create_dir_all(&plugins).unwrap();
+    std::fs::copy(plugin("pod_logger"), plugins.join("pod-logger.wasm")).unwrap();
+    let watching = |api_version: &str, namespace: Option<&str>| {
+        let mut w = serde_json::json!({"api_version": api_version, "kind": "Secret"});
+        if let Some(ns) = namespace {
+            w["namespace"] = ns.into();
+        }
+        serde_json::json!({"watches": [w]}).to_string()
+    };
+    for (name, config) in [
+        ("in-kube-system", watching("v1", Some("kube-system"))),
+        ("everywhere", watching("v1", None)),
+        ("slash", watching("/v1", Some("kube-system"))),
+    ] {
+        std::fs::copy(plugin("cache_probe"), plugins.join(format!("{name}.wasm"))).unwrap();
+        std::fs::write(plugins.join(format!("{name}.json")), config).unwrap();
+    }
+    let (docs, stderr) = manifests_of(&plugins);
+    let roles: Vec<&Value> = docs
+        .iter()
+        .filter(|d| d["kind"] == "ClusterRole" || d["kind"] == "Role")
+        .collect();
+    assert!(
+        !roles.iter().any(|r| r["rules"].to_string().contains("secrets")),
+        "{roles:#?}"
+    );
+    assert!(
+        !docs.iter().any(|d| d["metadata"]["namespace"] == "kube-system"),
+        "no Role in kube-system: {docs:#?}"
+    );
+    let cluster_role = roles.iter().find(|r| r["kind"] == "ClusterRole").unwrap();
+    assert_eq!(
+        rules(cluster_role),
+        [(
+            "".to_string(),
+            "pods".to_string(),
+            vec!["list".to_string(), "watch".to_string()]
+        )],
+        "pod-logger keeps its rule"
+    );
+    for name in ["in-kube-system", "everywhere", "slash"] {
+        let said = format!("`wink run` would not load plugin {name}, so it is left out of the RBAC");
+        assert_eq!(
+            stderr
+                .lines()
+                .filter(|l| l.starts_with("wink manifests: ") && l.contains(&said))
+                .count(),
+            1,
+            "{name}: {stderr}"
+        );
+    }
+    assert!(
+        stderr.contains("plugin everywhere asks for Secrets, which the operator has not granted"),
+        "{stderr}"
     );
 }

@@ -461,8 +461,14 @@ mod tests {
     fn files_nested_deeper_than_the_limit_are_refused_at_once() {
         let started = std::time::Instant::now();
         let brackets = "[".repeat(128 << 10);
-        assert_eq!(check_yaml(brackets.as_bytes()), Err(TooDeep { max: FILE_MAX_DEPTH }));
-        assert_eq!(check_json(brackets.as_bytes()), Err(TooDeep { max: FILE_MAX_DEPTH }));
+        assert_eq!(
+            check_yaml(brackets.as_bytes()),
+            Err(TooDeep { max: FILE_MAX_DEPTH })
+        );
+        assert_eq!(
+            check_json(brackets.as_bytes()),
+            Err(TooDeep { max: FILE_MAX_DEPTH })
+        );
         assert!(started.elapsed() < std::time::Duration::from_secs(5));
         assert_eq!(TooDeep { max: 256 }.to_string(), "nested deeper than 256 levels");
         // What the parsers accept (128 levels) passes, block style included.

@@ -120,11 +120,17 @@ mod tests {
         assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
         let started = Instant::now();
         let e = read_file(&fifo, 10, "thing").unwrap_err();
-        assert!(e.to_string().ends_with("fifo: is a FIFO, not a regular file"), "{e}");
+        assert!(
+            e.to_string().ends_with("fifo: is a FIFO, not a regular file"),
+            "{e}"
+        );
         let e = read_file(Path::new("/dev/zero"), 10, "thing").unwrap_err();
         assert_eq!(e.to_string(), "/dev/zero: is a device, not a regular file");
         let e = read_file(&dir, 10, "thing").unwrap_err();
-        assert!(e.to_string().ends_with(": is a directory, not a regular file"), "{e}");
+        assert!(
+            e.to_string().ends_with(": is a directory, not a regular file"),
+            "{e}"
+        );
         let sparse = dir.join("sparse");
         std::fs::File::create(&sparse).unwrap().set_len(3 << 30).unwrap();
         let e = read_file(&sparse, 1 << 20, "grants file").unwrap_err();
@@ -133,13 +139,26 @@ mod tests {
                 .ends_with("is 3221225472 bytes, more than the 1048576 bytes a grants file may have"),
             "{e}"
         );
-        assert!(started.elapsed() < Duration::from_secs(10), "nothing blocked or read it all");
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "nothing blocked or read it all"
+        );
         std::fs::write(dir.join("ok"), b"abc").unwrap();
         assert_eq!(read_file(&dir.join("ok"), 3, "thing").unwrap(), b"abc");
-        assert!(matches!(read_file(&dir.join("ok"), 2, "thing"), Err(FileError::TooLarge { size: 3, .. })));
+        assert!(matches!(
+            read_file(&dir.join("ok"), 2, "thing"),
+            Err(FileError::TooLarge { size: 3, .. })
+        ));
         std::fs::write(dir.join("bin"), b"\xff").unwrap();
-        assert!(matches!(read_text(&dir.join("bin"), 3, "thing"), Err(FileError::NotText { .. })));
-        assert!(read_file(&dir.join("none"), 3, "thing").unwrap_err().is_not_found());
+        assert!(matches!(
+            read_text(&dir.join("bin"), 3, "thing"),
+            Err(FileError::NotText { .. })
+        ));
+        assert!(
+            read_file(&dir.join("none"), 3, "thing")
+                .unwrap_err()
+                .is_not_found()
+        );
         let _ = std::fs::remove_dir_all(&dir);
     }
 
@@ -149,6 +168,16 @@ mod tests {
         let whole = read_file(Path::new("/proc/self/status"), 1 << 20, "thing").unwrap();
         assert!(!whole.is_empty());
         let e = read_file(Path::new("/proc/self/status"), 10, "thing").unwrap_err();
-        assert!(matches!(e, FileError::TooLarge { size: 11, limit: 10, .. }), "{e}");
+        assert!(
+            matches!(
+                e,
+                FileError::TooLarge {
+                    size: 11,
+                    limit: 10,
+                    ..
+                }
+            ),
+            "{e}"
+        );
     }
 }

@@ -22,6 +22,9 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
+/// The largest seed file read.
+pub const MAX_SEED_FILE_BYTES: u64 = 16 << 20;
+
 /// Every object of the manifests in `dir` (sorted by file name).
 pub fn read_manifests(dir: &Path) -> anyhow::Result<Vec<Value>> {
     let mut files: Vec<_> = std::fs::read_dir(dir)
@@ -37,7 +40,9 @@ pub fn read_manifests(dir: &Path) -> anyhow::Result<Vec<Value>> {
     files.sort();
     let mut out = Vec::new();
     for f in files {
-        let text = std::fs::read_to_string(&f).with_context(|| format!("reading {}", f.display()))?;
+        // The one safe-file reader (a regular file, capped); nesting checked before parsing.
+        let text = wink_input::read_text(&f, MAX_SEED_FILE_BYTES, "seed file")?;
+        wink_input::depth::check_yaml(text.as_bytes()).with_context(|| format!("parsing {}", f.display()))?;
         for doc in serde_yaml::Deserializer::from_str(&text) {
             let v = Value::deserialize(doc).with_context(|| format!("parsing {}", f.display()))?;
             flatten(v, &mut out);

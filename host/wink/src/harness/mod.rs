@@ -288,10 +288,16 @@ pub fn test(cases: &[PathBuf], record: bool) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Read a case file.
+/// The largest test case file read.
+pub const MAX_CASE_BYTES: u64 = 4 << 20;
+
+/// Read a case file: with the one safe-file reader (a regular file, at most
+/// [`MAX_CASE_BYTES`]), its nesting checked before it is parsed.
 pub fn read(path: &Path) -> anyhow::Result<Case> {
-    let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-    serde_yaml::from_str(&text).with_context(|| format!("{}: not a wink test case", path.display()))
+    let text = wink_input::read_text(path, MAX_CASE_BYTES, "test case")?;
+    let not_a_case = || format!("{}: not a wink test case", path.display());
+    wink_input::depth::check_yaml(text.as_bytes()).with_context(not_a_case)?;
+    serde_yaml::from_str(&text).with_context(not_a_case)
 }
 
 /// Write `case` back with `got` as its expectation (`--bless`).
@@ -299,8 +305,7 @@ pub fn bless(path: &Path, case: &Case, got: Expect) -> anyhow::Result<()> {
     let mut case = case.clone();
     case.expect = got;
     // The case's leading comment stays (serde drops every other comment).
-    let header: String = std::fs::read_to_string(path)
-        .unwrap_or_default()
+    let header: String = wink_input::read_text(path, MAX_CASE_BYTES, "test case")?
         .lines()
         .take_while(|l| l.starts_with('#'))
         .map(|l| format!("{l}\n"))

@@ -1,15 +1,22 @@
 //! What `wink manifests` renders from: each plugin's declarations read from
-//! its component, intersected with the operator's grants. Owns that reading;
-//! the rendering is [`super::render`]'s.
+//! its component, and what `wink run` would allow it under the operator's
+//! grants, decided by the same functions `run` decides with
+//! ([`Grants::may_read`] for every watch and read, Secrets only with a
+//! grant; [`Grants::permissions`] for writes and Events). Whatever `run`
+//! would refuse is left out of the RBAC and said on stderr, one line each.
+//! Owns that reading and those warnings; the rendering is
+//! [`super::render`]'s.
 
 use super::{Deployment, PluginNeeds, render, to_yaml};
+use crate::canonical::{Gvk, names};
+use crate::runtime::bindings::types::Registration;
 use crate::runtime::grants::Grants;
-use crate::runtime::manager::declared_writes;
+use crate::runtime::manager::{declared_writes, sources};
 use std::path::Path;
 
 /// The deployment (YAML) for the plugins of `plugins` under the grants of
-/// `grants`. What a plugin declares but is not granted is said on stderr
-/// and left out of the RBAC.
+/// `grants`. What `wink run` would not allow is said on stderr and left
+/// out of the RBAC.
 pub fn read(
     plugins: &Path,
     grants: Option<&Path>,
@@ -17,32 +24,19 @@ pub fn read(
     image: String,
 ) -> anyhow::Result<String> {
     let (grant_text, parsed) = match grants {
-        Some(path) => (Some(std::fs::read_to_string(path)?), Grants::load(path)?),
+        Some(path) => {
+            let (text, grants) = Grants::read(path)?;
+            (Some(text), grants)
+        }
         None => (None, Grants::default()),
     };
     let mut needs = Vec::new();
     for plugin in crate::runtime::offline::registrations(plugins)? {
-        let (name, registration) = (plugin.name, plugin.registration);
-        let declared = declared_writes(&registration);
-        let (permissions, missing) = parsed.permissions(&name, &declared, registration.records_events);
-        if !missing.is_empty() {
-            eprintln!(
-                "wink manifests: {name} declares what is not granted (not in the RBAC): {}",
-                missing.snippet(&name)
-            );
+        let (allowed, warnings) = allowed(&parsed, &plugin.name, &plugin.registration, plugin.reports);
+        for w in warnings {
+            eprintln!("wink manifests: {w}");
         }
-        let watches = registration.watches.iter().map(|w| (&w.resource, &w.namespace));
-        let reads = registration.reads.iter().map(|r| (&r.resource, &r.namespace));
-        let reads = watches
-            .chain(reads)
-            .map(|(res, ns)| (res.api_version.clone(), res.kind.clone(), ns.clone()))
-            .collect();
-        needs.push(PluginNeeds {
-            name,
-            reads,
-            permissions,
-            reports: plugin.reports,
-        });
+        needs.extend(allowed);
     }
     let deployment = Deployment {
         namespace,
@@ -50,4 +44,153 @@ pub fn read(
         grants: grant_text,
     };
     Ok(to_yaml(&render(&needs, &deployment)))
+}
+
+/// What `wink run` would allow plugin `name` with `registration` under
+/// `grants`, and a warning for each thing left out. None when `run` would
+/// not load the plugin at all (a watch or read it may not have, such as
+/// Secrets without a grant, or a spelling the API server would refuse):
+/// then none of its rules are rendered.
+pub fn allowed(
+    grants: &Grants,
+    name: &str,
+    registration: &Registration,
+    reports: bool,
+) -> (Option<PluginNeeds>, Vec<String>) {
+    let refused = |why: String| {
+        let w = format!(
+            "{why}: `wink run` would not load plugin {name}, so it is left out of the RBAC (no ClusterRole or Role rule of its own)"
+        );
+        (None, vec![w])
+    };
+    let mut reads = Vec::new();
+    for source in sources(registration) {
+        let gvk = match grants.may_read(name, &source.resource.api_version, &source.resource.kind) {
+            Ok(gvk) => gvk,
+            Err(why) => return refused(why),
+        };
+        if let Some(ns) = source.namespace
+            && let Err(e) = names::namespace(ns)
+        {
+            return refused(format!("plugin {name}: {gvk}: {e}"));
+        }
+        reads.push((gvk.api_version(), gvk.kind.clone(), source.namespace.clone()));
+    }
+    let declared = declared_writes(registration);
+    for d in &declared {
+        if let Err(e) = Gvk::parse(&d.api_version, &d.kind) {
+            return refused(format!("plugin {name} declares writes: {e}"));
+        }
+    }
+    let (permissions, missing) = grants.permissions(name, &declared, registration.records_events);
+    let mut warnings = Vec::new();
+    if !missing.is_empty() {
+        warnings.push(format!(
+            "{name} declares what is not granted (not in the RBAC): {}",
+            missing.snippet(name)
+        ));
+    }
+    let needs = PluginNeeds {
+        name: name.to_string(),
+        reads,
+        permissions,
+        reports,
+    };
+    (Some(needs), warnings)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::runtime::bindings::types::{ResourceType, Watch};
+
+    fn watching(api_version: &str, kind: &str, namespace: Option<&str>) -> Registration {
+        Registration {
+            watches: vec![Watch {
+                resource: ResourceType {
+                    api_version: api_version.into(),
+                    kind: kind.into(),
+                },
+                namespace: namespace.map(Into::into),
+                label_selector: None,
+                field_selector: None,
+                resync_seconds: 0,
+                indexes: vec![],
+            }],
+            reads: vec![],
+            writes: vec![],
+            records_events: false,
+        }
+    }
+
+    fn rendered(
+        grants: &Grants,
+        registrations: &[(&str, Registration)],
+    ) -> (Vec<serde_json::Value>, Vec<String>) {
+        let mut needs = Vec::new();
+        let mut warnings = Vec::new();
+        for (name, r) in registrations {
+            let (n, w) = allowed(grants, name, r, false);
+            needs.extend(n);
+            warnings.extend(w);
+        }
+        let d = Deployment {
+            namespace: "wink-system".into(),
+            image: "wink".into(),
+            grants: None,
+        };
+        (render(&needs, &d), warnings)
+    }
+
+    fn mentions_secrets(docs: &[serde_json::Value]) -> bool {
+        docs.iter()
+            .filter(|d| d["kind"] == "ClusterRole" || d["kind"] == "Role")
+            .any(|d| d["rules"].to_string().contains("secrets"))
+    }
+
+    #[test]
+    fn secrets_without_a_grant_are_left_out_and_said() {
+        let plugins = [
+            ("watcher", watching("v1", "Secret", Some("kube-system"))),
+            ("everywhere", watching("v1", "Secret", None)),
+            ("slash", watching("/v1", "Secret", None)),
+            ("pods", watching("v1", "Pod", None)),
+        ];
+        let (docs, warnings) = rendered(&Grants::default(), &plugins);
+        assert!(!mentions_secrets(&docs), "{docs:#?}");
+        assert!(
+            !docs.iter().any(|d| d["metadata"]["namespace"] == "kube-system"),
+            "no Role in kube-system"
+        );
+        assert_eq!(warnings.len(), 3, "{warnings:#?}");
+        for (w, name) in warnings.iter().zip(["watcher", "everywhere", "slash"]) {
+            assert!(
+                w.contains(&format!(
+                    "would not load plugin {name}, so it is left out of the RBAC"
+                )),
+                "{w}"
+            );
+        }
+        assert!(
+            warnings[0].contains("asks for Secrets, which the operator has not granted"),
+            "{}",
+            warnings[0]
+        );
+        let cluster = docs.iter().find(|d| d["kind"] == "ClusterRole").unwrap();
+        assert!(
+            cluster["rules"].to_string().contains("pods"),
+            "the others keep theirs"
+        );
+
+        // Granted, the same plugins get their rules, as `wink run` would load them.
+        let granted = Grants::parse(b"plugins: {'*': {secrets: true}}").unwrap();
+        let (docs, warnings) = rendered(&granted, &plugins[..2]);
+        assert!(warnings.is_empty(), "{warnings:#?}");
+        let role = docs
+            .iter()
+            .find(|d| d["kind"] == "Role" && d["metadata"]["namespace"] == "kube-system")
+            .expect("a Role in kube-system");
+        assert!(role["rules"].to_string().contains("secrets"));
+        assert!(mentions_secrets(&docs));
+    }
 }

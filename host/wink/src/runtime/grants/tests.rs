@@ -115,8 +115,14 @@ fn unknown_fields_are_errors_at_every_level() {
     for (text, field) in [
         ("plugin: {}".to_string(), "plugin"),
         ("plugins: {x: {typo: 1}}".to_string(), "typo"),
-        (format!("plugins: {{x: {{writes: [{write}, namespace: [team-a]}}]}}}}"), "namespace"),
-        ("plugins: {x: {rate: {qps: 1, burst: 1, bursts: 2}}}".to_string(), "bursts"),
+        (
+            format!("plugins: {{x: {{writes: [{write}, namespace: [team-a]}}]}}}}"),
+            "namespace",
+        ),
+        (
+            "plugins: {x: {rate: {qps: 1, burst: 1, bursts: 2}}}".to_string(),
+            "bursts",
+        ),
         ("daemon: {rates: {qps: 1, burst: 1}}".to_string(), "rates"),
         ("daemon: {rate: {qps: 1, burst: 1, x: 1}}".to_string(), "`x`"),
     ] {
@@ -124,8 +130,13 @@ fn unknown_fields_are_errors_at_every_level() {
         assert!(e.contains("unknown field") && e.contains(field), "{text}: {e}");
     }
     // Spelled right, the write grant is namespaced.
-    let g = Grants::parse(format!("plugins: {{x: {{writes: [{write}, namespaces: [team-a]}}]}}}}").as_bytes()).unwrap();
-    assert_eq!(g.plugins["x"].writes[0].namespaces, Some(vec!["team-a".to_string()]));
+    let g =
+        Grants::parse(format!("plugins: {{x: {{writes: [{write}, namespaces: [team-a]}}]}}}}").as_bytes())
+            .unwrap();
+    assert_eq!(
+        g.plugins["x"].writes[0].namespaces,
+        Some(vec!["team-a".to_string()])
+    );
 }
 
 #[test]
@@ -154,7 +165,10 @@ fn grants_nested_too_deep_are_refused_before_parsing() {
     assert_eq!(e, "nested deeper than 256 levels");
     let e = Grants::parse(format!("plugins: {{x: {}", "{a: ".repeat(100_000)).as_bytes()).unwrap_err();
     assert_eq!(e, "nested deeper than 256 levels");
-    assert!(started.elapsed() < std::time::Duration::from_secs(5), "refused at once");
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(5),
+        "refused at once"
+    );
 }
 
 #[test]
@@ -172,13 +186,18 @@ fn a_grants_file_that_is_not_a_regular_file_or_too_large_is_refused_at_once() {
     let started = std::time::Instant::now();
     let e = Grants::load(&fifo).unwrap_err().to_string();
     assert!(e.ends_with("fifo.yaml: is a FIFO, not a regular file"), "{e}");
-    let e = Grants::load(std::path::Path::new("/dev/zero")).unwrap_err().to_string();
+    let e = Grants::load(std::path::Path::new("/dev/zero"))
+        .unwrap_err()
+        .to_string();
     assert_eq!(e, "/dev/zero: is a device, not a regular file");
     let e = Grants::load(&sparse).unwrap_err().to_string();
     assert!(
         e.ends_with("is 3221225472 bytes, more than the 1048576 bytes a grants file may have"),
         "{e}"
     );
-    assert!(started.elapsed() < std::time::Duration::from_secs(10), "nothing blocked or was read");
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(10),
+        "nothing blocked or was read"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
