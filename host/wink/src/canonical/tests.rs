@@ -105,3 +105,25 @@ fn discovery_must_resolve_a_type_to_itself() {
         .unwrap_err();
     assert!(e.0.contains("resolved to v1 Secret"), "{e}");
 }
+
+#[test]
+fn grants_compare_canonical_forms() {
+    use crate::runtime::grants::{Verb, WriteGrant};
+    let grant = |api_version: &str| WriteGrant {
+        api_version: api_version.into(),
+        kind: "Secret".into(),
+        verbs: vec![Verb::Patch],
+        namespaces: None,
+    };
+    assert!(grant("v1").allows("v1", "Secret", Verb::Patch, Some("default")));
+    for spelled in ["/v1", "core/v1", "V1", " v1", "v1\0"] {
+        assert!(
+            !grant("v1").allows(spelled, "Secret", Verb::Patch, Some("default")),
+            "{spelled:?}"
+        );
+        assert!(
+            !grant(spelled).allows(spelled, "Secret", Verb::Patch, Some("default")),
+            "{spelled:?}"
+        );
+    }
+}

@@ -312,6 +312,75 @@ pub fn answer_object(body: &[u8], ar: &ApiResource) -> Result<Option<ObjRef>, Wr
 #[cfg(test)]
 mod tests {
     use super::*;
+    use axum::http::Method;
+
+    /// A server that records every request it is handed.
+    #[derive(Default)]
+    struct Recording(std::sync::Mutex<Vec<String>>);
+
+    impl LocalServer for Recording {
+        fn resolve(&self, _: &str, _: &str) -> Result<Resolved, WriteError> {
+            let gvk = kube::core::GroupVersionKind::gvk("", "v1", "ConfigMap");
+            Ok(Resolved {
+                ar: ApiResource::from_gvk_with_plural(&gvk, "configmaps"),
+                namespaced: true,
+            })
+        }
+        fn answer(&self, request: &Request) -> (u16, Vec<u8>) {
+            self.0.lock().unwrap().push(request.uri.clone());
+            (200, b"{}".to_vec())
+        }
+    }
+
+    #[test]
+    fn a_request_that_must_be_a_dry_run_and_does_not_say_so_is_never_sent() {
+        let server = Arc::new(Recording::default());
+        let access = ClusterAccess::local(server.clone());
+        let ua = HeaderValue::from_static("test");
+        let request = |uri: &str| Request {
+            method: Method::PATCH,
+            uri: uri.to_string(),
+            content_type: "application/merge-patch+json",
+            body: b"{}".to_vec(),
+        };
+        let lost = "/api/v1/namespaces/default/configmaps/victim#?fieldManager=wink-p&dryRun=All";
+        assert!(access.send_checked(request(lost), &ua, true).is_err());
+        let plain = "/api/v1/namespaces/default/configmaps/victim?fieldManager=wink-p";
+        assert!(access.send_checked(request(plain), &ua, true).is_err());
+        assert!(server.0.lock().unwrap().is_empty(), "nothing reached the server");
+        let dry = "/api/v1/namespaces/default/configmaps/victim?fieldManager=wink-p&dryRun=All";
+        assert!(access.send_checked(request(dry), &ua, true).is_ok());
+        assert!(
+            access.send(request(plain), &ua).is_ok(),
+            "not a dry run: sent as it is"
+        );
+        assert_eq!(*server.0.lock().unwrap(), [dry, plain]);
+    }
+
+    #[test]
+    fn resource_types_resolve_only_as_the_api_server_spells_them() {
+        let access = ClusterAccess::local(Arc::new(Recording::default()));
+        assert!(access.resolve("v1", "ConfigMap").is_ok());
+        for (v, k) in [
+            ("/v1", "ConfigMap"),
+            ("core/v1", "ConfigMap"),
+            ("V1", "ConfigMap"),
+            ("v1", "ConfigMap\0"),
+        ] {
+            match access.resolve(v, k) {
+                Err(WriteError::InvalidArgument(why)) => assert!(why.starts_with("invalid"), "{why}"),
+                Err(other) => panic!("{v:?} {k:?}: {other:?}"),
+                Ok(_) => panic!("{v:?} {k:?} resolved"),
+            }
+        }
+        match access.resolve("v1", "Configmap") {
+            Err(WriteError::InvalidArgument(why)) => {
+                assert!(why.contains("resolved to v1 ConfigMap"), "{why}")
+            }
+            Err(other) => panic!("{other:?}"),
+            Ok(_) => panic!("a kind discovery answers in another case is refused"),
+        }
+    }
 
     #[test]
     fn statuses_map_to_the_matching_error() {
