@@ -48,6 +48,7 @@ mod write;
 mod write_mode;
 
 pub use faults::Faults;
+pub use stats::ControlWork;
 
 use anyhow::Context;
 use serde_json::Value;
@@ -233,6 +234,11 @@ impl Sim {
     /// oldest first (last 1000; "" when absent).
     pub fn watch_request_rvs(&self, resource: &str) -> Vec<String> {
         self.shared.stats.watch_rvs(resource)
+    }
+
+    /// The work the control plane has done so far (none without it).
+    pub fn control_work(&self) -> ControlWork {
+        self.shared.stats.control_work()
     }
 
     pub fn current_resource_version(&self) -> u64 {

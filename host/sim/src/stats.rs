@@ -1,12 +1,14 @@
 //! Request accounting of the simulated API server: requests received per
-//! (verb, resource), open watches per resource, and the resourceVersion each
-//! watch request asked for (so tests can see where clients resume).
+//! (verb, resource), open watches per resource, the resourceVersion each
+//! watch request asked for (so tests can see where clients resume), and
+//! the work the control plane has done ([`ControlWork`]).
 //!
 //! Owns: counters only. Must not touch: anything it counts.
 
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 const KEEP_WATCH_RVS: usize = 1000;
 
@@ -15,6 +17,17 @@ pub struct Stats {
     requests: Mutex<BTreeMap<(String, String), u64>>,
     watches: Mutex<BTreeMap<String, usize>>,
     watch_rvs: Mutex<BTreeMap<String, VecDeque<String>>>,
+    control_rounds: AtomicU64,
+    control_visits: AtomicU64,
+}
+
+/// The work the control plane has done since the server started.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ControlWork {
+    /// Rounds run (each works the controllers' queues once; none when idle).
+    pub rounds: u64,
+    /// Stored objects the controllers read (each a deep copy).
+    pub visits: u64,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -77,12 +90,26 @@ impl Stats {
             .sum()
     }
 
+    pub fn control_worked(&self, rounds: u64, visits: u64) {
+        self.control_rounds.store(rounds, Ordering::Relaxed);
+        self.control_visits.store(visits, Ordering::Relaxed);
+    }
+
+    pub fn control_work(&self) -> ControlWork {
+        ControlWork {
+            rounds: self.control_rounds.load(Ordering::Relaxed),
+            visits: self.control_visits.load(Ordering::Relaxed),
+        }
+    }
+
     pub fn to_json(&self) -> Value {
         let requests: BTreeMap<String, u64> = lock(&self.requests)
             .iter()
             .map(|((v, r), n)| (format!("{v} {r}"), *n))
             .collect();
-        json!({"requests": requests, "openWatches": *lock(&self.watches)})
+        let c = self.control_work();
+        json!({"requests": requests, "openWatches": *lock(&self.watches),
+            "control": {"rounds": c.rounds, "visits": c.visits}})
     }
 }
 

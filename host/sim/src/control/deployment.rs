@@ -16,11 +16,10 @@
 //! (`replicaset`), ReplicaSet status, ReplicaSets it does not control.
 
 use super::super::meta::now;
-use super::super::store::State;
 use super::super::write;
 use super::{
-    controller_ref, controller_uid, count, def, deleting, name, namespace, objects, replicas, s, set_status,
-    uid, update,
+    Ctx, controller_ref, controller_uid, count, def, deleting, name, namespace, replicas, s, set_status, uid,
+    update,
 };
 use serde_json::{Value, json};
 
@@ -102,34 +101,35 @@ fn new_replicaset(d: &Value, hash: &str, replicas: i64, revision: i64, max_surge
 }
 
 /// Set a ReplicaSet's replicas (and the desired-replicas annotation).
-fn scale(st: &mut State, rs: &Value, to: i64, desired: i64) {
+fn scale(st: &mut super::State, rs: &Value, to: i64, desired: i64) {
     let mut new = rs.clone();
     new["spec"]["replicas"] = json!(to);
     new["metadata"]["annotations"]["deployment.kubernetes.io/desired-replicas"] = json!(desired.to_string());
     update(st, "replicasets.apps", rs, new);
 }
 
-pub fn reconcile(st: &mut State) {
-    for d in objects(st, "deployments.apps") {
-        if !deleting(&d) {
-            sync(st, &d);
-        }
+/// Bring the Deployment at `key` and its ReplicaSets to what it asks for.
+pub fn sync(cx: &mut Ctx, key: &str) {
+    match cx.get("deployments.apps", key) {
+        Some(d) if !deleting(&d) => sync_one(cx, &d),
+        _ => {}
     }
 }
 
-fn owned(st: &State, d: &Value) -> Vec<Value> {
-    objects(st, "replicasets.apps")
+/// The ReplicaSets a Deployment controls, found through the owner index.
+fn owned(cx: &mut Ctx, d: &Value) -> Vec<Value> {
+    cx.dependents(uid(d), "replicasets.apps")
         .into_iter()
         .filter(|rs| namespace(rs) == namespace(d) && controller_uid(rs) == Some(uid(d)) && !deleting(rs))
         .collect()
 }
 
-fn sync(st: &mut State, d: &Value) {
+fn sync_one(cx: &mut Ctx, d: &Value) {
     let desired = replicas(d).max(0);
     let template = d.pointer("/spec/template").cloned().unwrap_or(json!({}));
     let hash = template_hash(&template);
     let rs_name = format!("{}-{hash}", name(d));
-    let all = owned(st, d);
+    let all = owned(cx, d);
     let max_revision = all.iter().map(revision).max().unwrap_or(0);
     let strategy = d.pointer("/spec/strategy/rollingUpdate");
     let recreate = s(d, "/spec/strategy/type") == "Recreate";
@@ -150,8 +150,8 @@ fn sync(st: &mut State, d: &Value) {
         let olds_up = all.iter().any(|rs| replicas(rs) > 0);
         let initial = if olds_up { 0 } else { desired };
         let rs = new_replicaset(d, &hash, initial, max_revision + 1, surge);
-        let rs_def = def(st, "replicasets.apps");
-        if let Err(e) = write::create(st, &rs_def, namespace(d), "apps/v1", rs) {
+        let rs_def = def(cx.st, "replicasets.apps");
+        if let Err(e) = write::create(cx.st, &rs_def, namespace(d), "apps/v1", rs) {
             tracing::debug!("control: replicaset of {}: {}", name(d), e.message);
         }
         return;
@@ -160,7 +160,7 @@ fn sync(st: &mut State, d: &Value) {
         // Back to an older template: its ReplicaSet becomes the newest revision.
         let mut bumped = new_rs.clone();
         bumped["metadata"]["annotations"][REVISION] = json!((max_revision + 1).to_string());
-        update(st, "replicasets.apps", &new_rs, bumped);
+        update(cx.st, "replicasets.apps", &new_rs, bumped);
         return;
     }
     let olds: Vec<&Value> = all.iter().filter(|rs| name(rs) != rs_name).collect();
@@ -170,22 +170,22 @@ fn sync(st: &mut State, d: &Value) {
         if recreate && olds.iter().any(|rs| count(rs, "/status/replicas") > 0) {
             return; // Recreate: wait for the old pods to go
         }
-        scale(st, &new_rs, desired, desired);
+        scale(cx.st, &new_rs, desired, desired);
     } else if recreate {
         for rs in &olds {
-            scale(st, rs, 0, desired);
+            scale(cx.st, rs, 0, desired);
         }
     } else {
         let total = new_spec + old_spec;
         if new_spec < desired && total < desired + surge {
             scale(
-                st,
+                cx.st,
                 &new_rs,
                 desired.min(new_spec + desired + surge - total),
                 desired,
             );
         } else if new_spec > desired {
-            scale(st, &new_rs, desired, desired);
+            scale(cx.st, &new_rs, desired, desired);
         }
         let available: i64 = all.iter().map(|rs| count(rs, "/status/availableReplicas")).sum();
         let mut removable = (available - (desired - unavailable)).max(0);
@@ -196,11 +196,11 @@ fn sync(st: &mut State, d: &Value) {
             let cut = r.min(unready + removable);
             removable -= (cut - unready).max(0);
             if cut > 0 {
-                scale(st, rs, r - cut, desired);
+                scale(cx.st, rs, r - cut, desired);
             }
         }
     }
-    write_status(st, d, &rs_name, desired, unavailable);
+    write_status(cx, d, &rs_name, desired, unavailable);
 }
 
 /// A condition, keeping its times when nothing about it changed.
@@ -220,8 +220,8 @@ fn condition(old: &[Value], ty: &str, status: &str, reason: &str, message: &str)
         "reason": reason, "message": message})
 }
 
-fn write_status(st: &mut State, d: &Value, rs_name: &str, desired: i64, unavailable: i64) {
-    let all = owned(st, d);
+fn write_status(cx: &mut Ctx, d: &Value, rs_name: &str, desired: i64, unavailable: i64) {
+    let all = owned(cx, d);
     let sum = |k: &str| -> i64 { all.iter().map(|rs| count(rs, &format!("/status/{k}"))).sum() };
     let (total, ready, available) = (sum("replicas"), sum("readyReplicas"), sum("availableReplicas"));
     let new_rs = all.iter().find(|rs| name(rs) == rs_name);
@@ -273,18 +273,18 @@ fn write_status(st: &mut State, d: &Value, rs_name: &str, desired: i64, unavaila
     if total - available > 0 {
         status["unavailableReplicas"] = json!(total - available);
     }
-    set_status(st, "deployments.apps", d, status);
+    set_status(cx.st, "deployments.apps", d, status);
     // The Deployment carries its newest revision.
     if let Some(rs) = new_rs {
         let rev = revision(rs).to_string();
-        let cur = st
-            .table("deployments.apps")
-            .and_then(|t| t.objects.get(&super::super::store::key(namespace(d), name(d))))
-            .map(|o| o.value.clone());
+        if annotation(d, REVISION) == rev {
+            return;
+        }
+        let cur = cx.get("deployments.apps", &super::store_key(namespace(d), name(d)));
         if let Some(cur) = cur.filter(|c| annotation(c, REVISION) != rev) {
             let mut new = cur.clone();
             new["metadata"]["annotations"][REVISION] = json!(rev);
-            update(st, "deployments.apps", &cur, new);
+            update(cx.st, "deployments.apps", &cur, new);
         }
     }
 }
@@ -302,7 +302,7 @@ mod tests {
                 "spec": {"containers": [{"name": "nginx", "image": image}]}}}})
     }
 
-    fn set(st: &mut super::State, f: impl FnOnce(&mut Value)) {
+    fn set(st: &mut super::super::State, f: impl FnOnce(&mut Value)) {
         let mut d = all(st, "deployments.apps")[0].clone();
         f(&mut d);
         let def = st.registry.get("deployments.apps").cloned().unwrap();

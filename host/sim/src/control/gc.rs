@@ -13,52 +13,23 @@
 
 use super::super::store::State;
 use super::super::write::{self, Preconditions};
-use super::{deleting, name, namespace, uid, update};
+use super::index::{Place, owner_uids};
+use super::{Ctx, deleting, has_finalizer, name, namespace, uid, update};
 use serde_json::{Value, json};
-use std::collections::{HashMap, HashSet};
+use std::collections::BTreeSet;
 
-/// One stored object: its table (qualified plural) and value.
-struct Entry {
-    table: String,
-    value: Value,
-}
-
-fn owner_uids(v: &Value) -> Vec<&str> {
-    v.pointer("/metadata/ownerReferences")
-        .and_then(Value::as_array)
-        .map(|refs| refs.iter().filter_map(|r| r["uid"].as_str()).collect())
-        .unwrap_or_default()
-}
-
-fn has_finalizer(v: &Value, f: &str) -> bool {
-    v.pointer("/metadata/finalizers")
-        .and_then(Value::as_array)
-        .is_some_and(|a| a.iter().any(|x| x == f))
-}
-
-fn delete(st: &mut State, e: &Entry, propagation: Option<&str>) {
-    let Some(def) = st.registry.get(&e.table).cloned() else {
+fn delete(st: &mut State, table: &str, v: &Value, propagation: &str) {
+    let Some(def) = st.registry.get(table).cloned() else {
         return;
     };
     let pre = Preconditions {
-        propagation: propagation.map(String::from),
+        propagation: Some(propagation.into()),
         ..Default::default()
     };
-    let _ = write::delete(st, &def, namespace(&e.value), name(&e.value), &pre);
+    let _ = write::delete(st, &def, namespace(v), name(v), &pre);
 }
 
-/// The stored version of `v` (the pass may have changed it).
-fn current(st: &State, e: &Entry) -> Option<Value> {
-    st.table(&e.table)
-        .and_then(|t| {
-            t.objects
-                .get(&super::super::store::key(namespace(&e.value), name(&e.value)))
-        })
-        .map(|o| o.value.clone())
-}
-
-fn drop_finalizer(st: &mut State, e: &Entry, f: &str) {
-    let Some(cur) = current(st, e) else { return };
+fn drop_finalizer(st: &mut State, table: &str, cur: &Value, f: &str) {
     let mut new = cur.clone();
     if let Some(a) = new
         .pointer_mut("/metadata/finalizers")
@@ -66,59 +37,47 @@ fn drop_finalizer(st: &mut State, e: &Entry, f: &str) {
     {
         a.retain(|x| x != f);
     }
-    update(st, &e.table, &cur, new);
+    update(st, table, cur, new);
 }
 
-pub fn reconcile(st: &mut State) {
-    let entries: Vec<Entry> = st
-        .tables
-        .iter()
-        .flat_map(|(q, t)| {
-            t.objects.values().map(move |o| Entry {
-                table: q.clone(),
-                value: o.value.clone(),
-            })
-        })
-        .collect();
-    let uids: HashSet<&str> = entries.iter().map(|e| uid(&e.value)).collect();
-    let mut dependents: HashMap<&str, Vec<&Entry>> = HashMap::new();
-    for e in &entries {
-        for o in owner_uids(&e.value) {
-            dependents.entry(o).or_default().push(e);
+/// Delete the queued dependents none of whose owners exists any more
+/// (the uid index says), and move the queued owners deleted in the
+/// foreground or orphaning on.
+pub fn collect(cx: &mut Ctx, orphans: &BTreeSet<Place>, owners: &BTreeSet<Place>) {
+    for (table, key) in orphans {
+        let Some(v) = cx.get(table, key) else { continue };
+        let ids = owner_uids(&v);
+        if !ids.is_empty() && !deleting(&v) && ids.iter().all(|o| !cx.ix.exists(o)) {
+            delete(cx.st, table, &v, "Background");
         }
     }
-    for e in &entries {
-        let owners = owner_uids(&e.value);
-        if !owners.is_empty() && !deleting(&e.value) && owners.iter().all(|o| !uids.contains(o)) {
-            delete(st, e, Some("Background"));
-        }
-    }
-    for owner in &entries {
-        let v = &owner.value;
-        if !deleting(v) {
+    for (table, key) in owners {
+        let Some(owner) = cx.get(table, key).filter(deleting) else {
             continue;
-        }
-        let deps = dependents.get(uid(v)).map(Vec::as_slice).unwrap_or(&[]);
-        if has_finalizer(v, "foregroundDeletion") {
-            for d in deps.iter().filter(|d| !deleting(&d.value)) {
-                delete(st, d, Some("Foreground"));
+        };
+        let deps = cx.ix.dependents(uid(&owner));
+        if has_finalizer(&owner, "foregroundDeletion") {
+            for (t, k) in &deps {
+                if let Some(d) = cx.get(t, k).filter(|d| !deleting(d)) {
+                    delete(cx.st, t, &d, "Foreground");
+                }
             }
             if deps.is_empty() {
-                drop_finalizer(st, owner, "foregroundDeletion");
+                drop_finalizer(cx.st, table, &owner, "foregroundDeletion");
             }
-        } else if has_finalizer(v, "orphan") {
-            for d in deps {
-                let Some(cur) = current(st, d) else { continue };
+        } else if has_finalizer(&owner, "orphan") {
+            for (t, k) in &deps {
+                let Some(cur) = cx.get(t, k) else { continue };
                 let mut new = cur.clone();
                 if let Some(refs) = new
                     .pointer_mut("/metadata/ownerReferences")
                     .and_then(Value::as_array_mut)
                 {
-                    refs.retain(|r| r["uid"] != json!(uid(v)));
+                    refs.retain(|r| r["uid"] != json!(uid(&owner)));
                 }
-                update(st, &d.table, &cur, new);
+                update(cx.st, t, &cur, new);
             }
-            drop_finalizer(st, owner, "orphan");
+            drop_finalizer(cx.st, table, &owner, "orphan");
         }
     }
 }

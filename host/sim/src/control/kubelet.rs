@@ -8,10 +8,8 @@
 //! unbound Pods (`scheduler`), Pods on Nodes that do not exist.
 
 use super::super::meta::now;
-use super::super::store::State;
-use super::{deleting, name, objects, s, set_status};
+use super::{Ctx, deleting, s, set_status};
 use serde_json::{Value, json};
-use std::collections::{HashMap, HashSet};
 
 /// The node's pod network prefix (`10.244.1.` of `10.244.1.0/24`).
 fn prefix(node: &Value) -> String {
@@ -67,35 +65,23 @@ fn running_status(pod: &Value, node: &Value, ip: &str) -> Value {
     status
 }
 
-pub fn reconcile(st: &mut State) {
-    let nodes: HashMap<String, Value> = objects(st, "nodes")
-        .into_iter()
-        .filter(|n| !deleting(n))
-        .map(|n| (name(&n).to_string(), n))
-        .collect();
-    if nodes.is_empty() {
+/// Start the Pod at `key` if it is Pending on an existing, not deleted
+/// Node, with a free IP of that node's range (the IP index).
+pub fn run(cx: &mut Ctx, key: &str) {
+    let Some(p) = cx.get("pods", key) else { return };
+    let node_name = s(&p, "/spec/nodeName");
+    if node_name.is_empty() || deleting(&p) || !matches!(s(&p, "/status/phase"), "" | "Pending") {
         return;
     }
-    let pods = objects(st, "pods");
-    let mut used: HashSet<String> = pods.iter().map(|p| s(p, "/status/podIP").to_string()).collect();
-    for p in pods {
-        let Some(node) = nodes.get(s(&p, "/spec/nodeName")) else {
-            continue;
-        };
-        if deleting(&p) || !matches!(s(&p, "/status/phase"), "" | "Pending") {
-            continue;
-        }
-        let base = prefix(node);
-        let Some(ip) = (2..255)
-            .map(|i| format!("{base}{i}"))
-            .find(|ip| !used.contains(ip))
-        else {
-            continue;
-        };
-        used.insert(ip.clone());
-        let status = running_status(&p, node, &ip);
-        set_status(st, "pods", &p, status);
-    }
+    let Some(node) = cx.get("nodes", node_name).filter(|n| !deleting(n)) else {
+        return;
+    };
+    let base = prefix(&node);
+    let Some(ip) = (2..255).map(|i| format!("{base}{i}")).find(|ip| cx.ix.take_ip(ip)) else {
+        return;
+    };
+    let status = running_status(&p, &node, &ip);
+    set_status(cx.st, "pods", &p, status);
 }
 
 #[cfg(test)]

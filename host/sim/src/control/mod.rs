@@ -1,10 +1,18 @@
 //! The simulated control plane (KWOK is the model): controllers that act
 //! on the store as kube-controller-manager, the scheduler and kubelets act
-//! through the API. Each pass runs every controller once; a controller
-//! reads the current objects and writes through `write` (create, update,
+//! through the API. Each controller writes through `write` (create, update,
 //! `/status` update, delete), so every change is an ordinary commit that
-//! watchers see, with its own resourceVersion. The loop runs passes until
-//! one writes nothing, then waits for the next commit (`State::changes`).
+//! watchers see, with its own resourceVersion.
+//!
+//! As the real controllers do (informers + work queues), the controllers
+//! work per change: [`Controllers`] reads the store's events since it last
+//! looked, keeps its indexes (`index`: objects by uid, dependents by owner,
+//! Pods by node) from them, and queues the keys each controller has to
+//! look at; a round works the queues, and the writes it makes are the next
+//! round's events. With nothing queued nothing runs: the loop sleeps until
+//! the next commit (`State::changes`). History it can no longer read (a
+//! restart, a compaction, a new CRD's table) makes it look at everything
+//! once (a resync).
 //!
 //! Controllers: `nodes` (simulated Nodes), `deployment` (ReplicaSets of a
 //! Deployment, rollouts, Deployment status), `replicaset` (Pods of a
@@ -12,11 +20,13 @@
 //! (runs bound Pods), `gc` (ownerReferences: background, foreground and
 //! orphan deletion), `namespace` (empties Terminating namespaces).
 //!
-//! Owns: the loop and what the controllers share. Must not touch: HTTP,
-//! the store's internals (only `write` and reads of `State::tables`).
+//! Owns: the loop, the queues and what the controllers share. Must not
+//! touch: HTTP, the store's internals (only `write`, reads of
+//! `State::tables` and `State::events_after`).
 
 mod deployment;
 mod gc;
+mod index;
 mod kubelet;
 mod namespace;
 mod nodes;
@@ -25,46 +35,270 @@ mod scheduler;
 
 use super::Shared;
 use super::resources::ResourceDef;
-use super::store::State;
+use super::store::{EvType, State};
+use index::{Index, Place, controller_of, owner_uids};
 use serde_json::{Value, json};
+use std::collections::BTreeSet;
 use std::sync::Arc;
-use std::time::Duration;
 
-/// Passes after one wake-up before yielding the lock to requests.
-const MAX_PASSES: usize = 16;
+/// Rounds after one wake-up before yielding the lock to requests.
+const MAX_ROUNDS: usize = 16;
 
 /// Run the controllers until the simulator stops.
 pub async fn run(shared: Arc<Shared>) {
+    let mut controllers = Controllers::default();
     loop {
-        let mut changes = {
+        let (more, mut changes) = {
             let mut st = shared.store.lock();
-            for _ in 0..MAX_PASSES {
-                if !pass(&mut st) {
-                    break;
-                }
-            }
-            // Subscribed under the lock: no commit after the pass is missed.
-            st.changes.subscribe()
+            let more = controllers.step(&mut st);
+            shared.stats.control_worked(controllers.rounds, controllers.visits);
+            // Subscribed under the lock: no commit after the step is missed.
+            (more, st.changes.subscribe())
         };
-        // A restart replaces the state (and its sender): look again soon.
-        let _ = tokio::time::timeout(Duration::from_secs(1), changes.changed()).await;
+        if more {
+            tokio::task::yield_now().await;
+            continue;
+        }
+        // A restart replaces the state: its sender goes, and this returns.
+        let _ = changes.changed().await;
     }
 }
 
-/// Run every controller once; true if any of them wrote.
-pub fn pass(st: &mut State) -> bool {
-    let before = st.rv;
-    nodes::reconcile(st);
-    deployment::reconcile(st);
-    replicaset::reconcile(st);
-    scheduler::reconcile(st);
-    kubelet::reconcile(st);
-    gc::reconcile(st);
-    namespace::reconcile(st);
-    st.rv != before
+/// Keys each controller has to look at, each once (a work queue).
+#[derive(Debug, Default)]
+struct Queues {
+    nodes: bool,
+    deployments: BTreeSet<Arc<str>>,
+    replicasets: BTreeSet<Arc<str>>,
+    /// Pods to bind (scheduler) and to run (kubelet).
+    schedule: BTreeSet<Arc<str>>,
+    run: BTreeSet<Arc<str>>,
+    /// Dependents whose owners may be gone (gc).
+    orphans: BTreeSet<Place>,
+    /// Owners deleted in the foreground or orphaning (gc).
+    owners: BTreeSet<Place>,
+    namespaces: BTreeSet<Arc<str>>,
+}
+
+impl Queues {
+    fn is_empty(&self) -> bool {
+        !self.nodes
+            && self.deployments.is_empty()
+            && self.replicasets.is_empty()
+            && self.schedule.is_empty()
+            && self.run.is_empty()
+            && self.orphans.is_empty()
+            && self.owners.is_empty()
+            && self.namespaces.is_empty()
+    }
+}
+
+/// The controllers' state between rounds: where they are in the store's
+/// history, their indexes, their queues, and how much they have done.
+#[derive(Debug, Default)]
+pub struct Controllers {
+    /// Events up to this resourceVersion are seen; None: look at everything.
+    seen: Option<u64>,
+    index: Index,
+    queues: Queues,
+    /// Rounds run (a round works every non-empty queue once).
+    pub rounds: u64,
+    /// Stored objects read (each a deep copy) by the controllers.
+    pub visits: u64,
+}
+
+/// What a controller works with: the store, the indexes, the visit count.
+pub struct Ctx<'a> {
+    pub st: &'a mut State,
+    pub ix: &'a mut Index,
+    visits: &'a mut u64,
+}
+
+impl Ctx<'_> {
+    /// The stored object at `key` of `table`, read (a copy).
+    fn get(&mut self, table: &str, key: &str) -> Option<Value> {
+        let v = self.st.table(table)?.objects.get(key)?.value.clone();
+        *self.visits += 1;
+        Some(v)
+    }
+
+    /// The objects of `table` whose ownerReferences name `owner_uid`.
+    fn dependents(&mut self, owner_uid: &str, table: &str) -> Vec<Value> {
+        let places = self.ix.dependents(owner_uid);
+        places
+            .iter()
+            .filter(|(t, _)| t == table)
+            .filter_map(|(t, k)| self.get(t, k))
+            .collect()
+    }
+}
+
+impl Controllers {
+    /// Look at what changed and work the queues, round after round, until
+    /// nothing is left (true: work remains after [`MAX_ROUNDS`] rounds).
+    pub fn step(&mut self, st: &mut State) -> bool {
+        for _ in 0..MAX_ROUNDS {
+            self.observe(st);
+            if self.queues.is_empty() {
+                return false;
+            }
+            self.rounds += 1;
+            self.work(st);
+        }
+        self.observe(st);
+        !self.queues.is_empty()
+    }
+
+    /// Queue what the events since the last look ask for (everything, when
+    /// they cannot all be read).
+    fn observe(&mut self, st: &State) {
+        let Some(after) = self.seen.filter(|s| *s <= st.rv) else {
+            return self.resync(st);
+        };
+        if after == st.rv {
+            return;
+        }
+        let mut events = Vec::new();
+        for (q, _) in st.tables.iter() {
+            match st.events_after(q, after, usize::MAX, true) {
+                Ok(evs) => events.extend(evs.into_iter().map(|e| (q.clone(), e))),
+                Err(_) => return self.resync(st),
+            }
+        }
+        events.sort_by_key(|(_, e)| e.rv);
+        for (q, e) in &events {
+            let new = (e.ty != EvType::Deleted).then_some(&e.obj.value);
+            let old = match e.ty {
+                EvType::Deleted => e.prev.as_ref().map(|p| &p.value).or(Some(&e.obj.value)),
+                _ => e.prev.as_ref().map(|p| &p.value),
+            };
+            self.dispatch(st, q, &e.key, old, new);
+        }
+        self.seen = Some(st.rv);
+    }
+
+    /// Rebuild the indexes and queue every object.
+    fn resync(&mut self, st: &State) {
+        self.index = Index::default();
+        self.queues = Queues {
+            nodes: true,
+            ..Default::default()
+        };
+        for (q, t) in &st.tables {
+            for (k, o) in &t.objects {
+                self.visits += 1;
+                self.dispatch(st, q, k, None, Some(&o.value));
+            }
+        }
+        self.seen = Some(st.rv);
+    }
+
+    /// One change of the object at (`table`, `key`) into the indexes and
+    /// the queues of the controllers that watch it.
+    fn dispatch(&mut self, st: &State, table: &str, key: &Arc<str>, old: Option<&Value>, new: Option<&Value>) {
+        self.index.apply(table, key, old, new);
+        let (ix, qs) = (&self.index, &mut self.queues);
+        let both = || old.into_iter().chain(new);
+        let place = || (table.to_string(), key.clone());
+        match table {
+            "deployments.apps" => {
+                qs.deployments.insert(key.clone());
+            }
+            "replicasets.apps" => {
+                qs.replicasets.insert(key.clone());
+                for v in both() {
+                    if let Some(d) = controller_of(v, "Deployment") {
+                        qs.deployments.insert(store_key(namespace(v), d));
+                    }
+                }
+            }
+            "pods" => {
+                for v in both() {
+                    if let Some(rs) = controller_of(v, "ReplicaSet") {
+                        qs.replicasets.insert(store_key(namespace(v), rs));
+                    }
+                }
+                if let Some(p) = new.filter(|p| !deleting(p) && matches!(s(p, "/status/phase"), "" | "Pending")) {
+                    match s(p, "/spec/nodeName") {
+                        "" => qs.schedule.insert(key.clone()),
+                        _ => qs.run.insert(key.clone()),
+                    };
+                }
+            }
+            "nodes" => {
+                qs.nodes |= new.is_none();
+                // A node that comes or changes may take the unbound Pods and run its own.
+                qs.schedule.extend(ix.unbound());
+                qs.run.extend(ix.pods_on(old.or(new).map(name).unwrap_or("")));
+            }
+            "namespaces" => {
+                if new.is_some_and(deleting) {
+                    qs.namespaces.insert(key.clone());
+                }
+            }
+            _ => {}
+        }
+        // The garbage collector: dependents, and owners deleted in the
+        // foreground or orphaning.
+        if let Some(n) = new {
+            if !owner_uids(n).is_empty() {
+                qs.orphans.insert(place());
+            }
+            if deleting(n) && (has_finalizer(n, "foregroundDeletion") || has_finalizer(n, "orphan")) {
+                qs.owners.insert(place());
+            }
+        }
+        if let (Some(o), None) = (old, new) {
+            qs.orphans.extend(ix.dependents(uid(o)));
+            qs.owners
+                .extend(owner_uids(o).into_iter().filter_map(|u| ix.place_of(u).cloned()));
+        }
+        // The namespace controller: a change inside a Terminating namespace.
+        if table != "namespaces"
+            && let Some((ns, _)) = key.split_once('/')
+            && st
+                .table("namespaces")
+                .and_then(|t| t.objects.get(ns))
+                .is_some_and(|n| deleting(&n.value))
+        {
+            qs.namespaces.insert(ns.into());
+        }
+    }
+
+    /// One round: every controller works its queue once.
+    fn work(&mut self, st: &mut State) {
+        let q = std::mem::take(&mut self.queues);
+        let mut cx = Ctx {
+            st,
+            ix: &mut self.index,
+            visits: &mut self.visits,
+        };
+        if q.nodes {
+            nodes::reconcile(&mut cx);
+        }
+        for k in &q.deployments {
+            deployment::sync(&mut cx, k);
+        }
+        for k in &q.replicasets {
+            replicaset::sync(&mut cx, k);
+        }
+        scheduler::schedule(&mut cx, &q.schedule);
+        for k in &q.run {
+            kubelet::run(&mut cx, k);
+        }
+        gc::collect(&mut cx, &q.orphans, &q.owners);
+        for ns in &q.namespaces {
+            namespace::sync(&mut cx, ns);
+        }
+    }
+}
+
+fn store_key(ns: Option<&str>, name: &str) -> Arc<str> {
+    super::store::key(ns, name)
 }
 
 /// The current objects of a table (qualified plural), in key order.
+#[cfg(test)]
 fn objects(st: &State, qualified: &str) -> Vec<Value> {
     st.table(qualified)
         .map(|t| t.objects.values().map(|o| o.value.clone()).collect())
@@ -93,6 +327,12 @@ fn uid(v: &Value) -> &str {
 
 fn deleting(v: &Value) -> bool {
     v.pointer("/metadata/deletionTimestamp").is_some()
+}
+
+fn has_finalizer(v: &Value, f: &str) -> bool {
+    v.pointer("/metadata/finalizers")
+        .and_then(Value::as_array)
+        .is_some_and(|a| a.iter().any(|x| x == f))
 }
 
 /// The uid of the object's controller (the ownerReference with `controller: true`).
@@ -152,9 +392,10 @@ fn update(st: &mut State, qualified: &str, old: &Value, new: Value) {
 
 #[cfg(test)]
 pub mod testing {
-    //! A state with the control plane on, and passes run to quiescence.
+    //! A state with the control plane on, and the controllers run to quiescence.
     use super::super::store::State;
     use super::super::write;
+    use super::Controllers;
     use serde_json::{Value, json};
 
     pub fn state() -> State {
@@ -167,10 +408,15 @@ pub mod testing {
         st
     }
 
-    /// Run passes until one writes nothing (at most 100).
+    /// Run fresh controllers (they look at everything) until nothing is left.
     pub fn settle(st: &mut State) {
+        settle_with(&mut Controllers::default(), st);
+    }
+
+    /// Run these controllers until nothing is left (at most 100 steps).
+    pub fn settle_with(c: &mut Controllers, st: &mut State) {
         for _ in 0..100 {
-            if !super::pass(st) {
+            if !c.step(st) {
                 return;
             }
         }
@@ -184,5 +430,59 @@ pub mod testing {
 
     pub fn all(st: &State, qualified: &str) -> Vec<Value> {
         super::objects(st, qualified)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::store::State;
+    use super::Controllers;
+    use super::testing::*;
+    use serde_json::json;
+
+    /// `n` Deployments of 0 replicas in `default`, the controllers settled.
+    fn deployments(n: usize) -> (State, Controllers) {
+        let mut st = state();
+        for i in 0..n {
+            let d = json!({"metadata": {"name": format!("d{i}")}, "spec": {"replicas": 0,
+                "selector": {"matchLabels": {"app": "a"}},
+                "template": {"metadata": {"labels": {"app": "a"}}, "spec": {"containers": [{"name": "c", "image": "i"}]}}}});
+            create(&mut st, "deployments.apps", Some("default"), "apps/v1", d);
+        }
+        let mut c = Controllers::default();
+        settle_with(&mut c, &mut st);
+        assert_eq!(all(&st, "replicasets.apps").len(), n);
+        (st, c)
+    }
+
+    #[test]
+    fn idle_controllers_do_nothing() {
+        let (mut st, mut c) = deployments(50);
+        let before = (c.rounds, c.visits);
+        for _ in 0..5 {
+            assert!(!c.step(&mut st));
+        }
+        assert_eq!((c.rounds, c.visits), before);
+    }
+
+    #[test]
+    fn one_change_costs_the_same_whatever_else_there_is() {
+        let work = |n: usize| {
+            let (mut st, mut c) = deployments(n);
+            let (rounds, visits) = (c.rounds, c.visits);
+            let mut d = all(&st, "deployments.apps")
+                .into_iter()
+                .find(|d| d["metadata"]["name"] == "d1")
+                .unwrap();
+            d["spec"]["replicas"] = json!(2);
+            let def = st.registry.get("deployments.apps").cloned().unwrap();
+            super::super::write::update(&mut st, &def, Some("default"), "d1", d, false).unwrap();
+            settle_with(&mut c, &mut st);
+            assert_eq!(all(&st, "pods").len(), 2);
+            (c.rounds - rounds, c.visits - visits)
+        };
+        let (few, many) = (work(5), work(200));
+        assert!(few.1 > 0);
+        assert_eq!(few, many, "rounds and objects read for one change");
     }
 }

@@ -6,52 +6,52 @@
 //! Owns: deleting a Terminating namespace's contents and its `kubernetes`
 //! finalizer. Must not touch: active namespaces, cluster-scoped objects.
 
-use super::super::store::State;
 use super::super::write::{self, Preconditions};
-use super::{deleting, name, objects, update};
+use super::{Ctx, deleting, name, update};
 use serde_json::Value;
 
-pub fn reconcile(st: &mut State) {
-    for ns in objects(st, "namespaces") {
-        let held = ns
-            .pointer("/spec/finalizers")
-            .and_then(Value::as_array)
-            .is_some_and(|a| a.iter().any(|f| f == "kubernetes"));
-        if !deleting(&ns) || !held {
-            continue;
-        }
-        let prefix = format!("{}/", name(&ns));
-        let tables = st.namespaced_tables();
-        let mut left = 0;
-        for q in tables {
-            let contents: Vec<Value> = st.tables[&q]
-                .objects
-                .range::<str, _>((
-                    std::ops::Bound::Included(prefix.as_str()),
-                    std::ops::Bound::Unbounded,
-                ))
-                .take_while(|(k, _)| k.starts_with(&prefix))
-                .map(|(_, o)| o.value.clone())
-                .collect();
-            let def = st.tables[&q].def.clone();
-            for o in contents {
-                left += 1;
-                if !deleting(&o) {
-                    let pre = Preconditions {
-                        propagation: Some("Background".into()),
-                        ..Default::default()
-                    };
-                    let _ = write::delete(st, &def, Some(name(&ns)), name(&o), &pre);
-                }
+/// Empty the namespace `ns` if it is Terminating, and let it go once empty.
+pub fn sync(cx: &mut Ctx, ns_name: &str) {
+    let Some(ns) = cx.get("namespaces", ns_name) else { return };
+    let held = ns
+        .pointer("/spec/finalizers")
+        .and_then(Value::as_array)
+        .is_some_and(|a| a.iter().any(|f| f == "kubernetes"));
+    if !deleting(&ns) || !held {
+        return;
+    }
+    let prefix = format!("{}/", name(&ns));
+    let tables = cx.st.namespaced_tables();
+    let mut left = 0;
+    for q in tables {
+        let contents: Vec<Value> = cx.st.tables[&q]
+            .objects
+            .range::<str, _>((
+                std::ops::Bound::Included(prefix.as_str()),
+                std::ops::Bound::Unbounded,
+            ))
+            .take_while(|(k, _)| k.starts_with(&prefix))
+            .map(|(_, o)| o.value.clone())
+            .collect();
+        *cx.visits += contents.len() as u64;
+        let def = cx.st.tables[&q].def.clone();
+        for o in contents {
+            left += 1;
+            if !deleting(&o) {
+                let pre = Preconditions {
+                    propagation: Some("Background".into()),
+                    ..Default::default()
+                };
+                let _ = write::delete(cx.st, &def, Some(name(&ns)), name(&o), &pre);
             }
         }
-        if left == 0 {
-            let mut done = ns.clone();
-            if let Some(a) = done.pointer_mut("/spec/finalizers").and_then(Value::as_array_mut) {
-                a.retain(|f| f != "kubernetes");
-            }
-            update(st, "namespaces", &ns, done);
+    }
+    if left == 0 {
+        let mut done = ns.clone();
+        if let Some(a) = done.pointer_mut("/spec/finalizers").and_then(Value::as_array_mut) {
+            a.retain(|f| f != "kubernetes");
         }
+        update(cx.st, "namespaces", &ns, done);
     }
 }
 

@@ -7,7 +7,7 @@
 
 use super::super::demo::create_with_status;
 use super::super::meta::now;
-use super::super::store::State;
+use super::Ctx;
 use serde_json::{Value, json};
 
 /// Simulated nodes registered when there are none.
@@ -48,12 +48,12 @@ pub fn node(i: usize) -> Value {
     })
 }
 
-pub fn reconcile(st: &mut State) {
-    if st.table("nodes").is_some_and(|t| !t.objects.is_empty()) {
+pub fn reconcile(cx: &mut Ctx) {
+    if cx.st.table("nodes").is_some_and(|t| !t.objects.is_empty()) {
         return;
     }
     for i in 1..=NODES {
-        if let Err(e) = create_with_status(st, node(i)) {
+        if let Err(e) = create_with_status(cx.st, node(i)) {
             tracing::debug!("control: node-{i}: {}", e.message);
         }
     }

@@ -8,17 +8,18 @@
 //! ReplicaSet specs (`deployment` scales them), Pods it does not control
 //! (no adoption of matching orphans), Pod status (`kubelet`).
 
-use super::super::store::State;
 use super::super::write;
 use super::{
-    controller_ref, controller_uid, count, def, deleting, name, namespace, objects, pod_ready, replicas,
-    set_status, uid,
+    Ctx, controller_ref, controller_uid, count, def, deleting, name, namespace, pod_ready, replicas, set_status,
+    uid,
 };
 use serde_json::{Value, json};
 
-/// The Pods a ReplicaSet controls that are not being deleted.
-fn owned<'a>(pods: &'a [Value], rs: &Value) -> Vec<&'a Value> {
-    pods.iter()
+/// The Pods a ReplicaSet controls that are not being deleted, found
+/// through the owner index.
+fn owned(cx: &mut Ctx, rs: &Value) -> Vec<Value> {
+    cx.dependents(uid(rs), "pods")
+        .into_iter()
         .filter(|p| controller_uid(p) == Some(uid(rs)) && !deleting(p))
         .collect()
 }
@@ -36,58 +37,50 @@ fn new_pod(rs: &Value) -> Value {
         "spec": template.get("spec").cloned().unwrap_or(json!({}))})
 }
 
-pub fn reconcile(st: &mut State) {
-    let pod_def = def(st, "pods");
-    for rs in objects(st, "replicasets.apps") {
-        if deleting(&rs) {
-            continue;
-        }
-        let ns = namespace(&rs);
-        let pods = objects(st, "pods");
-        let mine = owned(&pods, &rs);
-        let want = replicas(&rs).max(0) as usize;
-        if mine.len() < want {
-            for _ in mine.len()..want {
-                if let Err(e) = write::create(st, &pod_def, ns, "v1", new_pod(&rs)) {
-                    tracing::debug!("control: pod of {}: {}", name(&rs), e.message);
-                    break;
-                }
-            }
-        } else if mine.len() > want {
-            let mut doomed = mine.clone();
-            // Not ready first, then the newest.
-            doomed.sort_by(|a, b| {
-                (pod_ready(a), super::s(b, "/metadata/creationTimestamp"))
-                    .cmp(&(pod_ready(b), super::s(a, "/metadata/creationTimestamp")))
-            });
-            for p in doomed.iter().take(mine.len() - want) {
-                let _ = write::delete(st, &pod_def, ns, name(p), &Default::default());
+/// Bring the ReplicaSet at `key` to its replica count and report it. Its
+/// status waits for the Pods it creates or deletes: their events bring it
+/// back.
+pub fn sync(cx: &mut Ctx, key: &str) {
+    let Some(rs) = cx.get("replicasets.apps", key).filter(|rs| !deleting(rs)) else {
+        return;
+    };
+    let pod_def = def(cx.st, "pods");
+    let ns = namespace(&rs);
+    let mine = owned(cx, &rs);
+    let want = replicas(&rs).max(0) as usize;
+    if mine.len() < want {
+        for _ in mine.len()..want {
+            if let Err(e) = write::create(cx.st, &pod_def, ns, "v1", new_pod(&rs)) {
+                tracing::debug!("control: pod of {}: {}", name(&rs), e.message);
+                break;
             }
         }
-        let pods = objects(st, "pods");
-        let mine = owned(&pods, &rs);
-        let ready = mine.iter().filter(|p| pod_ready(p)).count();
-        let mut status = rs.get("status").cloned().unwrap_or(json!({}));
-        for (k, v) in [
-            ("replicas", mine.len()),
-            ("fullyLabeledReplicas", mine.len()),
-            ("readyReplicas", ready),
-            ("availableReplicas", ready),
-        ] {
-            status[k] = json!(v);
-        }
-        status["observedGeneration"] = json!(count(&rs, "/metadata/generation"));
-        let cur = current(st, &rs);
-        set_status(st, "replicasets.apps", &cur, status);
+        return;
     }
-}
-
-/// The stored version of an object read earlier in the pass.
-fn current(st: &State, v: &Value) -> Value {
-    st.table("replicasets.apps")
-        .and_then(|t| t.objects.get(&super::super::store::key(namespace(v), name(v))))
-        .map(|o| o.value.clone())
-        .unwrap_or_else(|| v.clone())
+    if mine.len() > want {
+        let mut doomed: Vec<&Value> = mine.iter().collect();
+        // Not ready first, then the newest.
+        doomed.sort_by(|a, b| {
+            (pod_ready(a), super::s(b, "/metadata/creationTimestamp"))
+                .cmp(&(pod_ready(b), super::s(a, "/metadata/creationTimestamp")))
+        });
+        for p in doomed.iter().take(mine.len() - want) {
+            let _ = write::delete(cx.st, &pod_def, ns, name(p), &Default::default());
+        }
+        return;
+    }
+    let ready = mine.iter().filter(|p| pod_ready(p)).count();
+    let mut status = rs.get("status").cloned().unwrap_or(json!({}));
+    for (k, v) in [
+        ("replicas", mine.len()),
+        ("fullyLabeledReplicas", mine.len()),
+        ("readyReplicas", ready),
+        ("availableReplicas", ready),
+    ] {
+        status[k] = json!(v);
+    }
+    status["observedGeneration"] = json!(count(&rs, "/metadata/generation"));
+    set_status(cx.st, "replicasets.apps", &rs, status);
 }
 
 #[cfg(test)]

@@ -6,10 +6,10 @@
 //! Must not touch: Nodes, Pods already bound, Pods' other status (`kubelet`).
 
 use super::super::meta::now;
-use super::super::store::State;
-use super::{deleting, name, objects, s, set_status, update};
+use super::{Ctx, deleting, name, s, set_status, update};
 use serde_json::{Value, json};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 fn schedulable(node: &Value) -> bool {
     node.pointer("/spec/unschedulable") != Some(&json!(true))
@@ -20,22 +20,29 @@ fn schedulable(node: &Value) -> bool {
         && !deleting(node)
 }
 
-pub fn reconcile(st: &mut State) {
-    let pods = objects(st, "pods");
-    let mut load: BTreeMap<String, usize> = objects(st, "nodes")
-        .iter()
-        .filter(|n| schedulable(n))
-        .map(|n| (name(n).to_string(), 0))
-        .collect();
+/// Bind the queued Pods that still wait for a node, each to the
+/// schedulable Node with the fewest Pods (counted by the node index).
+pub fn schedule(cx: &mut Ctx, pods: &BTreeSet<Arc<str>>) {
+    if pods.is_empty() {
+        return;
+    }
+    let node_names: Vec<Arc<str>> = cx
+        .st
+        .table("nodes")
+        .map(|t| t.objects.keys().cloned().collect())
+        .unwrap_or_default();
+    // Node name -> Pods bound to it (by the index, plus this batch's).
+    let mut load: BTreeMap<String, usize> = BTreeMap::new();
+    for n in node_names {
+        if let Some(node) = cx.get("nodes", &n).filter(schedulable) {
+            load.insert(name(&node).to_string(), cx.ix.load(name(&node)));
+        }
+    }
     if load.is_empty() {
         return;
     }
-    for p in &pods {
-        if let Some(n) = load.get_mut(s(p, "/spec/nodeName")) {
-            *n += 1;
-        }
-    }
-    for p in pods {
+    for key in pods {
+        let Some(p) = cx.get("pods", key) else { continue };
         if !s(&p, "/spec/nodeName").is_empty() || deleting(&p) || s(&p, "/status/phase") != "Pending" {
             continue;
         }
@@ -47,17 +54,8 @@ pub fn reconcile(st: &mut State) {
         *load.get_mut(&node).expect("counted") += 1;
         let mut bound = p.clone();
         bound["spec"]["nodeName"] = json!(node);
-        update(st, "pods", &p, bound);
-        let Some(cur) = st
-            .table("pods")
-            .and_then(|t| {
-                t.objects
-                    .get(&super::super::store::key(super::namespace(&p), name(&p)))
-            })
-            .map(|o| o.value.clone())
-        else {
-            continue;
-        };
+        update(cx.st, "pods", &p, bound);
+        let Some(cur) = cx.get("pods", key) else { continue };
         let mut status = cur.get("status").cloned().unwrap_or(json!({}));
         let mut conditions: Vec<Value> = status["conditions"].as_array().cloned().unwrap_or_default();
         conditions.retain(|c| c["type"] != "PodScheduled");
@@ -66,7 +64,7 @@ pub fn reconcile(st: &mut State) {
             "lastTransitionTime": now()}),
         );
         status["conditions"] = json!(conditions);
-        set_status(st, "pods", &cur, status);
+        set_status(cx.st, "pods", &cur, status);
     }
 }
 
