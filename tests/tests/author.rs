@@ -143,6 +143,57 @@ fn wink_test_expects_the_writes_and_events_a_plugin_made() {
     assert!(out.status.success(), "{}", text(&out));
 }
 
+/// Patches no API server would apply (a merge patch that is a string, a
+/// JSON patch replacing the whole object with a number, a merge patch
+/// making metadata a string): each write gets a 422 as from a server, and
+/// the case plays to its end, well within the harness's 30 s per step.
+#[test]
+fn wink_test_answers_patches_that_leave_no_object_with_422() {
+    let dir = scratch("author_bad_patches");
+    let patch = |kind: &str, body: serde_json::Value| {
+        serde_json::json!({"op": "patch", "api_version": "v1", "kind": "ConfigMap",
+                           "key": "default/trigger", "type": kind, "body": body})
+    };
+    let case = serde_json::json!({
+        "plugin": plugins_dir().join("write_probe.wasm"),
+        "config": {
+            "writes": [{"api_version": "v1", "kind": "ConfigMap", "verbs": ["patch"]}],
+            "ops": [
+                patch("merge", "x".into()),
+                patch("json", serde_json::json!([{"op": "add", "path": "", "value": 5}])),
+                patch("merge", serde_json::json!({"metadata": "x"})),
+                patch("merge", serde_json::json!({"data": {"a": "b"}})),
+            ],
+        },
+        "objects": [{"apiVersion": "v1", "kind": "ConfigMap",
+                     "metadata": {"name": "trigger", "namespace": "default"}}],
+    });
+    let path = dir.join("case.yaml");
+    std::fs::write(&path, case.to_string()).unwrap();
+    let started = std::time::Instant::now();
+    let out = wink(&dir, &["test", "case.yaml"]);
+    let took = started.elapsed();
+    let said = text(&out);
+    assert_eq!(out.status.code(), Some(1), "no expectation yet: {said}");
+    assert!(took < std::time::Duration::from_secs(25), "took {took:?}: {said}");
+    assert!(!said.contains("panicked") && !said.contains("did not finish"), "{said}");
+    for i in 0..3 {
+        assert!(
+            said.contains(&format!("  + INFO write {i} patch: error invalid 422 Invalid: ")),
+            "write {i}: {said}"
+        );
+    }
+    assert!(said.contains("  + INFO write 3 patch: ok default/trigger"), "{said}");
+    assert!(
+        said.contains(r#"  + patch v1 ConfigMap default/trigger merge {"data":{"a":"b"}}"#),
+        "only the good patch is a write: {said}"
+    );
+    let out = wink(&dir, &["test", "--bless", "case.yaml"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let out = wink(&dir, &["test", "case.yaml"]);
+    assert!(out.status.success(), "{}", text(&out));
+}
+
 #[test]
 fn wink_new_scaffolds_a_plugin_that_builds_and_passes_its_test() {
     let dir = scratch("author_new");

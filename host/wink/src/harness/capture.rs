@@ -30,6 +30,8 @@ type Kind = (String, String);
 #[derive(Default)]
 pub struct Capture {
     state: Mutex<State>,
+    /// Panics while answering: each answered 500, and failing the case.
+    pub faults: super::panics::Faults,
 }
 
 #[derive(Default)]
@@ -163,17 +165,17 @@ impl Capture {
     /// Writes of `kind` apply to what `store` holds.
     pub fn watch(&self, api_version: &str, kind: &str, store: Store) {
         let kind = (api_version.to_string(), kind.to_string());
-        self.state.lock().unwrap().stores.push((kind, store));
+        self.state.lock().unwrap_or_else(|e| e.into_inner()).stores.push((kind, store));
     }
 
     /// The writes made so far, as one line each.
     pub fn writes(&self) -> Vec<String> {
-        self.state.lock().unwrap().writes.clone()
+        self.state.lock().unwrap_or_else(|e| e.into_inner()).writes.clone()
     }
 
     /// The Events recorded so far, as `TYPE REASON namespace/name: note`.
     pub fn events(&self) -> Vec<String> {
-        self.state.lock().unwrap().event_lines.clone()
+        self.state.lock().unwrap_or_else(|e| e.into_inner()).event_lines.clone()
     }
 }
 
@@ -252,6 +254,12 @@ impl State {
             );
         };
         let body: Value = serde_json::from_slice(&request.body).unwrap_or(Value::Null);
+        // A body the server would not decode as an object: 400, as it answers.
+        if matches!(request.method, Method::POST | Method::PUT)
+            && let Err(e) = patch::object(&body)
+        {
+            return status(400, "BadRequest", e);
+        }
         if kind.1 == "Event" && kind.0 == "events.k8s.io/v1" {
             return self.event(&t, &request.method, body);
         }
@@ -313,13 +321,12 @@ impl State {
                     (None, "apply") => json!({"metadata": {"uid": format!("captured-uid-{key}")}}),
                     (None, _) => return not_found(),
                 };
-                match applied {
-                    Some(()) => patch::merge(&mut obj, &body),
-                    None => {
-                        if let Err(e) = patch::json(&mut obj, &body) {
-                            return status(422, "Invalid", e);
-                        }
-                    }
+                let patched = match applied {
+                    Some(()) => patch::merge_object(&mut obj, &body),
+                    None => patch::json(&mut obj, &body),
+                };
+                if let Err(e) = patched {
+                    return status(422, "Invalid", e);
                 }
                 (format!("patch {what}{sub} {kind_name} {body}"), obj)
             }
@@ -402,7 +409,7 @@ impl LocalServer for Capture {
     fn resolve(&self, api_version: &str, kind: &str) -> Result<Resolved, WriteError> {
         self.state
             .lock()
-            .unwrap()
+            .unwrap_or_else(|e| e.into_inner())
             .resolve(api_version, kind)
             .ok_or_else(|| {
                 WriteError::InvalidArgument(format!(
@@ -412,7 +419,12 @@ impl LocalServer for Capture {
     }
 
     fn answer(&self, request: &Request) -> (u16, Vec<u8>) {
-        self.state.lock().unwrap().answer(request)
+        let what = format!("wink test answering {} {}", request.method, request.uri);
+        let answered = self.faults.guard(&what, || {
+            let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+            state.answer(request)
+        });
+        answered.unwrap_or_else(|| status(500, "InternalError", format!("{what}: the harness failed")))
     }
 }
 

@@ -36,6 +36,7 @@
 mod capture;
 mod diff;
 mod feed;
+mod panics;
 mod patch;
 
 use crate::informer::{EventHandler, ObjRef};
@@ -184,6 +185,7 @@ pub fn run(path: &Path, case: &Case) -> anyhow::Result<Outcome> {
     let handler: Arc<dyn EventHandler> = Arc::new(Joined {
         instance: instance.clone(),
         pending: std::sync::atomic::AtomicUsize::new(listeners.len()),
+        faults: capture.faults.clone(),
     });
     // One watch at a time, so the log's order does not depend on threads.
     for (informer, resync) in &listeners {
@@ -196,6 +198,10 @@ pub fn run(path: &Path, case: &Case) -> anyhow::Result<Outcome> {
     for step in &case.steps {
         feed.play(step)?;
         feed.settle()?;
+    }
+    let faults = capture.faults.take();
+    if !faults.is_empty() {
+        bail!("wink test itself failed (a bug to report): {}", faults.join("; "));
     }
     if instance.is_crashed() {
         bail!("the plugin trapped (see the log above)");
@@ -238,25 +244,30 @@ pub fn run(path: &Path, case: &Case) -> anyhow::Result<Outcome> {
 
 /// The plugin behind every watch's listener: events go through; its
 /// `on-synced` comes once, after the last watch delivered its initial list.
+/// A panic in a delivery (the harness's, on the delivery thread) is
+/// recorded in `faults`, and the delivery ends, so the case can end.
 struct Joined {
     instance: Arc<PluginInstance>,
     pending: std::sync::atomic::AtomicUsize,
+    faults: panics::Faults,
 }
 
 impl EventHandler for Joined {
     fn on_add(&self, obj: &ObjRef, in_initial_list: bool) {
-        self.instance.on_add(obj, in_initial_list)
+        let _ = self.faults.guard("delivering an add", || self.instance.on_add(obj, in_initial_list));
     }
     fn on_update(&self, old: &ObjRef, new: &ObjRef) {
-        self.instance.on_update(old, new)
+        let _ = self.faults.guard("delivering an update", || self.instance.on_update(old, new));
     }
     fn on_delete(&self, obj: &ObjRef, final_state_unknown: bool) {
-        self.instance.on_delete(obj, final_state_unknown)
+        let _ = self.faults.guard("delivering a delete", || {
+            self.instance.on_delete(obj, final_state_unknown)
+        });
     }
     fn on_synced(&self) {
         use std::sync::atomic::Ordering;
         if self.pending.fetch_sub(1, Ordering::AcqRel) == 1 {
-            self.instance.on_synced();
+            let _ = self.faults.guard("delivering on-synced", || self.instance.on_synced());
         }
     }
 }
@@ -266,7 +277,18 @@ pub fn test(cases: &[PathBuf], record: bool) -> anyhow::Result<()> {
     let mut failed = 0;
     for path in cases {
         let case = read(path)?;
-        let outcome = run(path, &case)?;
+        // A case that cannot be played (or a panic playing it) fails it;
+        // the other cases are still played.
+        let played = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(path, &case)))
+            .unwrap_or_else(|p| bail!("wink test itself failed (a bug to report): {}", panics::message(p.as_ref())));
+        let outcome = match played {
+            Ok(outcome) => outcome,
+            Err(e) => {
+                failed += 1;
+                println!("FAILED  {}\n  {e:#}", path.display());
+                continue;
+            }
+        };
         match (outcome.passed, record) {
             (true, _) => println!("ok      {}", path.display()),
             (false, true) => {

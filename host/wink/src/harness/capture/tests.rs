@@ -193,3 +193,40 @@ fn events_are_recorded_and_a_repeat_is_recorded_again() {
     assert_eq!(capture.events(), [line, line]);
     assert!(capture.writes().is_empty(), "Events are not writes");
 }
+
+/// Bodies no API server would apply are answered as it answers them (400
+/// for a body that is no object, 422 for a patch that leaves none), the
+/// object unchanged, and the capture goes on answering.
+#[test]
+fn writes_that_leave_no_object_are_refused_as_the_server_refuses_them() {
+    let (capture, access) = access(&[web()]);
+    let r = access.resolve("apps/v1", "Deployment").unwrap();
+    let uri = format!("{}/web", r.collection(Some("default")));
+    let refused = [
+        (Method::PATCH, "application/merge-patch+json", json!("x"), 422),
+        (Method::PATCH, "application/merge-patch+json", json!([1, 2]), 422),
+        (Method::PATCH, "application/merge-patch+json", json!({"metadata": "x"}), 422),
+        (Method::PATCH, "application/strategic-merge-patch+json", json!(7), 422),
+        (Method::PATCH, "application/apply-patch+yaml", json!("x"), 422),
+        (Method::PATCH, "application/json-patch+json", json!([{"op": "add", "path": "", "value": 5}]), 422),
+        (Method::PATCH, "application/json-patch+json", json!([{"op": "replace", "path": "", "value": "x"}]), 422),
+        (Method::PUT, "application/json", json!("x"), 400),
+        (Method::PUT, "application/json", json!({"metadata": 5}), 400),
+    ];
+    for (method, content_type, body, code) in refused {
+        let what = format!("{method} {content_type} {body}");
+        match send(&access, request(method, &uri, content_type, body)) {
+            Err(WriteError::Invalid(s)) if code == 422 => assert_eq!(s.code, 422, "{what}"),
+            Err(WriteError::Other(s)) if code == 400 => assert_eq!(s.code, 400, "{what}"),
+            other => panic!("{what}: {other:?}"),
+        }
+    }
+    let create = format!("{}", r.collection(Some("default")));
+    let got = send(&access, request(Method::POST, &create, "application/json", json!("x")));
+    assert!(matches!(got, Err(WriteError::Other(ref s)) if s.code == 400), "{got:?}");
+    assert!(capture.writes().is_empty(), "{:?}", capture.writes());
+    assert!(capture.faults.take().is_empty());
+    let fine = json!({"metadata": {"labels": {"ok": "yes"}}});
+    let got = send(&access, request(Method::PATCH, &uri, "application/merge-patch+json", fine)).unwrap();
+    assert_eq!(got["metadata"]["labels"]["app"], "web", "the object was left as it was");
+}
