@@ -3,14 +3,16 @@
 //! the imperative generators (protobuf bodies), server-side tables,
 //! Deployments that roll out to running Pods, scaling, rolling updates,
 //! garbage collection and namespace termination. Skipped (with a message)
-//! only when kubectl is not installed.
+//! only when kubectl is not installed. Through the kube client: that the
+//! control plane does nothing while nothing changes, and that one change
+//! costs it the same however many other Deployments there are.
 
 use crate::kubectl_support;
 
 use kubectl_support::{Env, have_kubectl};
 use serde_json::Value;
 use std::time::Duration;
-use wink_sim::SimConfig;
+use wink_sim::{ControlWork, Sim, SimConfig};
 
 async fn env(name: &str) -> Env {
     let config = SimConfig {
@@ -298,4 +300,82 @@ async fn kubectl_delete_namespace_terminates_then_removes_it() {
         assert!(tokio::time::Instant::now() < deadline, "namespace x still there");
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+}
+
+/// The control plane's work once it has stopped changing (at most 30 s).
+async fn settled(sim: &Sim) -> ControlWork {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let before = sim.control_work();
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let after = sim.control_work();
+        if before == after && after.rounds > 0 {
+            return after;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the control plane never settled: {after:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn an_idle_control_plane_does_nothing_and_one_change_costs_little() {
+    use k8s_openapi::api::apps::v1::Deployment;
+    use k8s_openapi::api::core::v1::Pod;
+    use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
+    const N: usize = 150;
+    let config = SimConfig {
+        control_plane: true,
+        ..Default::default()
+    };
+    let sim = Sim::start(config).await.unwrap();
+    let deployments: Api<Deployment> = Api::default_namespaced(sim.client());
+    for i in 0..N {
+        let d: Deployment = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": format!("d{i}")},
+            "spec": {"replicas": 0, "selector": {"matchLabels": {"app": "a"}},
+                "template": {"metadata": {"labels": {"app": "a"}},
+                    "spec": {"containers": [{"name": "c", "image": "nginx"}]}}}}))
+        .unwrap();
+        deployments.create(&PostParams::default(), &d).await.unwrap();
+    }
+    let idle = settled(&sim).await;
+    let all = deployments.list(&ListParams::default()).await.unwrap().items;
+    assert!(
+        all.iter()
+            .all(|d| d.status.as_ref().and_then(|s| s.observed_generation) == Some(1)),
+        "every Deployment was reconciled"
+    );
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(sim.control_work(), idle, "nothing changed, nothing ran");
+    let scale = serde_json::json!({"spec": {"replicas": 2}});
+    deployments
+        .patch("d1", &PatchParams::default(), &Patch::Merge(&scale))
+        .await
+        .unwrap();
+    let pods: Api<Pod> = Api::default_namespaced(sim.client());
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    while pods
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .items
+        .iter()
+        .filter(|p| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running"))
+        .count()
+        < 2
+    {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the scaled Deployment's Pods never ran"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let after = settled(&sim).await;
+    let read = after.visits - idle.visits;
+    assert!(
+        read > 0 && read < N as u64,
+        "one change read {read} objects ({N} Deployments)"
+    );
 }

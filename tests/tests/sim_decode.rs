@@ -77,7 +77,9 @@ async fn mistyped_fields_are_refused_as_the_api_server_refuses_them() {
         "{msg}"
     );
     // Nothing was stored; a well-typed Lease is, and a mistyped update or patch of it is refused.
-    let gone = send(&c, "GET", &format!("{LEASES}/l"), JSON, "").await.unwrap_err();
+    let gone = send(&c, "GET", &format!("{LEASES}/l"), JSON, "")
+        .await
+        .unwrap_err();
     assert_eq!(gone.0, 404);
     let good = json!({"metadata": {"name": "l"}, "spec": {"holderIdentity": "a", "leaseDurationSeconds": 15,
         "renewTime": "2024-01-02T03:04:05.000000Z"}});
@@ -98,7 +100,10 @@ async fn mistyped_fields_are_refused_as_the_api_server_refuses_them() {
     .await
     .unwrap_err();
     assert_eq!((code, reason.as_str()), (422, "Invalid"), "{msg}");
-    assert!(msg.contains("LeaseSpec.spec.leaseDurationSeconds of type int32"), "{msg}");
+    assert!(
+        msg.contains("LeaseSpec.spec.leaseDurationSeconds of type int32"),
+        "{msg}"
+    );
     let now = send(&c, "GET", &format!("{LEASES}/l"), JSON, "").await.unwrap();
     assert_eq!(now["spec"], created["spec"]);
 }
@@ -108,18 +113,33 @@ async fn patches_that_leave_no_object_are_invalid_not_dropped() {
     let sim = Sim::start(SimConfig::default()).await.unwrap();
     let c = sim.client();
     let cms = "/api/v1/namespaces/default/configmaps";
-    send(&c, "POST", cms, JSON, r#"{"metadata":{"name":"a"},"data":{"k":"v"}}"#)
-        .await
-        .unwrap();
+    send(
+        &c,
+        "POST",
+        cms,
+        JSON,
+        r#"{"metadata":{"name":"a"},"data":{"k":"v"}}"#,
+    )
+    .await
+    .unwrap();
     let target = format!("{cms}/a");
     for (ct, patch) in [
         (MERGE, r#""x""#),
         (MERGE, "[1,2]"),
         (MERGE, r#"{"metadata":"x"}"#),
         ("application/strategic-merge-patch+json", r#"{"metadata":"x"}"#),
-        ("application/json-patch+json", r#"[{"op":"replace","path":"","value":5}]"#),
-        ("application/json-patch+json", r#"[{"op":"add","path":"","value":5}]"#),
-        ("application/json-patch+json", r#"[{"op":"replace","path":"/metadata","value":"x"}]"#),
+        (
+            "application/json-patch+json",
+            r#"[{"op":"replace","path":"","value":5}]"#,
+        ),
+        (
+            "application/json-patch+json",
+            r#"[{"op":"add","path":"","value":5}]"#,
+        ),
+        (
+            "application/json-patch+json",
+            r#"[{"op":"replace","path":"/metadata","value":"x"}]"#,
+        ),
     ] {
         let (code, reason, msg) = send(&c, "PATCH", &target, ct, patch).await.unwrap_err();
         assert_eq!((code, reason.as_str()), (422, "Invalid"), "{ct} {patch}: {msg}");
@@ -127,10 +147,18 @@ async fn patches_that_leave_no_object_are_invalid_not_dropped() {
     let scale = "/apis/apps/v1/namespaces/default/deployments/web/scale";
     let d = json!({"metadata": {"name": "web"}, "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "web"}},
         "template": {"metadata": {"labels": {"app": "web"}}}}});
-    send(&c, "POST", "/apis/apps/v1/namespaces/default/deployments", JSON, &d.to_string())
+    send(
+        &c,
+        "POST",
+        "/apis/apps/v1/namespaces/default/deployments",
+        JSON,
+        &d.to_string(),
+    )
+    .await
+    .unwrap();
+    let (code, ..) = send(&c, "PATCH", scale, MERGE, r#"{"metadata":"x"}"#)
         .await
-        .unwrap();
-    let (code, ..) = send(&c, "PATCH", scale, MERGE, r#"{"metadata":"x"}"#).await.unwrap_err();
+        .unwrap_err();
     assert_eq!(code, 422);
     let a = send(&c, "GET", &target, JSON, "").await.unwrap();
     assert_eq!(a["data"], json!({"k": "v"}), "the object is as it was");
@@ -163,9 +191,15 @@ async fn printer_columns_are_checked_and_a_bad_path_never_breaks_tables() {
     // The API server's validation accepts this one; its Table falls back to the Name column.
     send(&c, "POST", crds, JSON, &crd(".spec.a[0]]")).await.unwrap();
     let gizmos = "/apis/example.com/v1/namespaces/default/gizmos";
-    send(&c, "POST", gizmos, JSON, r#"{"metadata":{"name":"g"},"spec":{"a":["x"]}}"#)
-        .await
-        .unwrap();
+    send(
+        &c,
+        "POST",
+        gizmos,
+        JSON,
+        r#"{"metadata":{"name":"g"},"spec":{"a":["x"]}}"#,
+    )
+    .await
+    .unwrap();
     for path in [gizmos.to_string(), format!("{gizmos}/g")] {
         let req = http::Request::builder()
             .uri(&path)

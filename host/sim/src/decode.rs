@@ -174,7 +174,9 @@ fn field(structure: &str, f: &FieldDescriptor, v: &Value, path: &mut Vec<String>
             let go = format!("[]{}", go_kind(&f.kind()));
             return Err(type_error(&json_type(v), structure, path, &go));
         };
-        return a.iter().try_for_each(|x| field_value(structure, &f.kind(), x, path));
+        return a
+            .iter()
+            .try_for_each(|x| field_value(structure, &f.kind(), x, path));
     }
     field_value(structure, &f.kind(), v, path)
 }
@@ -258,13 +260,19 @@ fn special(structure: &str, m: &MessageDescriptor, v: &Value, path: &mut Vec<Str
 /// six fractional digits), as Go's `time.Parse` reads their layouts.
 fn time(s: &str, micro: bool) -> Result<(), String> {
     let layout = if micro { RFC3339_MICRO } else { RFC3339 };
-    let fail = || Err(format!("parsing time {s:?} as {layout:?}: cannot parse {s:?} as {layout:?}"));
+    let fail = || {
+        Err(format!(
+            "parsing time {s:?} as {layout:?}: cannot parse {s:?} as {layout:?}"
+        ))
+    };
     let b = s.as_bytes();
     if b.get(10) != Some(&b'T') || chrono::DateTime::parse_from_rfc3339(s).is_err() {
         return fail();
     }
     if micro {
-        let digits = b.get(20..).map_or(0, |r| r.iter().take_while(|c| c.is_ascii_digit()).count());
+        let digits = b
+            .get(20..)
+            .map_or(0, |r| r.iter().take_while(|c| c.is_ascii_digit()).count());
         if b.get(19) != Some(&b'.') || digits != 6 {
             return fail();
         }
@@ -291,7 +299,9 @@ fn quantity(s: &str) -> Result<(), String> {
         return Err(QUANTITY_FORMAT.into());
     }
     let suffix = &s[i..];
-    let letters = suffix.find(|c: char| !"eEinumkKMGTP".contains(c)).unwrap_or(suffix.len());
+    let letters = suffix
+        .find(|c: char| !"eEinumkKMGTP".contains(c))
+        .unwrap_or(suffix.len());
     let rest = suffix[letters..].trim_start_matches(['+', '-']);
     if !rest.bytes().all(|c| c.is_ascii_digit()) || suffix[letters..].len() - rest.len() > 1 {
         return Err(QUANTITY_FORMAT.into());
@@ -338,7 +348,12 @@ mod tests {
 
     #[test]
     fn refuses_wrong_types_in_a_lease_as_go_does() {
-        let lease = |spec: Value| check_kind("leases.coordination.k8s.io", json!({"metadata": {"name": "l"}, "spec": spec}));
+        let lease = |spec: Value| {
+            check_kind(
+                "leases.coordination.k8s.io",
+                json!({"metadata": {"name": "l"}, "spec": spec}),
+            )
+        };
         assert_eq!(
             lease(json!({"leaseDurationSeconds": "abc"})).unwrap_err(),
             "json: cannot unmarshal string into Go struct field LeaseSpec.spec.leaseDurationSeconds of type int32"
@@ -348,8 +363,14 @@ mod tests {
             "json: cannot unmarshal number into Go struct field LeaseSpec.spec.holderIdentity of type string"
         );
         let e = lease(json!({"renewTime": "garbage"})).unwrap_err();
-        assert!(e.starts_with("parsing time \"garbage\" as \"2006-01-02T15:04:05.000000Z07:00\""), "{e}");
-        assert!(lease(json!({"renewTime": "2024-01-02T03:04:05Z"})).is_err(), "MicroTime wants microseconds");
+        assert!(
+            e.starts_with("parsing time \"garbage\" as \"2006-01-02T15:04:05.000000Z07:00\""),
+            "{e}"
+        );
+        assert!(
+            lease(json!({"renewTime": "2024-01-02T03:04:05Z"})).is_err(),
+            "MicroTime wants microseconds"
+        );
         assert_eq!(
             lease(json!({"leaseDurationSeconds": 1.5})).unwrap_err(),
             "json: cannot unmarshal number 1.5 into Go struct field LeaseSpec.spec.leaseDurationSeconds of type int32"
@@ -377,15 +398,31 @@ mod tests {
             check_kind("secrets", json!({"data": {"a": "!!"}})).unwrap_err(),
             "illegal base64 data at input byte 0"
         );
-        check_kind("secrets", json!({"data": {"a": "YWJj"}, "stringData": {"b": "x"}})).unwrap();
+        check_kind(
+            "secrets",
+            json!({"data": {"a": "YWJj"}, "stringData": {"b": "x"}}),
+        )
+        .unwrap();
         assert_eq!(
             check_kind("configmaps", json!({"metadata": {"labels": {"a": 1}}})).unwrap_err(),
             "json: cannot unmarshal number into Go struct field ObjectMeta.metadata.labels of type string"
         );
         assert!(check_kind("configmaps", json!({"metadata": "x"})).is_err());
-        assert!(check_kind("configmaps", json!({"kind": 5})).unwrap_err().contains("Go struct field .kind of type string"));
-        assert!(check_kind("configmaps", json!("x")).unwrap_err().starts_with("couldn't get version/kind"));
-        check_kind("configmaps", json!({"metadata": {"creationTimestamp": null, "name": "a"}, "unknown": 5})).unwrap();
+        assert!(
+            check_kind("configmaps", json!({"kind": 5}))
+                .unwrap_err()
+                .contains("Go struct field .kind of type string")
+        );
+        assert!(
+            check_kind("configmaps", json!("x"))
+                .unwrap_err()
+                .starts_with("couldn't get version/kind")
+        );
+        check_kind(
+            "configmaps",
+            json!({"metadata": {"creationTimestamp": null, "name": "a"}, "unknown": 5}),
+        )
+        .unwrap();
     }
 
     #[test]
@@ -403,7 +440,11 @@ mod tests {
             "json: cannot unmarshal object into Go struct field PodSpec.spec.containers of type []v1.Container"
         );
         assert_eq!(
-            check_kind("pods", json!({"spec": {"containers": [{"resources": {"limits": {"cpu": "lots"}}}]}})).unwrap_err(),
+            check_kind(
+                "pods",
+                json!({"spec": {"containers": [{"resources": {"limits": {"cpu": "lots"}}}]}})
+            )
+            .unwrap_err(),
             QUANTITY_FORMAT
         );
         let d = json!({"spec": {"replicas": 2, "strategy": {"rollingUpdate": {"maxSurge": "25%", "maxUnavailable": 0}},
@@ -413,11 +454,23 @@ mod tests {
             check_kind("deployments.apps", json!({"spec": {"replicas": "2"}})).unwrap_err(),
             "json: cannot unmarshal string into Go struct field DeploymentSpec.spec.replicas of type int32"
         );
-        assert!(check_kind("deployments.apps", json!({"spec": {"strategy": {"rollingUpdate": {"maxSurge": true}}}})).is_err());
+        assert!(
+            check_kind(
+                "deployments.apps",
+                json!({"spec": {"strategy": {"rollingUpdate": {"maxSurge": true}}}})
+            )
+            .is_err()
+        );
         assert!(check_kind("namespaces", json!({"spec": {"finalizers": "kubernetes"}})).is_err());
         assert!(check_kind("events", json!({"count": "1"})).is_err());
         assert!(check_kind("events.events.k8s.io", json!({"eventTime": "yesterday"})).is_err());
-        assert!(check_kind("clusterroles.rbac.authorization.k8s.io", json!({"rules": [{"verbs": "get"}]})).is_err());
+        assert!(
+            check_kind(
+                "clusterroles.rbac.authorization.k8s.io",
+                json!({"rules": [{"verbs": "get"}]})
+            )
+            .is_err()
+        );
     }
 
     #[test]

@@ -251,13 +251,23 @@ mod tests {
             let e = apply(&cur, body, ty).unwrap_err();
             let what = String::from_utf8_lossy(body);
             assert_eq!((e.code, e.reason), (422, "Invalid"), "{what}");
-            assert!(e.message.starts_with(" \"\" is invalid: patch: Invalid value: "), "{what}: {}", e.message);
+            assert!(
+                e.message.starts_with(" \"\" is invalid: patch: Invalid value: "),
+                "{what}: {}",
+                e.message
+            );
             assert_eq!(e.details.as_ref().unwrap()["causes"][0]["field"], "patch");
         }
         let e = apply(&cur, br#""x""#, PatchType::Merge).unwrap_err();
         assert!(e.message.ends_with("couldn't get version/kind; json parse error: json: cannot unmarshal string into Go value of type struct { APIVersion string \"json:\\\"apiVersion,omitempty\\\"\"; Kind string \"json:\\\"kind,omitempty\\\"\" }"), "{}", e.message);
         let e = apply(&cur, br#"{"metadata":"x"}"#, PatchType::Merge).unwrap_err();
-        assert!(e.message.ends_with("json: cannot unmarshal string into Go struct field ConfigMap.metadata of type v1.ObjectMeta"), "{}", e.message);
+        assert!(
+            e.message.ends_with(
+                "json: cannot unmarshal string into Go struct field ConfigMap.metadata of type v1.ObjectMeta"
+            ),
+            "{}",
+            e.message
+        );
         apply(&cur, br#"{"metadata":null}"#, PatchType::Merge).unwrap();
     }
 }

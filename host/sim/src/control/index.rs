@@ -90,7 +90,10 @@ impl Index {
                     self.unbound.insert(key.clone());
                 }
                 node => {
-                    self.pods_on.entry(node.to_string()).or_default().insert(key.clone());
+                    self.pods_on
+                        .entry(node.to_string())
+                        .or_default()
+                        .insert(key.clone());
                 }
             }
             let ip = s(v, "/status/podIP");

@@ -77,7 +77,10 @@ pub fn run(cx: &mut Ctx, key: &str) {
         return;
     };
     let base = prefix(&node);
-    let Some(ip) = (2..255).map(|i| format!("{base}{i}")).find(|ip| cx.ix.take_ip(ip)) else {
+    let Some(ip) = (2..255)
+        .map(|i| format!("{base}{i}"))
+        .find(|ip| cx.ix.take_ip(ip))
+    else {
         return;
     };
     let status = running_status(&p, &node, &ip);

@@ -51,7 +51,9 @@ pub async fn run(shared: Arc<Shared>) {
         let (more, mut changes) = {
             let mut st = shared.store.lock();
             let more = controllers.step(&mut st);
-            shared.stats.control_worked(controllers.rounds, controllers.visits);
+            shared
+                .stats
+                .control_worked(controllers.rounds, controllers.visits);
             // Subscribed under the lock: no commit after the step is missed.
             (more, st.changes.subscribe())
         };
@@ -195,7 +197,14 @@ impl Controllers {
 
     /// One change of the object at (`table`, `key`) into the indexes and
     /// the queues of the controllers that watch it.
-    fn dispatch(&mut self, st: &State, table: &str, key: &Arc<str>, old: Option<&Value>, new: Option<&Value>) {
+    fn dispatch(
+        &mut self,
+        st: &State,
+        table: &str,
+        key: &Arc<str>,
+        old: Option<&Value>,
+        new: Option<&Value>,
+    ) {
         self.index.apply(table, key, old, new);
         let (ix, qs) = (&self.index, &mut self.queues);
         let both = || old.into_iter().chain(new);
@@ -218,7 +227,9 @@ impl Controllers {
                         qs.replicasets.insert(store_key(namespace(v), rs));
                     }
                 }
-                if let Some(p) = new.filter(|p| !deleting(p) && matches!(s(p, "/status/phase"), "" | "Pending")) {
+                if let Some(p) =
+                    new.filter(|p| !deleting(p) && matches!(s(p, "/status/phase"), "" | "Pending"))
+                {
                     match s(p, "/spec/nodeName") {
                         "" => qs.schedule.insert(key.clone()),
                         _ => qs.run.insert(key.clone()),

@@ -12,7 +12,9 @@ use serde_json::Value;
 
 /// Empty the namespace `ns` if it is Terminating, and let it go once empty.
 pub fn sync(cx: &mut Ctx, ns_name: &str) {
-    let Some(ns) = cx.get("namespaces", ns_name) else { return };
+    let Some(ns) = cx.get("namespaces", ns_name) else {
+        return;
+    };
     let held = ns
         .pointer("/spec/finalizers")
         .and_then(Value::as_array)

@@ -10,8 +10,8 @@
 
 use super::super::write;
 use super::{
-    Ctx, controller_ref, controller_uid, count, def, deleting, name, namespace, pod_ready, replicas, set_status,
-    uid,
+    Ctx, controller_ref, controller_uid, count, def, deleting, name, namespace, pod_ready, replicas,
+    set_status, uid,
 };
 use serde_json::{Value, json};
 

@@ -8,8 +8,8 @@
 //! Owns: reading printer columns out of a CRD, checking and evaluating
 //! them. Must not touch: the store (callers find the CRD) or the Table shape.
 
-use super::{Column, age, name_column};
 use super::jsonpath::{self, Step};
+use super::{Column, age, name_column};
 use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
 
@@ -29,7 +29,16 @@ pub struct PrinterColumn {
 /// The types and formats a printer column may declare (the API server's
 /// `printerColumnDatatypes`, `customResourceColumnDefinitionFormats`).
 const TYPES: [&str; 5] = ["boolean", "date", "integer", "number", "string"];
-const FORMATS: [&str; 8] = ["byte", "date", "date-time", "double", "float", "int32", "int64", "password"];
+const FORMATS: [&str; 8] = [
+    "byte",
+    "date",
+    "date-time",
+    "double",
+    "float",
+    "int32",
+    "int64",
+    "password",
+];
 
 /// What the API server's CRD validation says of a version's printer
 /// columns (`ValidateCustomResourceColumnDefinition`): `field: detail`
@@ -48,7 +57,9 @@ pub fn validate(version_index: usize, version: &Value) -> Vec<String> {
         }
         match s("type") {
             "" => errs.push(format!("{at}.type: Required value: {}", one_of(&TYPES))),
-            t if !TYPES.contains(&t) => errs.push(format!("{at}.type: Invalid value: {t:?}: {}", one_of(&TYPES))),
+            t if !TYPES.contains(&t) => {
+                errs.push(format!("{at}.type: Invalid value: {t:?}: {}", one_of(&TYPES)))
+            }
             _ => {}
         }
         match s("format") {

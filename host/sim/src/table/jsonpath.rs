@@ -71,7 +71,12 @@ pub fn parse(path: &str) -> Result<Option<Vec<Step>>, String> {
                     i += 1;
                 }
             }
-            c => return Err(format!("unrecognized character in action: U+{:04X} '{c}'", c as u32)),
+            c => {
+                return Err(format!(
+                    "unrecognized character in action: U+{:04X} '{c}'",
+                    c as u32
+                ));
+            }
         }
     }
     Ok(simple.then_some(steps))
@@ -135,10 +140,25 @@ mod tests {
 
     #[test]
     fn other_jsonpath_parses_and_bad_paths_do_not() {
-        for other in [".a.b[*].c", ".a..c", ".a.b[0:1]", ".a.b[?(@.c==1)]", ".a.*", ".a,.b"] {
+        for other in [
+            ".a.b[*].c",
+            ".a..c",
+            ".a.b[0:1]",
+            ".a.b[?(@.c==1)]",
+            ".a.*",
+            ".a,.b",
+        ] {
             assert_eq!(parse(other), Ok(None), "{other}");
         }
-        for bad in [".spec.a[0]]", ".a[", ".a[x]", ".a}", ".a[]", ".a[0]]]", ".a[1:2:3:4]"] {
+        for bad in [
+            ".spec.a[0]]",
+            ".a[",
+            ".a[x]",
+            ".a}",
+            ".a[]",
+            ".a[0]]]",
+            ".a[1:2:3:4]",
+        ] {
             assert!(parse(bad).is_err(), "{bad}");
         }
         assert_eq!(
