@@ -21,6 +21,7 @@ mod cache_scope;
 mod daemon_start;
 mod dev;
 mod grant_escapes;
+mod grants_reload;
 mod hostile_files;
 mod hostile_network;
 mod informer_scenarios;

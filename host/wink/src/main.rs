@@ -10,7 +10,7 @@ use wink::informer::factory::FactoryOptions;
 use wink::informer::object::CachePolicy;
 use wink::listener::{self, ListenOptions};
 use wink::runtime::engine::DEFAULT_MEMORY_BYTES;
-use wink::runtime::grants::Grants;
+use wink::runtime::grants::{Grants, GrantsFile};
 use wink::runtime::manager::ManagerOptions;
 use wink::runtime::precompiled::Precompiled;
 use wink::runtime::{Limits, reload};
@@ -245,16 +245,21 @@ impl HostArgs {
     /// The grants: the file's, `--allow-secrets` folded in; in `wink dev`
     /// without a file, whatever plugins declare.
     fn grants(&self) -> anyhow::Result<Grants> {
-        let mut grants = match &self.grants {
-            Some(path) => Grants::load(path)?,
+        let mut grants = match self.grants_file() {
+            Some(file) => return file.load(),
             None if self.grant_declared => Grants::whatever_is_declared(),
             None => Grants::default(),
         };
-        for plugin in &self.allow_secrets {
-            let base = grants.plugins.get("*").cloned().unwrap_or_default();
-            grants.plugins.entry(plugin.clone()).or_insert(base).secrets = true;
-        }
+        grants.allow_secrets(&self.allow_secrets);
         Ok(grants)
+    }
+
+    /// The grants file (read again when it changes), with `--allow-secrets`.
+    fn grants_file(&self) -> Option<GrantsFile> {
+        self.grants.as_ref().map(|path| GrantsFile {
+            path: path.clone(),
+            allow_secrets: self.allow_secrets.clone(),
+        })
     }
 
     fn options(&self) -> anyhow::Result<(FactoryOptions, ManagerOptions)> {
@@ -286,6 +291,7 @@ impl HostArgs {
             },
             namespace: self.namespace.clone(),
             grants: self.grants()?,
+            grants_file: self.grants_file(),
             precompiled,
             precompiled_limit: self.precompiled_max_mib << 20,
             max_restarts: self.max_restarts,
@@ -302,7 +308,8 @@ impl HostArgs {
         let election = self.leader_elect.then(|| {
             manager.leadership = wink::leader::Leadership::standby();
             let identity = self.leader_elect_identity.clone().unwrap_or_else(|| {
-                let host = std::fs::read_to_string("/etc/hostname").unwrap_or_default();
+                let hostname = std::path::Path::new("/etc/hostname");
+                let host = wink_input::read_text(hostname, 4096, "hostname").unwrap_or_default();
                 format!("{}-{}", host.trim(), std::process::id())
             });
             let leader = wink::leader::LeaderConfig {

@@ -35,7 +35,7 @@ pub fn examples(plugins: &Path, default: &Path) -> Option<BTreeSet<String>> {
         .ok()?
         .flatten()
         .filter_map(|e| {
-            let manifest = std::fs::read_to_string(e.path().join("Cargo.toml")).ok()?;
+            let manifest = project::read_project_file(&e.path().join("Cargo.toml"))?;
             let name = manifest
                 .lines()
                 .find_map(|l| l.trim().strip_prefix("name = "))?

@@ -109,7 +109,7 @@ pub(crate) fn name_and_parent(
 /// wink-sdk and a `plugins/` folder), if any.
 fn workspace_of(dir: &Path) -> Option<PathBuf> {
     dir.ancestors().skip(1).find_map(|a| {
-        let sdk = std::fs::read_to_string(a.join("sdk/Cargo.toml")).ok()?;
+        let sdk = crate::rebuild::project::read_project_file(&a.join("sdk/Cargo.toml"))?;
         (sdk.contains("name = \"wink-sdk\"") && a.join("plugins").is_dir()).then(|| a.to_path_buf())
     })
 }

@@ -63,7 +63,7 @@ impl Project {
         // Absolute: file events name absolute paths.
         let dir = dir.canonicalize().ok()?;
         let folder = dir.file_name()?.to_str()?.to_string();
-        let (name, lang) = if let Ok(manifest) = std::fs::read_to_string(dir.join("Cargo.toml")) {
+        let (name, lang) = if let Some(manifest) = read_project_file(&dir.join("Cargo.toml")) {
             let name = manifest
                 .lines()
                 .find_map(|l| l.trim().strip_prefix("name = "))?
@@ -206,7 +206,7 @@ impl Project {
             Lang::Js => {
                 package_json(&self.dir).and_then(|p| p["scripts"]["build"].as_str().map(str::to_string))
             }
-            _ => std::fs::read_to_string(self.dir.join("build.sh")).ok(),
+            _ => read_project_file(&self.dir.join("build.sh")),
         };
         let named = script.and_then(|s| {
             let mut words = s.split_whitespace();
@@ -227,7 +227,18 @@ impl Project {
 }
 
 fn package_json(dir: &Path) -> Option<serde_json::Value> {
-    serde_json::from_str(&std::fs::read_to_string(dir.join("package.json")).ok()?).ok()
+    let text = read_project_file(&dir.join("package.json"))?;
+    wink_input::depth::check_json(text.as_bytes()).ok()?;
+    serde_json::from_str(&text).ok()
+}
+
+/// The largest project file read (`Cargo.toml`, `package.json`, `build.sh`).
+pub(crate) const MAX_PROJECT_FILE_BYTES: u64 = 1 << 20;
+
+/// A project file's text, when it is a regular file of at most
+/// [`MAX_PROJECT_FILE_BYTES`] (the one safe-file reader).
+pub(crate) fn read_project_file(path: &Path) -> Option<String> {
+    wink_input::read_text(path, MAX_PROJECT_FILE_BYTES, "project file").ok()
 }
 
 /// The `.wasm` a cargo build of `krate` made, from its JSON messages.

@@ -312,7 +312,7 @@ impl Grants {
 }
 
 mod file;
-pub use file::MAX_GRANTS_BYTES;
+pub use file::{GrantsFile, MAX_GRANTS_BYTES};
 
 #[cfg(test)]
 mod tests;

@@ -6,12 +6,31 @@
 //! keys, and its keys compared again as the strings the grants read them
 //! as (`1` and `"1"` are one plugin name).
 //!
-//! Owns [`Grants::load`], [`Grants::read`] and [`Grants::parse`]; what
-//! the grants mean is the parent module's.
+//! Owns [`Grants::load`], [`Grants::read`] and [`Grants::parse`], and
+//! [`GrantsFile`]: where `wink run`'s grants come from, read again when the
+//! file changes. What the grants mean is the parent module's.
 
 use super::Grants;
 use serde_yaml::Value;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+
+/// Where the grants come from: the file, and the plugins `--allow-secrets`
+/// grants Secrets to on top of it. Read at start and again when the file
+/// changes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GrantsFile {
+    pub path: PathBuf,
+    pub allow_secrets: Vec<String>,
+}
+
+impl GrantsFile {
+    /// The grants as the file says now, `--allow-secrets` folded in.
+    pub fn load(&self) -> anyhow::Result<Grants> {
+        let mut grants = Grants::load(&self.path)?;
+        grants.allow_secrets(&self.allow_secrets);
+        Ok(grants)
+    }
+}
 
 /// The largest grants file read.
 pub const MAX_GRANTS_BYTES: u64 = 1 << 20;
@@ -28,6 +47,15 @@ impl Grants {
         let text = wink_input::read_text(path, MAX_GRANTS_BYTES, "grants file")?;
         let grants = Self::parse(text.as_bytes()).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
         Ok((text, grants))
+    }
+
+    /// Grant Secrets to `plugins` (`--allow-secrets`; `*` for all), each
+    /// on top of its own entry, else of the `*` entry.
+    pub fn allow_secrets(&mut self, plugins: &[String]) {
+        for plugin in plugins {
+            let base = self.plugins.get("*").cloned().unwrap_or_default();
+            self.plugins.entry(plugin.clone()).or_insert(base).secrets = true;
+        }
     }
 
     /// Parse grants from YAML (or JSON) text.

@@ -12,6 +12,7 @@
 
 mod lifecycle;
 mod recovery;
+mod regrant;
 mod registration;
 mod reporting;
 mod takeover;
@@ -25,7 +26,7 @@ use super::bindings::types::Registration;
 use super::capabilities::HostState;
 use super::capabilities::cluster::{ClusterAccess, TokenBucket};
 use super::engine::{Compiler, Limits, WinkEngine};
-use super::grants::Grants;
+use super::grants::{Grants, GrantsFile};
 use super::instance::{CrashReport, PluginInstance};
 use super::loader;
 use super::plugin_file;
@@ -100,6 +101,8 @@ pub struct ManagerOptions {
     /// What plugins may do beyond reading what they watch: writes, Events,
     /// Secrets (deny by default).
     pub grants: Grants,
+    /// The file the grants come from, read again when it changes.
+    pub grants_file: Option<GrantsFile>,
     /// The client plugins' writes go through (default: the informers').
     pub writes_client: Option<kube::Client>,
     /// Whether this replica leads (always, without leader election).
@@ -146,6 +149,7 @@ impl Default for ManagerOptions {
             limits: Limits::default(),
             namespace: None,
             grants: Grants::default(),
+            grants_file: None,
             writes_client: None,
             leadership: crate::leader::Leadership::always(),
             precompiled: None,
@@ -176,6 +180,8 @@ pub struct PluginManager {
     cluster: Arc<ClusterAccess>,
     /// Plugins waiting for the API server.
     waiting: waiting::WaitingPlugins,
+    /// The grants in force.
+    grants: regrant::LiveGrants,
 }
 
 impl PluginManager {
@@ -218,6 +224,7 @@ impl PluginManager {
             tracing::info!("every plugin is granted whatever it declares (writes, Events, Secrets)");
         }
         let (crash_tx, crash_rx) = unbounded_channel();
+        let grants = regrant::LiveGrants::new(options.grants.clone(), options.grants_file.clone());
         let manager = Arc::new_cyclic(|me| PluginManager {
             me: me.clone(),
             engine,
@@ -230,6 +237,7 @@ impl PluginManager {
             plugins: tokio::sync::Mutex::new(BTreeMap::new()),
             waiting: Default::default(),
             crash_tx,
+            grants,
         });
         tokio::spawn(Self::supervise(Arc::downgrade(&manager), crash_rx));
         Ok(manager)
@@ -413,11 +421,8 @@ impl PluginManager {
             .await
             .with_context(|| format!("{}: registration failed", path.display()))?;
         if !resolution.missing.is_empty() {
-            tracing::warn!(
-                plugin = %instance.name(),
-                "plugin declares writes the operator has not granted; they will be refused. To allow them, grant: {}",
-                resolution.missing.snippet(instance.name())
-            );
+            let advice = self.grant_advice(instance.name(), &resolution.missing);
+            tracing::warn!(plugin = %instance.name(), "{advice}");
         }
         let mut plugins = self.plugins.lock().await;
         let previous = plugins.remove(instance.name());

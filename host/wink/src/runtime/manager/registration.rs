@@ -206,7 +206,7 @@ impl PluginManager {
             handles_events,
         } in sources(registration)
         {
-            let grants = &self.options.grants;
+            let grants = self.grants();
             let gvk = grants
                 .may_read(plugin, &resource.api_version, &resource.kind)
                 .map_err(anyhow::Error::msg)?;
@@ -253,8 +253,7 @@ impl PluginManager {
                 .with_context(|| format!("plugin {plugin} declares writes"))?;
         }
         let (permissions, missing): (Permissions, Missing) =
-            self.options
-                .grants
+            self.grants()
                 .permissions(plugin, &declared, registration.records_events);
         Ok(Resolution {
             declared: (declared, registration.records_events),
