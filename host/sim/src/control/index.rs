@@ -169,7 +169,7 @@ mod tests {
         ix.apply("pods", &k, None, Some(&unbound));
         assert!(ix.exists("u1"));
         assert_eq!(ix.dependents("rs1"), [("pods".to_string(), k.clone())]);
-        assert_eq!(ix.unbound(), [k.clone()]);
+        assert_eq!(ix.unbound(), std::slice::from_ref(&k));
         let mut bound = unbound.clone();
         bound["spec"] = json!({"nodeName": "n1"});
         bound["status"] = json!({"podIP": "10.0.0.2"});

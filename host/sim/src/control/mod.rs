@@ -242,10 +242,8 @@ impl Controllers {
                 qs.schedule.extend(ix.unbound());
                 qs.run.extend(ix.pods_on(old.or(new).map(name).unwrap_or("")));
             }
-            "namespaces" => {
-                if new.is_some_and(deleting) {
-                    qs.namespaces.insert(key.clone());
-                }
+            "namespaces" if new.is_some_and(deleting) => {
+                qs.namespaces.insert(key.clone());
             }
             _ => {}
         }
