@@ -176,14 +176,20 @@ fn wink_test_answers_patches_that_leave_no_object_with_422() {
     let said = text(&out);
     assert_eq!(out.status.code(), Some(1), "no expectation yet: {said}");
     assert!(took < std::time::Duration::from_secs(25), "took {took:?}: {said}");
-    assert!(!said.contains("panicked") && !said.contains("did not finish"), "{said}");
+    assert!(
+        !said.contains("panicked") && !said.contains("did not finish"),
+        "{said}"
+    );
     for i in 0..3 {
         assert!(
             said.contains(&format!("  + INFO write {i} patch: error invalid 422 Invalid: ")),
             "write {i}: {said}"
         );
     }
-    assert!(said.contains("  + INFO write 3 patch: ok default/trigger"), "{said}");
+    assert!(
+        said.contains("  + INFO write 3 patch: ok default/trigger"),
+        "{said}"
+    );
     assert!(
         said.contains(r#"  + patch v1 ConfigMap default/trigger merge {"data":{"a":"b"}}"#),
         "only the good patch is a write: {said}"

@@ -198,7 +198,12 @@ async fn sigterm_ends_a_leader_whose_plugin_waits_on_a_write() {
     let grants = s.plugins.parent().unwrap().join("grants.yaml");
     let grant = "plugins:\n  probe:\n    writes: [{apiVersion: v1, kind: ConfigMap, verbs: [patch]}]\n    rate: {qps: 0.001, burst: 1}\n";
     std::fs::write(&grants, grant).unwrap();
-    let extra = ["--grants", grants.to_str().unwrap(), "--shutdown-timeout-ms", "1000"];
+    let extra = [
+        "--grants",
+        grants.to_str().unwrap(),
+        "--shutdown-timeout-ms",
+        "1000",
+    ];
     let mut a = cache_support::replica(&s, "a", &extra);
     wait_synced(&a, "probe");
     a.wait_for_line("became the leader", WAIT);

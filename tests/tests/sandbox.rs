@@ -67,8 +67,17 @@ async fn a_plugin_cannot_leave_the_sandbox_nor_flood_the_log() {
     let flood = lines_starting(&wink, "flooder", "flood ").len();
     // 20,000 flood lines and OnAdd of bomb, after and later.
     let logged = wink.plugin_lines("flooder").len() - said.len();
-    let dropped: usize = said[0]["dropped ".len()..].split(' ').next().unwrap().parse().unwrap();
-    assert_eq!(logged + dropped, 20_003, "every line logged or counted: {said:#?}");
+    let dropped: usize = said[0]["dropped ".len()..]
+        .split(' ')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert_eq!(
+        logged + dropped,
+        20_003,
+        "every line logged or counted: {said:#?}"
+    );
     assert!(flood < 2_000, "20,000 lines printed, {flood} logged");
     assert!(flood >= 1_000, "the burst gets through: {flood}");
     assert!(

@@ -107,7 +107,9 @@ impl LeaseApi {
             .get(&self.config.name, &GetParams::default())
             .map_err(kube::Error::BuildRequest)?;
         match self.client.request_text(request).await {
-            Ok(text) => serde_json::from_str(&text).map(Some).map_err(kube::Error::SerdeError),
+            Ok(text) => serde_json::from_str(&text)
+                .map(Some)
+                .map_err(kube::Error::SerdeError),
             Err(kube::Error::Api(s)) if s.code == 404 => Ok(None),
             Err(e) => Err(e),
         }
@@ -119,7 +121,9 @@ impl LeaseApi {
         let body = serde_json::to_vec(object).map_err(kube::Error::SerdeError)?;
         let request = match create {
             true => self.request.create(&PostParams::default(), body),
-            false => self.request.replace(&self.config.name, &PostParams::default(), body),
+            false => self
+                .request
+                .replace(&self.config.name, &PostParams::default(), body),
         }
         .map_err(kube::Error::BuildRequest)?;
         match self.client.request_text(request).await {
@@ -215,7 +219,8 @@ impl Elector {
             let mut last_error: Option<String> = None;
             loop {
                 let attempt =
-                    tokio::time::timeout(config.retry_period, lease.try_acquire_or_renew(&mut observer)).await;
+                    tokio::time::timeout(config.retry_period, lease.try_acquire_or_renew(&mut observer))
+                        .await;
                 let error = match &attempt {
                     Ok(Err(e)) => Some(e.to_string()),
                     _ => None,

@@ -16,7 +16,8 @@ use tracing_subscriber::fmt::format::{DefaultFields, Writer};
 /// escapes it (`\n`, `\u{1b}`), and the Unicode line and paragraph
 /// separators too; a tab is kept when `keep_tabs`.
 pub fn escape_controls(text: &str, keep_tabs: bool) -> Cow<'_, str> {
-    let escaped = |c: char| (c.is_control() && !(keep_tabs && c == '\t')) || matches!(c, '\u{2028}' | '\u{2029}');
+    let escaped =
+        |c: char| (c.is_control() && !(keep_tabs && c == '\t')) || matches!(c, '\u{2028}' | '\u{2029}');
     if !text.chars().any(escaped) {
         return Cow::Borrowed(text);
     }
@@ -60,7 +61,10 @@ mod tests {
         assert_eq!(escape_controls("a\td", true), "a\td");
         assert_eq!(escape_controls("esc\u{1b}[31m", false), "esc\\u{1b}[31m");
         assert_eq!(escape_controls("c1\u{85}\u{9b}", false), "c1\\u{85}\\u{9b}");
-        assert_eq!(escape_controls("ls\u{2028}ps\u{2029}", false), "ls\\u{2028}ps\\u{2029}");
+        assert_eq!(
+            escape_controls("ls\u{2028}ps\u{2029}", false),
+            "ls\\u{2028}ps\\u{2029}"
+        );
         assert_eq!(escape_controls("del\u{7f}", false), "del\\u{7f}");
     }
 
@@ -104,6 +108,9 @@ mod tests {
         assert!(text.ends_with('\n'));
         assert!(!text.contains('\u{1b}') && !text.contains('\r'), "{text}");
         assert!(text.contains("watching a\"} 1\\nwink_leader 1\\r\\n"), "{text}");
-        assert!(text.lines().all(|l| !l.starts_with("wink_leader") && !l.starts_with("2026-01-01")));
+        assert!(
+            text.lines()
+                .all(|l| !l.starts_with("wink_leader") && !l.starts_with("2026-01-01"))
+        );
     }
 }

@@ -165,17 +165,29 @@ impl Capture {
     /// Writes of `kind` apply to what `store` holds.
     pub fn watch(&self, api_version: &str, kind: &str, store: Store) {
         let kind = (api_version.to_string(), kind.to_string());
-        self.state.lock().unwrap_or_else(|e| e.into_inner()).stores.push((kind, store));
+        self.state
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .stores
+            .push((kind, store));
     }
 
     /// The writes made so far, as one line each.
     pub fn writes(&self) -> Vec<String> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner()).writes.clone()
+        self.state
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .writes
+            .clone()
     }
 
     /// The Events recorded so far, as `TYPE REASON namespace/name: note`.
     pub fn events(&self) -> Vec<String> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner()).event_lines.clone()
+        self.state
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .event_lines
+            .clone()
     }
 }
 

@@ -254,10 +254,14 @@ struct Joined {
 
 impl EventHandler for Joined {
     fn on_add(&self, obj: &ObjRef, in_initial_list: bool) {
-        let _ = self.faults.guard("delivering an add", || self.instance.on_add(obj, in_initial_list));
+        let _ = self
+            .faults
+            .guard("delivering an add", || self.instance.on_add(obj, in_initial_list));
     }
     fn on_update(&self, old: &ObjRef, new: &ObjRef) {
-        let _ = self.faults.guard("delivering an update", || self.instance.on_update(old, new));
+        let _ = self
+            .faults
+            .guard("delivering an update", || self.instance.on_update(old, new));
     }
     fn on_delete(&self, obj: &ObjRef, final_state_unknown: bool) {
         let _ = self.faults.guard("delivering a delete", || {
@@ -267,7 +271,9 @@ impl EventHandler for Joined {
     fn on_synced(&self) {
         use std::sync::atomic::Ordering;
         if self.pending.fetch_sub(1, Ordering::AcqRel) == 1 {
-            let _ = self.faults.guard("delivering on-synced", || self.instance.on_synced());
+            let _ = self
+                .faults
+                .guard("delivering on-synced", || self.instance.on_synced());
         }
     }
 }
@@ -280,7 +286,12 @@ pub fn test(cases: &[PathBuf], record: bool) -> anyhow::Result<()> {
         // A case that cannot be played (or a panic playing it) fails it;
         // the other cases are still played.
         let played = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(path, &case)))
-            .unwrap_or_else(|p| bail!("wink test itself failed (a bug to report): {}", panics::message(p.as_ref())));
+            .unwrap_or_else(|p| {
+                bail!(
+                    "wink test itself failed (a bug to report): {}",
+                    panics::message(p.as_ref())
+                )
+            });
         let outcome = match played {
             Ok(outcome) => outcome,
             Err(e) => {

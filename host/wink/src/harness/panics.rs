@@ -50,15 +50,13 @@ mod tests {
         assert_eq!(faults.guard("adding", || 1 + 1), Some(2));
         let on_another_thread = faults.clone();
         std::thread::spawn(move || {
-            let got: Option<()> = on_another_thread.guard("answering PATCH", || panic!("cannot access key {:?}", "metadata"));
+            let got: Option<()> =
+                on_another_thread.guard("answering PATCH", || panic!("cannot access key {:?}", "metadata"));
             assert!(got.is_none());
         })
         .join()
         .expect("the thread did not die");
-        assert_eq!(
-            faults.take(),
-            ["answering PATCH: cannot access key \"metadata\""]
-        );
+        assert_eq!(faults.take(), ["answering PATCH: cannot access key \"metadata\""]);
         assert!(faults.take().is_empty());
     }
 }

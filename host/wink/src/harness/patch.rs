@@ -35,7 +35,10 @@ fn kind(v: &Value) -> &'static str {
 /// to the object `doc`: all or nothing; the result is checked with [`object`].
 pub fn merge_object(doc: &mut Value, patch: &Value) -> Result<(), String> {
     if !patch.is_object() {
-        return Err(format!("a merge patch must be a JSON object, not {}", kind(patch)));
+        return Err(format!(
+            "a merge patch must be a JSON object, not {}",
+            kind(patch)
+        ));
     }
     let mut out = doc.clone();
     merge(&mut out, patch);
@@ -184,7 +187,13 @@ mod tests {
     #[test]
     fn patches_that_leave_no_object_are_refused_and_apply_nothing() {
         let before = json!({"metadata": {"name": "a"}, "data": {"k": "v"}});
-        for patch in [json!("x"), json!(5), json!([1, 2]), json!(null), json!({"metadata": "x"})] {
+        for patch in [
+            json!("x"),
+            json!(5),
+            json!([1, 2]),
+            json!(null),
+            json!({"metadata": "x"}),
+        ] {
             let mut doc = before.clone();
             let e = merge_object(&mut doc, &patch).expect_err(&patch.to_string());
             assert!(e.contains("must be a JSON object"), "{patch}: {e}");

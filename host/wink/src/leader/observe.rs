@@ -65,7 +65,10 @@ impl Record {
         };
         let is_time = |v: &Value| v.as_str().is_some_and(|s| s.parse::<Timestamp>().is_ok());
         let mut acquired = None;
-        for (field, v) in [("acquireTime", &spec["acquireTime"]), ("renewTime", &spec["renewTime"])] {
+        for (field, v) in [
+            ("acquireTime", &spec["acquireTime"]),
+            ("renewTime", &spec["renewTime"]),
+        ] {
             match v {
                 Value::Null => {}
                 v if is_time(v) => {
@@ -251,10 +254,16 @@ mod tests {
         let (take, said) = o.may_take(LEASE, &record, "me", D, t0);
         assert!(!take);
         let said = said.expect("why it waits is said");
-        assert!(said.text.contains("\"someone-else\"") && said.text.contains("15 s"), "{said:?}");
+        assert!(
+            said.text.contains("\"someone-else\"") && said.text.contains("15 s"),
+            "{said:?}"
+        );
         for s in 1..8 {
             let (take, said) = o.may_take(LEASE, &record, "me", D, t0 + Duration::from_secs(s));
-            assert!(!take && said.is_none(), "said once, not every retry: {s} s {said:?}");
+            assert!(
+                !take && said.is_none(),
+                "said once, not every retry: {s} s {said:?}"
+            );
         }
         let (take, said) = o.may_take(LEASE, &record, "me", D, t0 + Duration::from_secs(8));
         assert!(!take);
@@ -264,7 +273,10 @@ mod tests {
         let (take, said) = o.may_take(LEASE, &record, "me", D, t0 + D);
         assert!(take, "unchanged for its lease duration");
         assert!(said.unwrap().text.contains("taking it over"));
-        assert!(o.may_take(LEASE, &record, "me", D, t0 + D).1.is_none(), "said once");
+        assert!(
+            o.may_take(LEASE, &record, "me", D, t0 + D).1.is_none(),
+            "said once"
+        );
     }
 
     #[test]
@@ -293,7 +305,10 @@ mod tests {
         assert!(o.may_take(LEASE, &lease(json!({})), "me", D, now).0);
         assert!(o.may_take(LEASE, &lease(Value::Null), "me", D, now).0);
         assert!(o.may_take(LEASE, &in_2100("me", 0), "me", D, now).0);
-        assert!(o.may_take(LEASE, &lease(json!({"holderIdentity": ""})), "me", D, now).0);
+        assert!(
+            o.may_take(LEASE, &lease(json!({"holderIdentity": ""})), "me", D, now)
+                .0
+        );
     }
 
     #[test]
@@ -304,20 +319,31 @@ mod tests {
         assert_eq!(record.duration, None);
         assert_eq!(
             record.invalid,
-            ["holderIdentity", "leaseDurationSeconds", "leaseTransitions", "renewTime"]
+            [
+                "holderIdentity",
+                "leaseDurationSeconds",
+                "leaseTransitions",
+                "renewTime"
+            ]
         );
         let mut o = Observer::default();
         let t0 = Instant::now();
         let (take, said) = o.may_take(LEASE, &record, "me", D, t0);
         let said = said.unwrap();
         assert!(!take && said.warn, "{said:?}");
-        assert!(said.text.contains("renewTime") && !said.text.contains("garbage"), "no body: {said:?}");
+        assert!(
+            said.text.contains("renewTime") && !said.text.contains("garbage"),
+            "no body: {said:?}"
+        );
         for s in 1..15 {
             let (take, said) = o.may_take(LEASE, &record, "me", D, t0 + Duration::from_secs(s));
             assert!(!take, "{s}");
             assert!(said.is_none_or(|s| !s.warn), "the warning once");
         }
-        assert!(o.may_take(LEASE, &record, "me", D, t0 + D).0, "our own lease duration");
+        assert!(
+            o.may_take(LEASE, &record, "me", D, t0 + D).0,
+            "our own lease duration"
+        );
         let spec = record.next_spec(Some("me"), 15, now(), record.transitions + 1);
         assert_eq!(spec["holderIdentity"], "me");
         assert_eq!(spec["leaseTransitions"], 1);

@@ -323,15 +323,17 @@ mod tests {
     fn a_flood_that_stops_is_said_with_the_next_line() {
         let budget = LogBudget::new("p".into());
         let start = Instant::now();
-        let said: Vec<_> = (0..1_500)
-            .filter_map(|_| budget.admit_at(start).1)
-            .collect();
+        let said: Vec<_> = (0..1_500).filter_map(|_| budget.admit_at(start).1).collect();
         assert!(said.is_empty());
         let (admitted, said) = budget.admit_at(start + Duration::from_secs(30));
         assert!(admitted, "the budget refilled");
         let said = said.expect("the drops are said");
         assert_eq!(said.lines, 500);
         assert_eq!(said.over, Duration::from_secs(30));
-        assert_eq!(budget.admit_at(start + Duration::from_secs(31)).1, None, "said once");
+        assert_eq!(
+            budget.admit_at(start + Duration::from_secs(31)).1,
+            None,
+            "said once"
+        );
     }
 }

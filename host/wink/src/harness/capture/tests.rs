@@ -205,11 +205,31 @@ fn writes_that_leave_no_object_are_refused_as_the_server_refuses_them() {
     let refused = [
         (Method::PATCH, "application/merge-patch+json", json!("x"), 422),
         (Method::PATCH, "application/merge-patch+json", json!([1, 2]), 422),
-        (Method::PATCH, "application/merge-patch+json", json!({"metadata": "x"}), 422),
-        (Method::PATCH, "application/strategic-merge-patch+json", json!(7), 422),
+        (
+            Method::PATCH,
+            "application/merge-patch+json",
+            json!({"metadata": "x"}),
+            422,
+        ),
+        (
+            Method::PATCH,
+            "application/strategic-merge-patch+json",
+            json!(7),
+            422,
+        ),
         (Method::PATCH, "application/apply-patch+yaml", json!("x"), 422),
-        (Method::PATCH, "application/json-patch+json", json!([{"op": "add", "path": "", "value": 5}]), 422),
-        (Method::PATCH, "application/json-patch+json", json!([{"op": "replace", "path": "", "value": "x"}]), 422),
+        (
+            Method::PATCH,
+            "application/json-patch+json",
+            json!([{"op": "add", "path": "", "value": 5}]),
+            422,
+        ),
+        (
+            Method::PATCH,
+            "application/json-patch+json",
+            json!([{"op": "replace", "path": "", "value": "x"}]),
+            422,
+        ),
         (Method::PUT, "application/json", json!("x"), 400),
         (Method::PUT, "application/json", json!({"metadata": 5}), 400),
     ];
@@ -221,12 +241,25 @@ fn writes_that_leave_no_object_are_refused_as_the_server_refuses_them() {
             other => panic!("{what}: {other:?}"),
         }
     }
-    let create = format!("{}", r.collection(Some("default")));
-    let got = send(&access, request(Method::POST, &create, "application/json", json!("x")));
-    assert!(matches!(got, Err(WriteError::Other(ref s)) if s.code == 400), "{got:?}");
+    let create = r.collection(Some("default"));
+    let got = send(
+        &access,
+        request(Method::POST, &create, "application/json", json!("x")),
+    );
+    assert!(
+        matches!(got, Err(WriteError::Other(ref s)) if s.code == 400),
+        "{got:?}"
+    );
     assert!(capture.writes().is_empty(), "{:?}", capture.writes());
     assert!(capture.faults.take().is_empty());
     let fine = json!({"metadata": {"labels": {"ok": "yes"}}});
-    let got = send(&access, request(Method::PATCH, &uri, "application/merge-patch+json", fine)).unwrap();
-    assert_eq!(got["metadata"]["labels"]["app"], "web", "the object was left as it was");
+    let got = send(
+        &access,
+        request(Method::PATCH, &uri, "application/merge-patch+json", fine),
+    )
+    .unwrap();
+    assert_eq!(
+        got["metadata"]["labels"]["app"], "web",
+        "the object was left as it was"
+    );
 }
