@@ -1,6 +1,7 @@
 //! Bodies the simulated API server refuses as a real one does, with a
 //! Status and the connection kept: fields of the wrong JSON type (400 on
-//! create and update, 422 on patch), patches that leave no object (422),
+//! create and update, 422 on patch), values its validation refuses (422),
+//! patches that leave no object (422),
 //! CRD printer columns the API server's validation refuses (422), and a
 //! printer column whose path does not parse (the Table falls back to the
 //! columns before it).
@@ -74,6 +75,15 @@ async fn mistyped_fields_are_refused_as_the_api_server_refuses_them() {
     assert_eq!(code, 400);
     assert!(
         msg.ends_with("json: cannot unmarshal number into Go struct field ConfigMap.data of type string"),
+        "{msg}"
+    );
+    let zero = json!({"metadata": {"name": "l"}, "spec": {"leaseDurationSeconds": 0}});
+    let (code, reason, msg) = send(&c, "POST", LEASES, JSON, &zero.to_string())
+        .await
+        .unwrap_err();
+    assert_eq!((code, reason.as_str()), (422, "Invalid"), "{msg}");
+    assert!(
+        msg.ends_with("spec.leaseDurationSeconds: Invalid value: 0: must be greater than 0"),
         "{msg}"
     );
     // Nothing was stored; a well-typed Lease is, and a mistyped update or patch of it is refused.

@@ -17,7 +17,7 @@
 //! plane), `proto` (protobuf bodies), `table` and `list` (lists and Table
 //! output), `scale` (the /scale subresource), `discovery`, `http` (routing),
 //! `watch` (event streams), `faults`, `admin` (`/_sim` paths), `stats`,
-//! `status` (Status errors), `decode` (what the decoder refuses), `demo` (seed + churn), `kubeconfig`, `limits`
+//! `status` (Status errors), `decode` (what the decoder refuses), `validate` (value checks), `demo` (seed + churn), `kubeconfig`, `limits`
 //! (body size, `timeoutSeconds`, command-line values), `depth` (nesting
 //! pre-scan of bodies).
 
@@ -43,6 +43,7 @@ mod stats;
 mod status;
 mod store;
 mod table;
+mod validate;
 mod watch;
 mod write;
 mod write_mode;

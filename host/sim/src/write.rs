@@ -7,13 +7,14 @@
 //! preconditions; the checks and values themselves are in `meta`.
 //! Must not touch: the history/MVCC internals (`store`) or HTTP (`http`).
 
+use super::decode;
 use super::meta::{
     check_identity, fold_string_data, meta, mstr, now, parse_rv, spec_part, suffix, uid, valid_name,
 };
-use super::decode;
 use super::resources::{self, ResourceDef};
 use super::status::ApiError;
 use super::store::{EvType, Obj, State, key};
+use super::validate;
 use serde_json::{Value, json};
 use std::sync::Arc;
 
@@ -73,6 +74,10 @@ pub fn create(
     };
     if let Some(e) = valid_name(&name, def.plural == "namespaces") {
         return Err(ApiError::invalid(&q, &def.kind, &name, &[e]));
+    }
+    let errs = validate::values(def, &body);
+    if !errs.is_empty() {
+        return Err(ApiError::invalid(&q, &def.kind, &name, &errs));
     }
     let k = key(ns.filter(|_| def.namespaced), &name);
     if table.objects.contains_key(&k) {
@@ -200,6 +205,10 @@ pub fn update(
     let version = &def.versions[0];
     decode::check(def, version, &body).map_err(|why| decode::bad_request(def, version, &why))?;
     check_identity(def, ns, &mut body, Some(name))?;
+    let errs = validate::values(def, &body);
+    if !errs.is_empty() {
+        return Err(ApiError::invalid(&q, &def.kind, name, &errs));
+    }
     let k = key(ns.filter(|_| def.namespaced), name);
     let table = st.table(&q).ok_or_else(ApiError::no_route)?;
     let old = table

@@ -1,0 +1,119 @@
+//! Value checks the API server's validation makes on some built-in kinds
+//! (422 Invalid, one cause per field), beyond names and namespaces
+//! (`meta`) and types (`decode`): a Lease's durations, the keys of a
+//! ConfigMap's and a Secret's data.
+//!
+//! Owns: these checks and their wording. Must not touch: the store,
+//! HTTP, when a write is checked (`write`).
+
+use super::resources::ResourceDef;
+use serde_json::Value;
+
+/// The `field: detail` messages of what `body` (of `def`) gets wrong.
+pub fn values(def: &ResourceDef, body: &Value) -> Vec<String> {
+    match (def.group.as_str(), def.plural.as_str()) {
+        ("coordination.k8s.io", "leases") => lease(body),
+        ("", "configmaps") => keys(body, &["data", "binaryData"]),
+        ("", "secrets") => keys(body, &["data", "stringData"]),
+        _ => Vec::new(),
+    }
+}
+
+/// `ValidateLeaseSpec`: a positive duration, no negative transitions.
+fn lease(body: &Value) -> Vec<String> {
+    let int = |f: &str| body.pointer(&format!("/spec/{f}")).and_then(Value::as_i64);
+    let mut errs = Vec::new();
+    if let Some(n) = int("leaseDurationSeconds").filter(|n| *n <= 0) {
+        errs.push(format!(
+            "spec.leaseDurationSeconds: Invalid value: {n}: must be greater than 0"
+        ));
+    }
+    if let Some(n) = int("leaseTransitions").filter(|n| *n < 0) {
+        errs.push(format!(
+            "spec.leaseTransitions: Invalid value: {n}: must be greater than or equal to 0"
+        ));
+    }
+    errs
+}
+
+/// `IsConfigMapKey` of every key of these maps.
+fn keys(body: &Value, maps: &[&str]) -> Vec<String> {
+    let mut errs = Vec::new();
+    for m in maps {
+        for k in body
+            .get(*m)
+            .and_then(Value::as_object)
+            .into_iter()
+            .flat_map(|o| o.keys())
+        {
+            let mut why = Vec::new();
+            if k.len() > 253 {
+                why.push("must be no more than 253 characters".to_string());
+            }
+            if k.is_empty() || !k.chars().all(|c| c.is_ascii_alphanumeric() || "-._".contains(c)) {
+                why.push(
+                    "a valid config key must consist of alphanumeric characters, '-', '_' or '.' (e.g. \
+                     'key.name',  or 'KEY_NAME',  or 'key-name', regex used for validation is '[-._a-zA-Z0-9]+')"
+                        .to_string(),
+                );
+            }
+            match k.as_str() {
+                "." => why.push("must not be '.'".into()),
+                ".." => why.push("must not be '..'".into()),
+                k if k.starts_with("..") => why.push("must not start with '..'".into()),
+                _ => {}
+            }
+            if !why.is_empty() {
+                errs.push(format!("{m}[{k}]: Invalid value: {k:?}: {}", why.join("; ")));
+            }
+        }
+    }
+    errs
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::resources::Registry;
+    use serde_json::json;
+
+    fn check(qualified: &str, body: Value) -> Vec<String> {
+        values(Registry::with_builtins().get(qualified).unwrap(), &body)
+    }
+
+    #[test]
+    fn leases_and_keys() {
+        assert_eq!(
+            check(
+                "leases.coordination.k8s.io",
+                json!({"spec": {"leaseDurationSeconds": 0, "leaseTransitions": -1}})
+            ),
+            [
+                "spec.leaseDurationSeconds: Invalid value: 0: must be greater than 0",
+                "spec.leaseTransitions: Invalid value: -1: must be greater than or equal to 0"
+            ]
+        );
+        assert!(
+            check(
+                "leases.coordination.k8s.io",
+                json!({"spec": {"leaseDurationSeconds": 15}})
+            )
+            .is_empty()
+        );
+        let e = check(
+            "configmaps",
+            json!({"data": {"a b": "x", "ok.key_1-2": "y", "..x": "z"}}),
+        );
+        assert_eq!(e.len(), 2, "{e:?}");
+        assert!(
+            e[0].starts_with("data[..x]: Invalid value: \"..x\": must not start with '..'"),
+            "{e:?}"
+        );
+        assert!(
+            e[1].starts_with("data[a b]: Invalid value: \"a b\": a valid config key"),
+            "{e:?}"
+        );
+        assert_eq!(check("secrets", json!({"stringData": {"/": "x"}})).len(), 1);
+        assert!(check("pods", json!({"data": {"a b": 1}})).is_empty());
+    }
+}
