@@ -17,9 +17,10 @@
 //! plane), `proto` (protobuf bodies), `table` and `list` (lists and Table
 //! output), `scale` (the /scale subresource), `discovery`, `http` (routing),
 //! `watch` (event streams), `faults`, `admin` (`/_sim` paths), `stats`,
-//! `status` (Status errors), `decode` (what the decoder refuses), `validate` (value checks), `demo` (seed + churn), `kubeconfig`, `limits`
+//! `status` (Status errors), `decode` (the types the decoder refuses),
+//! `validate` (value checks), `demo` (seed + churn), `kubeconfig`, `limits`
 //! (body size, `timeoutSeconds`, command-line values), `depth` (nesting
-//! pre-scan of bodies).
+//! pre-scan of bodies). A handler that panics answers 500 with a Status.
 
 mod admin;
 mod authz;

@@ -2,8 +2,9 @@
 //! what `kubectl get` asks for): the `meta.k8s.io` Table of a list, an
 //! object or a watch event, with the columns the real API server's printers
 //! give each built-in type (`printers`), a CRD's `additionalPrinterColumns`
-//! (`crd`, their paths read by `jsonpath`), and the default Name / Created At otherwise. `includeObject`
-//! (`None`, `Metadata` (the default), `Object`) says what each row carries.
+//! (`crd`, their paths read by `jsonpath`), and the default Name / Created
+//! At otherwise. `includeObject` (`None`, `Metadata` (the default),
+//! `Object`) says what each row carries.
 //!
 //! Owns: content negotiation of tables, the Table shape, age formatting.
 //! Must not touch: the store (callers hand in objects and, for custom
