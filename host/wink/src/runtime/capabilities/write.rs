@@ -386,10 +386,8 @@ impl write::Host for HostState {
                 &resource,
                 ns.as_deref(),
                 |r, ns, q| {
-                    // Not in the URL, but checked as the API server would.
-                    if let Some(name) = &name {
-                        names::object_name(&r.ar.group, name).map_err(|e| invalid(e.0))?;
-                    }
+                    // The name goes in the body only: the server checks it,
+                    // and its 422 names the field.
                     let target = Target {
                         ar: &r.ar,
                         namespace: ns,
