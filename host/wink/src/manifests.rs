@@ -1,7 +1,8 @@
 //! `wink manifests`: a least-privilege deployment derived from the plugins
 //! themselves. Each plugin's registration (its watches, reads, declared
-//! writes and Events) intersected with the operator's grants gives exactly
-//! the RBAC rules the daemon needs; the rest is the Deployment (non-root,
+//! writes and Events) under the operator's grants, as `wink run` would
+//! allow it ([`needs::allowed`]), gives exactly the RBAC rules the daemon
+//! needs; the rest is the Deployment (non-root,
 //! read-only root filesystem, probes on the admin server), its
 //! ServiceAccount, a PodDisruptionBudget, a Service for metrics and the
 //! grants as a ConfigMap.
