@@ -1,6 +1,7 @@
 //! The grants file: read with the one safe-file reader, its nesting depth
 //! checked before a parser sees it, and parsed strictly. Unknown fields are
-//! errors at every level (`deny_unknown_fields` on every struct), and so
+//! errors at every level (`deny_unknown_fields` on every struct; none of
+//! them uses `flatten`, which that attribute does not work with), and so
 //! are duplicate keys: serde fills a map with the last of two equal keys,
 //! so the text is first read as a YAML tree, whose mappings refuse equal
 //! keys, and its keys compared again as the strings the grants read them
