@@ -11,7 +11,7 @@
 //! | `POST /_sim/faults/pause?ms=2000` | hold every request and watch for ms |
 //! | `POST /_sim/faults/delay?ms=100` | delay every response (0 clears) |
 //! | `POST /_sim/restart?keep=true` | drop all connections; keep or replace the state |
-//! | `GET /_sim/stats` | JSON: resourceVersion, requests per verb/resource, open watches |
+//! | `GET /_sim/stats` | JSON: resourceVersion, requests per verb/resource, open watches, the control plane's work |
 
 use super::Shared;
 use super::faults::Faults;

@@ -154,4 +154,39 @@ mod tests {
             "the orphaned ReplicaSet keeps its pods"
         );
     }
+
+    #[test]
+    fn dependents_of_custom_resources_go_with_their_crd() {
+        let mut st = state();
+        let mut c = super::super::Controllers::default();
+        let crd = json!({"metadata": {"name": "widgets.example.com"}, "spec": {"group": "example.com",
+            "scope": "Namespaced", "names": {"plural": "widgets", "kind": "Widget"},
+            "versions": [{"name": "v1", "served": true, "storage": true}]}});
+        let crds = "customresourcedefinitions.apiextensions.k8s.io";
+        create(&mut st, crds, None, "apiextensions.k8s.io/v1", crd);
+        settle_with(&mut c, &mut st);
+        let w = create(
+            &mut st,
+            "widgets.example.com",
+            Some("default"),
+            "example.com/v1",
+            json!({"metadata": {"name": "w"}}),
+        );
+        let owned = json!({"metadata": {"name": "c", "ownerReferences": [{"apiVersion": "example.com/v1",
+            "kind": "Widget", "name": "w", "uid": w["metadata"]["uid"]}]}});
+        create(&mut st, "configmaps", Some("default"), "v1", owned);
+        settle_with(&mut c, &mut st);
+        assert_eq!(all(&st, "configmaps").len(), 1, "its owner is there");
+        let def = st.registry.get(crds).cloned().unwrap();
+        write::delete(
+            &mut st,
+            &def,
+            None,
+            "widgets.example.com",
+            &Preconditions::default(),
+        )
+        .unwrap();
+        settle_with(&mut c, &mut st);
+        assert!(all(&st, "configmaps").is_empty(), "its owner went with the CRD");
+    }
 }

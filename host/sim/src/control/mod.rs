@@ -11,8 +11,8 @@
 //! look at; a round works the queues, and the writes it makes are the next
 //! round's events. With nothing queued nothing runs: the loop sleeps until
 //! the next commit (`State::changes`). History it can no longer read (a
-//! restart, a compaction, a new CRD's table) makes it look at everything
-//! once (a resync).
+//! restart, a compaction, a CRD's table added or removed) makes it look at
+//! everything once (a resync).
 //!
 //! Controllers: `nodes` (simulated Nodes), `deployment` (ReplicaSets of a
 //! Deployment, rollouts, Deployment status), `replicaset` (Pods of a
@@ -101,6 +101,8 @@ impl Queues {
 pub struct Controllers {
     /// Events up to this resourceVersion are seen; None: look at everything.
     seen: Option<u64>,
+    /// The tables seen: one that goes (a CRD deleted) takes its events with it.
+    tables: BTreeSet<String>,
     index: Index,
     queues: Queues,
     /// Rounds run (a round works every non-empty queue once).
@@ -160,6 +162,9 @@ impl Controllers {
         if after == st.rv {
             return;
         }
+        if st.tables.len() != self.tables.len() || !st.tables.keys().all(|q| self.tables.contains(q)) {
+            return self.resync(st);
+        }
         let mut events = Vec::new();
         for (q, _) in st.tables.iter() {
             match st.events_after(q, after, usize::MAX, true) {
@@ -182,6 +187,7 @@ impl Controllers {
     /// Rebuild the indexes and queue every object.
     fn resync(&mut self, st: &State) {
         self.index = Index::default();
+        self.tables = st.tables.keys().cloned().collect();
         self.queues = Queues {
             nodes: true,
             ..Default::default()
