@@ -200,6 +200,34 @@ fn wink_test_answers_patches_that_leave_no_object_with_422() {
     assert!(out.status.success(), "{}", text(&out));
 }
 
+/// A case's `name:` (the plugin's name in the log) with a newline and
+/// terminal escapes stays on its lines in the text log.
+#[test]
+fn a_forged_case_name_stays_on_its_log_lines() {
+    let dir = scratch("author_forged_name");
+    let case = serde_json::json!({
+        "plugin": plugins_dir().join("pod_logger.wasm"),
+        "name": "a\"} 1\nwink_leader 1\r\u{1b}[2K",
+        "objects": [{"apiVersion": "v1", "kind": "Pod",
+                     "metadata": {"name": "p0", "namespace": "default"}}],
+    });
+    std::fs::write(dir.join("case.yaml"), case.to_string()).unwrap();
+    let out = Command::new(wink_bin())
+        .current_dir(&dir)
+        .args(["test", "--bless", "case.yaml"])
+        .env("RUST_LOG", "info")
+        .output()
+        .unwrap();
+    let said = text(&out);
+    assert!(out.status.success(), "{said}");
+    let named: Vec<&str> = said.lines().filter(|l| l.contains("wink_leader 1")).collect();
+    assert!(!named.is_empty(), "{said}");
+    for line in named {
+        assert!(line.contains(r#"[a"} 1\nwink_leader 1\r"#), "{line}");
+    }
+    assert!(!said.contains('\u{1b}') && !said.contains('\r'), "{said}");
+}
+
 #[test]
 fn wink_new_scaffolds_a_plugin_that_builds_and_passes_its_test() {
     let dir = scratch("author_new");
