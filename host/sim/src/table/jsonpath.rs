@@ -166,4 +166,19 @@ mod tests {
             "unrecognized character in action: U+005D ']'"
         );
     }
+
+    #[test]
+    fn no_path_panics() {
+        let alphabet: Vec<char> = ".[]'\"\\*?@$:,-0129az{} ()é".chars().collect();
+        let o = json!({"a": [{"b": 1}], "z": {"0": [1, 2]}});
+        for _ in 0..20_000 {
+            let len = rand::random_range(0..12);
+            let p: String = (0..len)
+                .map(|_| alphabet[rand::random_range(0..alphabet.len())])
+                .collect();
+            if let Ok(Some(steps)) = parse(&p) {
+                let _ = lookup(&o, &steps);
+            }
+        }
+    }
 }
