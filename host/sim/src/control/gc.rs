@@ -1,6 +1,6 @@
 //! The garbage collector: ownerReferences. An object all of whose owners
-//! are gone (no object has their uid) is deleted (background cascading:
-//! its own dependents follow in later passes). An owner deleted in the
+//! are gone (the uid index has none of them) is deleted (background
+//! cascading: its own dependents follow in later rounds). An owner deleted in the
 //! foreground (`foregroundDeletion` finalizer, deletionTimestamp set) has
 //! its dependents deleted in the foreground too, and loses the finalizer,
 //! and so goes, once none is left. An owner deleted with `Orphan`
