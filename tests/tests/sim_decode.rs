@@ -194,7 +194,7 @@ async fn printer_columns_are_checked_and_a_bad_path_never_breaks_tables() {
     assert_eq!((code, reason.as_str()), (422, "Invalid"), "{msg}");
     assert!(
         msg.contains(
-            "spec.versions[0].additionalPrinterColumns[0].jsonPath: Invalid value: \"spec.a\": must be a simple json path starting with ."
+            "spec.versions[0].additionalPrinterColumns[0].JSONPath: Invalid value: \"spec.a\": must be a simple json path starting with ."
         ),
         "{msg}"
     );

@@ -42,7 +42,9 @@ const FORMATS: [&str; 8] = [
 
 /// What the API server's CRD validation says of a version's printer
 /// columns (`ValidateCustomResourceColumnDefinition`): `field: detail`
-/// messages under `spec.versions[i].additionalPrinterColumns[j]`.
+/// messages under `spec.versions[i].additionalPrinterColumns[j]`, the path
+/// named `JSONPath` as the API server names it (its internal field name). A
+/// path that starts with `.` passes, whether or not it parses.
 pub fn validate(version_index: usize, version: &Value) -> Vec<String> {
     let Some(cols) = version.get("additionalPrinterColumns").and_then(Value::as_array) else {
         return Vec::new();
@@ -71,7 +73,7 @@ pub fn validate(version_index: usize, version: &Value) -> Vec<String> {
         match s("jsonPath") {
             "" => errs.push(format!("{at}.JSONPath: Required value")),
             p if !p.starts_with('.') => errs.push(format!(
-                "{at}.jsonPath: Invalid value: {p:?}: must be a simple json path starting with ."
+                "{at}.JSONPath: Invalid value: {p:?}: must be a simple json path starting with ."
             )),
             _ => {}
         }
@@ -209,7 +211,7 @@ mod tests {
                 "spec.versions[0].additionalPrinterColumns[1].name: Required value",
                 "spec.versions[0].additionalPrinterColumns[1].type: Invalid value: \"text\": must be one of boolean,date,integer,number,string",
                 "spec.versions[0].additionalPrinterColumns[1].format: Invalid value: \"x\": must be one of byte,date,date-time,double,float,int32,int64,password",
-                "spec.versions[0].additionalPrinterColumns[1].jsonPath: Invalid value: \"spec.a\": must be a simple json path starting with .",
+                "spec.versions[0].additionalPrinterColumns[1].JSONPath: Invalid value: \"spec.a\": must be a simple json path starting with .",
                 "spec.versions[0].additionalPrinterColumns[2].JSONPath: Required value",
             ]
         );
