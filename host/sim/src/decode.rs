@@ -30,11 +30,22 @@ const QUANTITY_FORMAT: &str =
 const TYPE_META: &str = "struct { APIVersion string \"json:\\\"apiVersion,omitempty\\\"\"; Kind string \"json:\\\"kind,omitempty\\\"\" }";
 
 /// The 400 of the create and update handlers for an object of `def` (at
-/// `version`) that does not decode.
-pub fn bad_request(def: &ResourceDef, version: &str, why: &str) -> ApiError {
+/// `version`) that does not decode; one whose kind cannot even be read is
+/// shown by its first 30 bytes.
+pub fn bad_request(def: &ResourceDef, version: &str, body: &Value, why: &str) -> ApiError {
+    let kind = &def.kind;
+    if why.starts_with("couldn't get version/kind") {
+        let text = body.to_string();
+        let summary = match text.char_indices().nth(30) {
+            Some((at, _)) => format!("{} ...", &text[..at]),
+            None => text,
+        };
+        return ApiError::bad_request(format!(
+            "the object provided is unrecognized (must be of type {kind}): {why} ({summary})"
+        ));
+    }
     ApiError::bad_request(format!(
-        "{kind} in version \"{version}\" cannot be handled as a {kind}: {why}",
-        kind = def.kind
+        "{kind} in version \"{version}\" cannot be handled as a {kind}: {why}"
     ))
 }
 
@@ -484,6 +495,31 @@ mod tests {
             check(&def, "v1", &json!({"metadata": "x"})).unwrap_err(),
             "json: cannot unmarshal string into Go struct field Widget.metadata of type v1.ObjectMeta"
         );
+    }
+
+    #[test]
+    fn the_400s_say_what_could_not_be_handled() {
+        let r = Registry::with_builtins();
+        let lease = r.get("leases.coordination.k8s.io").unwrap();
+        let body = json!({"spec": {"holderIdentity": 5}});
+        let e = bad_request(lease, "v1", &body, &check(lease, "v1", &body).unwrap_err());
+        assert_eq!((e.code, e.reason), (400, "BadRequest"));
+        assert!(
+            e.message
+                .starts_with("Lease in version \"v1\" cannot be handled as a Lease: json: "),
+            "{}",
+            e.message
+        );
+        let body = json!({"kind": 5, "metadata": {"name": "a-rather-long-name-indeed"}});
+        let e = bad_request(lease, "v1", &body, &check(lease, "v1", &body).unwrap_err());
+        assert!(
+            e.message.starts_with(
+                "the object provided is unrecognized (must be of type Lease): couldn't get version/kind"
+            ),
+            "{}",
+            e.message
+        );
+        assert!(e.message.ends_with(" ...)"), "{}", e.message);
     }
 
     #[test]

@@ -28,7 +28,7 @@ pub fn create(
 ) -> Result<Arc<Obj>, ApiError> {
     let q = def.qualified();
     let version = api_version.rsplit('/').next().unwrap_or(api_version);
-    decode::check(def, version, &body).map_err(|why| decode::bad_request(def, version, &why))?;
+    decode::check(def, version, &body).map_err(|why| decode::bad_request(def, version, &body, &why))?;
     check_identity(def, ns, &mut body, None)?;
     if def.namespaced {
         let ns = ns.ok_or_else(|| ApiError::bad_request("the namespace of the object is required"))?;
@@ -203,7 +203,7 @@ pub fn update(
 ) -> Result<Arc<Obj>, ApiError> {
     let q = def.qualified();
     let version = &def.versions[0];
-    decode::check(def, version, &body).map_err(|why| decode::bad_request(def, version, &why))?;
+    decode::check(def, version, &body).map_err(|why| decode::bad_request(def, version, &body, &why))?;
     check_identity(def, ns, &mut body, Some(name))?;
     let errs = validate::values(def, &body);
     if !errs.is_empty() {
