@@ -1,7 +1,7 @@
 //! Bodies the simulated API server refuses as a real one does, with a
 //! Status and the connection kept: fields of the wrong JSON type (400 on
 //! create and update, 422 on patch), values its validation refuses (422),
-//! patches that leave no object (422),
+//! patches that are no patch (400) or leave no object (422),
 //! CRD printer columns the API server's validation refuses (422), and a
 //! printer column whose path does not parse (the Table falls back to the
 //! columns before it).
@@ -119,7 +119,7 @@ async fn mistyped_fields_are_refused_as_the_api_server_refuses_them() {
 }
 
 #[tokio::test]
-async fn patches_that_leave_no_object_are_invalid_not_dropped() {
+async fn patches_that_are_none_or_leave_no_object_are_refused_not_dropped() {
     let sim = Sim::start(SimConfig::default()).await.unwrap();
     let c = sim.client();
     let cms = "/api/v1/namespaces/default/configmaps";
@@ -133,8 +133,23 @@ async fn patches_that_leave_no_object_are_invalid_not_dropped() {
     .await
     .unwrap();
     let target = format!("{cms}/a");
+    for (ct, patch, why) in [
+        (MERGE, r#""x""#, "Invalid JSON Patch"),
+        (MERGE, "5", "Invalid JSON Patch"),
+        (
+            "application/strategic-merge-patch+json",
+            "[1,2]",
+            "invalid JSON document",
+        ),
+    ] {
+        let (code, reason, msg) = send(&c, "PATCH", &target, ct, patch).await.unwrap_err();
+        assert_eq!(
+            (code, reason.as_str(), msg.as_str()),
+            (400, "BadRequest", why),
+            "{ct} {patch}"
+        );
+    }
     for (ct, patch) in [
-        (MERGE, r#""x""#),
         (MERGE, "[1,2]"),
         (MERGE, r#"{"metadata":"x"}"#),
         ("application/strategic-merge-patch+json", r#"{"metadata":"x"}"#),

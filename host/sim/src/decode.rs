@@ -101,7 +101,7 @@ fn check_type_meta(body: &Value) -> Result<(), String> {
 }
 
 /// Go's name of a JSON value's type in its errors.
-fn json_type(v: &Value) -> String {
+pub fn json_type(v: &Value) -> String {
     match v {
         Value::Null => "null".into(),
         Value::Bool(_) => "bool".into(),

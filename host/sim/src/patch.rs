@@ -64,8 +64,21 @@ impl Patch {
                 .and_then(Value::as_str)
                 .map(String::from)
         };
+        // What the API server's patchers refuse before applying: a merge
+        // patch neither object nor list, a strategic or apply patch that
+        // is not an object (a list merge patch leaves a list: 422 on apply).
         let doc = match ty {
             PatchType::Json => PatchDoc::Json(serde_json::from_value(v).map_err(|e| bad(e.to_string()))?),
+            PatchType::Merge if !v.is_object() && !v.is_array() => {
+                return Err(bad("Invalid JSON Patch".into()));
+            }
+            PatchType::Strategic if !v.is_object() => return Err(bad("invalid JSON document".into())),
+            PatchType::Apply if !v.is_object() => {
+                return Err(bad(format!(
+                    "error decoding YAML: json: cannot unmarshal {} into Go value of type map[string]interface {{}}",
+                    super::decode::json_type(&v)
+                )));
+            }
             PatchType::Merge | PatchType::Apply => PatchDoc::Merge(v),
             PatchType::Strategic => PatchDoc::Strategic(v),
         };
@@ -237,10 +250,24 @@ mod tests {
     }
 
     #[test]
-    fn a_patch_that_leaves_no_object_is_invalid() {
+    fn a_patch_that_is_no_patch_or_leaves_no_object_is_refused() {
         let cur = json!({"kind": "ConfigMap", "metadata": {"name": "a"}});
-        let cases: [(&[u8], PatchType); 6] = [
-            (br#""x""#, PatchType::Merge),
+        for (body, ty, why) in [
+            (&br#""x""#[..], PatchType::Merge, "Invalid JSON Patch"),
+            (b"5", PatchType::Merge, "Invalid JSON Patch"),
+            (b"null", PatchType::Merge, "Invalid JSON Patch"),
+            (b"[1,2]", PatchType::Strategic, "invalid JSON document"),
+            (
+                b"x",
+                PatchType::Apply,
+                "error decoding YAML: json: cannot unmarshal string into Go value",
+            ),
+        ] {
+            let e = apply(&cur, body, ty).unwrap_err();
+            assert_eq!((e.code, e.reason), (400, "BadRequest"), "{ty:?}");
+            assert!(e.message.starts_with(why), "{ty:?}: {}", e.message);
+        }
+        let cases: [(&[u8], PatchType); 5] = [
             (b"[1,2]", PatchType::Merge),
             (br#"{"metadata":"x"}"#, PatchType::Merge),
             (br#"{"metadata":"x"}"#, PatchType::Strategic),
@@ -258,8 +285,8 @@ mod tests {
             );
             assert_eq!(e.details.as_ref().unwrap()["causes"][0]["field"], "patch");
         }
-        let e = apply(&cur, br#""x""#, PatchType::Merge).unwrap_err();
-        assert!(e.message.ends_with("couldn't get version/kind; json parse error: json: cannot unmarshal string into Go value of type struct { APIVersion string \"json:\\\"apiVersion,omitempty\\\"\"; Kind string \"json:\\\"kind,omitempty\\\"\" }"), "{}", e.message);
+        let e = apply(&cur, b"[1,2]", PatchType::Merge).unwrap_err();
+        assert!(e.message.ends_with("couldn't get version/kind; json parse error: json: cannot unmarshal array into Go value of type struct { APIVersion string \"json:\\\"apiVersion,omitempty\\\"\"; Kind string \"json:\\\"kind,omitempty\\\"\" }"), "{}", e.message);
         let e = apply(&cur, br#"{"metadata":"x"}"#, PatchType::Merge).unwrap_err();
         assert!(
             e.message.ends_with(
