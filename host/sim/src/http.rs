@@ -8,11 +8,11 @@
 
 use super::Shared;
 use super::authz;
+use super::decode;
 use super::discovery;
 use super::limits;
 use super::list;
 use super::openapi;
-use super::decode;
 use super::patch::{Patch, PatchType, undecodable};
 use super::resources::ResourceDef;
 use super::scale;

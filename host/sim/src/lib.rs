@@ -542,6 +542,9 @@ mod tests {
         assert_eq!(resp.status(), 500);
         let body = axum::body::to_bytes(resp.into_body(), 1 << 20).await.unwrap();
         let v: Value = serde_json::from_slice(&body).unwrap();
-        assert_eq!((v["kind"].as_str(), v["reason"].as_str()), (Some("Status"), Some("InternalError")));
+        assert_eq!(
+            (v["kind"].as_str(), v["reason"].as_str()),
+            (Some("Status"), Some("InternalError"))
+        );
     }
 }
