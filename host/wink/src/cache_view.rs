@@ -4,17 +4,25 @@
 //! server. The core group is spelled `core` (e.g. `/cache/core/v1/pods`).
 //! Off unless the operator enables it; loopback only unless allowed, with
 //! its connections bounded ([`crate::listener`]); never serves Secrets,
-//! whatever plugins were granted. Owns only HTTP.
+//! whatever plugins were granted. Selectors are matched off the runtime's
+//! workers, and answers are streamed within a memory budget
+//! ([`answer`]): a slow reader holds a bounded share, and past the budget
+//! an answer is refused with 503 and `Retry-After`. Owns only HTTP.
 
-use crate::informer::SharedInformerFactory;
-use crate::informer::store::selected;
+mod answer;
+
+use crate::informer::store::{Store, selected};
+use crate::informer::{ObjRef, SharedInformerFactory};
 use crate::listener::BoundedListener;
+use answer::Budget;
 use axum::extract::{Path, Query, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use serde::Deserialize;
+use std::borrow::Cow;
 use std::sync::Arc;
+use std::time::Duration;
 use wink_selector::LabelSelector;
 
 /// Query parameters of a cache read.
@@ -40,8 +48,47 @@ fn status(code: StatusCode, reason: &str, message: String) -> Response {
         .into_response()
 }
 
+/// What the cache view's routes read.
+#[derive(Clone)]
+struct View {
+    factory: Arc<SharedInformerFactory>,
+    budget: Budget,
+}
+
+/// How long an answer waits for the budget before it is refused.
+const BUDGET_WAIT: Duration = Duration::from_secs(2);
+
+/// The objects a query selects, read from the store; parsing the selector
+/// and matching it against every object is the caller's blocking work.
+fn select(store: &Store, q: &CacheQuery) -> Result<Vec<ObjRef>, Response> {
+    let selector = match q.label_selector.as_deref().map(LabelSelector::parse).transpose() {
+        Ok(s) => s,
+        Err(e) => return Err(status(StatusCode::BAD_REQUEST, "BadRequest", e)),
+    };
+    let (namespace, selector) = (q.namespace.as_deref(), selector.as_ref());
+    match (&q.index, &q.value) {
+        (Some(index), Some(value)) => match store.by_index(index, value) {
+            Ok(objects) => Ok(objects
+                .into_iter()
+                .filter(|o| selected(o, namespace, selector))
+                .collect()),
+            Err(e) => Err(status(StatusCode::BAD_REQUEST, "BadRequest", e.to_string())),
+        },
+        (Some(_), None) => Err(status(
+            StatusCode::BAD_REQUEST,
+            "BadRequest",
+            "index needs a value".into(),
+        )),
+        (None, _) => Ok(store.list(namespace, selector)),
+    }
+}
+
+fn json(o: &ObjRef) -> Cow<'_, str> {
+    o.json()
+}
+
 async fn read(
-    State(factory): State<Arc<SharedInformerFactory>>,
+    State(view): State<View>,
     Path((group, version, resource)): Path<(String, String, String)>,
     Query(q): Query<CacheQuery>,
 ) -> Response {
@@ -54,7 +101,9 @@ async fn read(
             "the cache view never serves secrets".to_string(),
         );
     }
-    let Some((informer, ar)) = factory.find_complete(&group, &version, &resource, q.namespace.as_deref())
+    let Some((informer, ar)) = view
+        .factory
+        .find_complete(&group, &version, &resource, q.namespace.as_deref())
     else {
         return status(
             StatusCode::NOT_FOUND,
@@ -62,51 +111,42 @@ async fn read(
             format!("no informer caches {resource} in {group}/{version} (a plugin must watch it)"),
         );
     };
-    let selector = match q.label_selector.as_deref().map(LabelSelector::parse).transpose() {
-        Ok(s) => s,
-        Err(e) => return status(StatusCode::BAD_REQUEST, "BadRequest", e),
-    };
-    let store = informer.store();
-    let (namespace, selector) = (q.namespace.as_deref(), selector.as_ref());
-    let objects = match (&q.index, &q.value) {
-        (Some(index), Some(value)) => match store.by_index(index, value) {
-            Ok(objects) => objects
-                .into_iter()
-                .filter(|o| selected(o, namespace, selector))
-                .collect(),
-            Err(e) => return status(StatusCode::BAD_REQUEST, "BadRequest", e.to_string()),
-        },
-        (Some(_), None) => {
-            return status(
-                StatusCode::BAD_REQUEST,
-                "BadRequest",
-                "index needs a value".into(),
-            );
+    // Off the runtime's workers: a selector costs each object a match.
+    let store = informer.store().clone();
+    let objects = match tokio::task::spawn_blocking(move || select(&store, &q)).await {
+        Ok(Ok(objects)) => objects,
+        Ok(Err(refused)) => return refused,
+        Err(e) => {
+            let message = format!("reading the cache failed: {e}");
+            return status(StatusCode::INTERNAL_SERVER_ERROR, "InternalError", message);
         }
-        (None, _) => store.list(namespace, selector),
     };
-    let mut body = format!(
+    let head = format!(
         r#"{{"apiVersion":{},"kind":{},"metadata":{{}},"items":["#,
         serde_json::Value::from(ar.api_version.clone()),
         serde_json::Value::from(format!("{}List", ar.kind)),
     );
-    let mut first = true;
-    for o in &objects {
-        if !first {
-            body.push(',');
+    match answer::stream(head, objects, json, &view.budget, BUDGET_WAIT).await {
+        Some(body) => ([(header::CONTENT_TYPE, "application/json")], body).into_response(),
+        None => {
+            let message = "the cache view's answers in flight are at their memory budget: retry later";
+            let mut refused = status(StatusCode::SERVICE_UNAVAILABLE, "ServiceUnavailable", message.into());
+            refused
+                .headers_mut()
+                .insert(header::RETRY_AFTER, header::HeaderValue::from_static("1"));
+            refused
         }
-        first = false;
-        body.push_str(&o.json());
     }
-    body.push_str("]}");
-    ([(header::CONTENT_TYPE, "application/json")], body).into_response()
 }
 
-/// The cache view's routes.
+/// The cache view's routes, with their budget of answers in flight.
 pub fn router(factory: Arc<SharedInformerFactory>) -> axum::Router {
     axum::Router::new()
         .route("/cache/{group}/{version}/{resource}", get(read))
-        .with_state(factory)
+        .with_state(View {
+            factory,
+            budget: Budget::default(),
+        })
 }
 
 /// Serve the cache view on a bound listener until the task is dropped.
