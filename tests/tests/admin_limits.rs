@@ -87,7 +87,10 @@ async fn dribbled_heads_are_cut_and_probes_answer_through_a_full_table() {
         .collect();
     tokio::time::sleep(Duration::from_millis(300)).await;
     // The table is full: other routes are refused, the probes answer.
-    assert_eq!(try_get(&addr, "/metrics", Duration::from_secs(3)).await, Some(503));
+    assert_eq!(
+        try_get(&addr, "/metrics", Duration::from_secs(3)).await,
+        Some(503)
+    );
     for path in ["/healthz", "/readyz", "/healthz"] {
         assert_eq!(
             try_get(&addr, path, Duration::from_secs(3)).await,
@@ -99,7 +102,10 @@ async fn dribbled_heads_are_cut_and_probes_answer_through_a_full_table() {
         let held = s.await.unwrap();
         assert!(held < Duration::from_secs(30), "a dribbled head held {held:?}");
     }
-    assert_eq!(try_get(&addr, "/metrics", Duration::from_secs(10)).await, Some(200));
+    assert_eq!(
+        try_get(&addr, "/metrics", Duration::from_secs(10)).await,
+        Some(200)
+    );
     assert!(wink.terminate(WAIT).is_some_and(|s| s.success()));
 }
 
@@ -160,7 +166,11 @@ async fn slow_readers_of_a_large_list_hold_a_bounded_share_of_memory() {
         "{READERS} slow readers of {size} bytes grew RSS by {grown} bytes (bound {bound})"
     );
     drop(readers);
-    assert_eq!(listed(&addr, 250).await, size, "the whole list once the readers left");
+    assert_eq!(
+        listed(&addr, 250).await,
+        size,
+        "the whole list once the readers left"
+    );
     assert!(wink.terminate(WAIT).is_some_and(|s| s.success()));
 }
 
@@ -182,10 +192,7 @@ async fn selectors_past_their_caps_are_refused_and_heavy_ones_leave_healthz_answ
     assert!(body.contains("more than the 16384 allowed"), "{body}");
     let (status, body) = http(&addr, "GET", &path(&not_keys(101))).await;
     assert_eq!(status, 400, "{body}");
-    assert!(
-        body.contains("more than the 100 requirements allowed"),
-        "{body}"
-    );
+    assert!(body.contains("more than the 100 requirements allowed"), "{body}");
 
     // Heavy valid selectors, 100 at a time, while the probe is asked.
     let heavy = path(&not_keys(100));

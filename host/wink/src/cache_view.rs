@@ -58,27 +58,24 @@ struct View {
 /// How long an answer waits for the budget before it is refused.
 const BUDGET_WAIT: Duration = Duration::from_secs(2);
 
-/// The objects a query selects, read from the store; parsing the selector
-/// and matching it against every object is the caller's blocking work.
-fn select(store: &Store, q: &CacheQuery) -> Result<Vec<ObjRef>, Response> {
-    let selector = match q.label_selector.as_deref().map(LabelSelector::parse).transpose() {
-        Ok(s) => s,
-        Err(e) => return Err(status(StatusCode::BAD_REQUEST, "BadRequest", e)),
-    };
+/// The objects a query selects, read from the store, or why the query is
+/// a bad request; parsing the selector and matching it against every
+/// object is the caller's blocking work.
+fn select(store: &Store, q: &CacheQuery) -> Result<Vec<ObjRef>, String> {
+    let selector = q
+        .label_selector
+        .as_deref()
+        .map(LabelSelector::parse)
+        .transpose()?;
     let (namespace, selector) = (q.namespace.as_deref(), selector.as_ref());
     match (&q.index, &q.value) {
-        (Some(index), Some(value)) => match store.by_index(index, value) {
-            Ok(objects) => Ok(objects
-                .into_iter()
-                .filter(|o| selected(o, namespace, selector))
-                .collect()),
-            Err(e) => Err(status(StatusCode::BAD_REQUEST, "BadRequest", e.to_string())),
-        },
-        (Some(_), None) => Err(status(
-            StatusCode::BAD_REQUEST,
-            "BadRequest",
-            "index needs a value".into(),
-        )),
+        (Some(index), Some(value)) => Ok(store
+            .by_index(index, value)
+            .map_err(|e| e.to_string())?
+            .into_iter()
+            .filter(|o| selected(o, namespace, selector))
+            .collect()),
+        (Some(_), None) => Err("index needs a value".into()),
         (None, _) => Ok(store.list(namespace, selector)),
     }
 }
@@ -101,9 +98,9 @@ async fn read(
             "the cache view never serves secrets".to_string(),
         );
     }
-    let Some((informer, ar)) = view
-        .factory
-        .find_complete(&group, &version, &resource, q.namespace.as_deref())
+    let Some((informer, ar)) =
+        view.factory
+            .find_complete(&group, &version, &resource, q.namespace.as_deref())
     else {
         return status(
             StatusCode::NOT_FOUND,
@@ -115,7 +112,7 @@ async fn read(
     let store = informer.store().clone();
     let objects = match tokio::task::spawn_blocking(move || select(&store, &q)).await {
         Ok(Ok(objects)) => objects,
-        Ok(Err(refused)) => return refused,
+        Ok(Err(bad)) => return status(StatusCode::BAD_REQUEST, "BadRequest", bad),
         Err(e) => {
             let message = format!("reading the cache failed: {e}");
             return status(StatusCode::INTERNAL_SERVER_ERROR, "InternalError", message);
@@ -130,7 +127,11 @@ async fn read(
         Some(body) => ([(header::CONTENT_TYPE, "application/json")], body).into_response(),
         None => {
             let message = "the cache view's answers in flight are at their memory budget: retry later";
-            let mut refused = status(StatusCode::SERVICE_UNAVAILABLE, "ServiceUnavailable", message.into());
+            let mut refused = status(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "ServiceUnavailable",
+                message.into(),
+            );
             refused
                 .headers_mut()
                 .insert(header::RETRY_AFTER, header::HeaderValue::from_static("1"));

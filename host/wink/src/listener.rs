@@ -360,7 +360,10 @@ mod tests {
         let mut buf = [0u8; 256];
         let n = s.read(&mut buf).await.unwrap();
         assert!(buf[..n].starts_with(b"HTTP/1.1 200"));
-        assert!(closed(&mut s, Duration::from_secs(3)).await, "kept alive past the head deadline");
+        assert!(
+            closed(&mut s, Duration::from_secs(3)).await,
+            "kept alive past the head deadline"
+        );
     }
 
     #[tokio::test]
@@ -386,7 +389,10 @@ mod tests {
             }
         };
         let answer = answer.unwrap_or_default();
-        assert!(answer.is_empty() || answer.starts_with("HTTP/1.1 400"), "{answer}");
+        assert!(
+            answer.is_empty() || answer.starts_with("HTTP/1.1 400"),
+            "{answer}"
+        );
     }
 
     #[tokio::test]
@@ -404,10 +410,15 @@ mod tests {
         tokio::time::sleep(Duration::from_millis(50)).await;
         for _ in 0..3 {
             let mut s = TcpStream::connect(addr).await.unwrap();
-            s.write_all(b"GET /healthz HTTP/1.1\r\nhost: x\r\n\r\n").await.unwrap();
+            s.write_all(b"GET /healthz HTTP/1.1\r\nhost: x\r\n\r\n")
+                .await
+                .unwrap();
             let mut out = String::new();
             s.read_to_string(&mut out).await.unwrap();
-            assert!(out.starts_with("HTTP/1.1 200") && out.ends_with("healthy"), "{out}");
+            assert!(
+                out.starts_with("HTTP/1.1 200") && out.ends_with("healthy"),
+                "{out}"
+            );
         }
         let other = get(addr).await.unwrap();
         assert!(other.starts_with("HTTP/1.1 503"), "{other}");

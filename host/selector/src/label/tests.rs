@@ -202,7 +202,10 @@ fn not_keys(n: usize) -> String {
 fn selectors_up_to_the_caps_parse() {
     let s = LabelSelector::parse(&not_keys(MAX_REQUIREMENTS)).unwrap();
     assert_eq!(s.requirements.len(), MAX_REQUIREMENTS);
-    let values = (0..MAX_VALUES).map(|i| i.to_string()).collect::<Vec<_>>().join(",");
+    let values = (0..MAX_VALUES)
+        .map(|i| i.to_string())
+        .collect::<Vec<_>>()
+        .join(",");
     let s = LabelSelector::parse(&format!("a in ({values})")).unwrap();
     assert!(s.matches(&labels(&[("a", "999")])));
 }
@@ -218,10 +221,16 @@ fn selectors_past_a_cap_are_refused_naming_it() {
     let err = LabelSelector::parse(&long).unwrap_err();
     assert_eq!(
         err,
-        format!("label selector is {} bytes long, more than the 16384 allowed", long.len())
+        format!(
+            "label selector is {} bytes long, more than the 16384 allowed",
+            long.len()
+        )
     );
 
     let half = (0..600).map(|i| i.to_string()).collect::<Vec<_>>().join(",");
     let err = LabelSelector::parse(&format!("a in ({half}),b notin ({half})")).unwrap_err();
-    assert_eq!(err, "label selector has more than the 1000 values allowed in its sets");
+    assert_eq!(
+        err,
+        "label selector has more than the 1000 values allowed in its sets"
+    );
 }

@@ -120,7 +120,8 @@ impl<T, F: Fn(&T) -> Cow<'_, str>> State<T, F> {
         let excess = bytes.len().saturating_sub(CHUNK);
         if excess > 0 {
             held.0.push(take(&self.own, PER_ANSWER, excess).await);
-            held.0.push(take(&self.budget.bytes, self.budget.capacity, excess).await);
+            held.0
+                .push(take(&self.budget.bytes, self.budget.capacity, excess).await);
         }
         Some(Bytes::from_owner(Chunk { bytes, _held: held }))
     }
@@ -129,7 +130,13 @@ impl<T, F: Fn(&T) -> Cow<'_, str>> State<T, F> {
 /// The List answer `head` (up to the items' opening bracket), `items`
 /// serialised by `json`, and `]}`; none when `budget` cannot spare its
 /// first chunk within `wait` (the caller answers 503).
-pub async fn stream<T, F>(head: String, items: Vec<T>, json: F, budget: &Budget, wait: Duration) -> Option<Body>
+pub async fn stream<T, F>(
+    head: String,
+    items: Vec<T>,
+    json: F,
+    budget: &Budget,
+    wait: Duration,
+) -> Option<Body>
 where
     T: Send + 'static,
     F: Fn(&T) -> Cow<'_, str> + Send + 'static,
@@ -169,6 +176,7 @@ mod tests {
             .collect()
     }
 
+    #[allow(clippy::ptr_arg)] // the items are Strings
     fn borrowed(s: &String) -> Cow<'_, str> {
         Cow::Borrowed(s)
     }
@@ -189,7 +197,12 @@ mod tests {
                 bytes.extend_from_slice(&frame.unwrap().into_data().unwrap());
             }
             let list: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
-            let got: Vec<String> = list["items"].as_array().unwrap().iter().map(|v| v.to_string()).collect();
+            let got: Vec<String> = list["items"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|v| v.to_string())
+                .collect();
             assert_eq!(got, want);
         }
     }
@@ -209,7 +222,7 @@ mod tests {
         let mut body = answer(items(&[1000; 3000]), &Budget::default()).await.unwrap();
         let kept = held(&mut body).await;
         let bytes: usize = kept.iter().map(Bytes::len).sum();
-        assert!(bytes >= CHUNK && bytes <= PER_ANSWER + 2000, "{bytes} bytes held");
+        assert!((CHUNK..=PER_ANSWER + 2000).contains(&bytes), "{bytes} bytes held");
         // Once written (dropped), the next ones come.
         drop(kept);
         assert!(!held(&mut body).await.is_empty());
@@ -224,9 +237,16 @@ mod tests {
         let more = held(&mut second).await;
         let bytes: usize = kept.iter().chain(&more).map(Bytes::len).sum();
         assert!(more.len() < kept.len(), "the second waits for the budget");
-        assert!(bytes <= 6 * CHUNK + 4000, "{bytes} bytes held within a budget of {}", 6 * CHUNK);
+        assert!(
+            bytes <= 6 * CHUNK + 4000,
+            "{bytes} bytes held within a budget of {}",
+            6 * CHUNK
+        );
         assert!(answer(items(&[10]), &budget).await.is_none(), "over the budget");
         drop((kept, more, first, second));
-        assert!(answer(items(&[10]), &budget).await.is_some(), "the budget is back");
+        assert!(
+            answer(items(&[10]), &budget).await.is_some(),
+            "the budget is back"
+        );
     }
 }

@@ -35,7 +35,11 @@ async fn only_probes() -> axum::response::Response {
 /// Serve `routes` on `listener` until the task is dropped. With `probes`
 /// (routes such as `/healthz`), a connection past the cap takes a place
 /// in the listener's reserve and answers those routes only.
-pub async fn serve(mut listener: BoundedListener, routes: Router, probes: Option<Router>) -> anyhow::Result<()> {
+pub async fn serve(
+    mut listener: BoundedListener,
+    routes: Router,
+    probes: Option<Router>,
+) -> anyhow::Result<()> {
     let probes = probes.map(|p| p.fallback(only_probes));
     loop {
         let (io, peer, place) = listener.next(probes.is_some()).await;
@@ -53,7 +57,12 @@ pub async fn serve(mut listener: BoundedListener, routes: Router, probes: Option
 }
 
 /// One connection, to its end.
-async fn connection<I>(io: I, router: Router, place: Place, options: &ListenOptions) -> Result<(), hyper::Error>
+async fn connection<I>(
+    io: I,
+    router: Router,
+    place: Place,
+    options: &ListenOptions,
+) -> Result<(), hyper::Error>
 where
     I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
@@ -93,7 +102,10 @@ where
     type Data = Bytes;
     type Error = BoxError;
 
-    fn poll_frame(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
         if let Poll::Ready(frame) = Pin::new(&mut self.inner).poll_frame(cx) {
             return Poll::Ready(frame.map(|f| f.map_err(Into::into)));
         }
