@@ -6,7 +6,7 @@
 //! its connections bounded ([`crate::listener`]); never serves Secrets,
 //! whatever plugins were granted. Selectors are matched off the runtime's
 //! workers, and answers are streamed within a memory budget
-//! ([`answer`]): a slow reader holds a bounded share, and past the budget
+//! (`answer`): a slow reader holds a bounded share, and past the budget
 //! an answer is refused with 503 and `Retry-After`. Owns only HTTP.
 
 mod answer;
