@@ -227,7 +227,8 @@ impl PluginManager {
                 .resolve(&spec.api_version, &spec.kind)
                 .await
                 .map_err(unresolved)?;
-            gvk.check_resolved(&ar).with_context(|| format!("plugin {plugin}"))?;
+            gvk.check_resolved(&ar)
+                .with_context(|| format!("plugin {plugin}"))?;
             grants
                 .may_read(plugin, &ar.api_version, &ar.kind)
                 .map_err(anyhow::Error::msg)?;
