@@ -12,8 +12,8 @@
 
 mod lifecycle;
 mod recovery;
-mod regrant;
 mod registration;
+mod regrant;
 mod reporting;
 mod takeover;
 pub use registration::declared_writes;

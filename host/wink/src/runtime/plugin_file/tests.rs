@@ -32,7 +32,13 @@ fn a_fifo_is_refused_at_once_not_read() {
     );
     mkfifo(&dir.join("q.wasm"));
     let err = read_plugin(&dir.join("q.wasm")).err().unwrap();
-    assert!(matches!(err, FileError::File(wink_input::FileError::NotAFile { what: "a FIFO", .. })), "{err}");
+    assert!(
+        matches!(
+            err,
+            FileError::File(wink_input::FileError::NotAFile { what: "a FIFO", .. })
+        ),
+        "{err}"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -61,7 +67,10 @@ fn an_oversized_file_is_refused_before_it_is_read() {
         "{err}"
     );
     std::fs::write(dir.join("x.json"), vec![b' '; (MAX_CONFIG_BYTES + 1) as usize]).unwrap();
-    assert!(matches!(read_config(&path), Err(FileError::File(wink_input::FileError::TooLarge { .. }))));
+    assert!(matches!(
+        read_config(&path),
+        Err(FileError::File(wink_input::FileError::TooLarge { .. }))
+    ));
     let _ = std::fs::remove_dir_all(&dir);
 }
 
