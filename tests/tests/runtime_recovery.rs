@@ -125,18 +125,13 @@ async fn misbehaving_plugins_are_restarted_then_quarantined_while_a_good_one_see
                 "{mode}: {t}"
             );
             assert!(t.contains("call=on-add object=default/bomb"), "{mode}: {t}");
-            // The wasm backtrace follows the line.
-            let at = lines.iter().position(|l| l == t).unwrap();
-            assert_eq!(
-                lines[at + 1],
-                "error while executing at wasm backtrace:",
-                "{mode}"
-            );
+            // The wasm backtrace is on the same line: the text log escapes
+            // the line breaks of every message.
             assert!(
-                lines[at + 2].contains("misbehave.wasm!"),
-                "{mode}: {}",
-                lines[at + 2]
+                t.contains("\\nerror while executing at wasm backtrace:\\n"),
+                "{mode}: {t}"
             );
+            assert!(t.contains("misbehave.wasm!"), "{mode}: {t}");
         }
         // Restarted twice, with the exponential backoff.
         let restarting = log_lines(&wink, &["restarting plugin after a crash", &me]);

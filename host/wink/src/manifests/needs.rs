@@ -1,17 +1,14 @@
 //! What `wink manifests` renders from: each plugin's declarations read from
 //! its component, and what `wink run` would allow it under the operator's
-//! grants, decided by the same functions `run` decides with
-//! ([`Grants::may_read`] for every watch and read, Secrets only with a
-//! grant; [`Grants::permissions`] for writes and Events). Whatever `run`
+//! grants, decided by the one function `run` resolves registrations with
+//! ([`crate::runtime::manager::allowed`]). Whatever `run`
 //! would refuse is left out of the RBAC and said on stderr, one line each.
 //! Owns that reading and those warnings; the rendering is
 //! [`super::render`]'s.
 
 use super::{Deployment, PluginNeeds, render, to_yaml};
-use crate::canonical::{Gvk, names};
 use crate::runtime::bindings::types::Registration;
 use crate::runtime::grants::Grants;
-use crate::runtime::manager::{declared_writes, sources};
 use std::path::Path;
 
 /// The deployment (YAML) for the plugins of `plugins` under the grants of
@@ -63,26 +60,19 @@ pub fn allowed(
         );
         (None, vec![w])
     };
-    let mut reads = Vec::new();
-    for source in sources(registration) {
-        let gvk = match grants.may_read(name, &source.resource.api_version, &source.resource.kind) {
-            Ok(gvk) => gvk,
-            Err(why) => return refused(why),
-        };
-        if let Some(ns) = source.namespace
-            && let Err(e) = names::namespace(ns)
-        {
-            return refused(format!("plugin {name}: {gvk}: {e}"));
-        }
-        reads.push((gvk.api_version(), gvk.kind.clone(), source.namespace.clone()));
-    }
-    let declared = declared_writes(registration);
-    for d in &declared {
-        if let Err(e) = Gvk::parse(&d.api_version, &d.kind) {
-            return refused(format!("plugin {name} declares writes: {e}"));
-        }
-    }
-    let (permissions, missing) = grants.permissions(name, &declared, registration.records_events);
+    let crate::runtime::manager::Allowed {
+        sources,
+        permissions,
+        missing,
+        ..
+    } = match crate::runtime::manager::allowed(grants, name, registration) {
+        Ok(allowed) => allowed,
+        Err(why) => return refused(why),
+    };
+    let reads = sources
+        .into_iter()
+        .map(|(gvk, source)| (gvk.api_version(), gvk.kind, source.namespace.clone()))
+        .collect();
     let mut warnings = Vec::new();
     if !missing.is_empty() {
         warnings.push(format!(

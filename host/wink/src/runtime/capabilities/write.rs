@@ -244,11 +244,14 @@ impl HostState {
             )));
         };
         let started = Instant::now();
+        let standing_by = || {
+            WriteError::NotPermitted(
+                "this replica is not the leader: it writes nothing while it stands by".into(),
+            )
+        };
         let result = (|| {
             if !access.cluster.leadership.is_leading() {
-                return Err(WriteError::NotPermitted(
-                    "this replica is not the leader: it writes nothing while it stands by".into(),
-                ));
+                return Err(standing_by());
             }
             let resolved = access.cluster.resolve(&resource.api_version, &resource.kind)?;
             let namespace = namespace.filter(|_| resolved.namespaced);
@@ -273,6 +276,10 @@ impl HostState {
             let query = access.query(force);
             let request = build(&resolved, namespace, &query)?;
             access.pace();
+            // Leadership may have gone while the write waited on its rate.
+            if !access.cluster.leadership.is_leading() {
+                return Err(standing_by());
+            }
             let audit = access
                 .audit()
                 .then(|| format!("{} {}", request.method, request.uri));

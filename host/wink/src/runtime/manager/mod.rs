@@ -10,12 +10,14 @@
 //! recovery (backoff, restart, quarantine) is in `recovery.rs`. It does not
 //! deliver events nor watch the directory.
 
+mod allowed;
 mod lifecycle;
 mod recovery;
 mod registration;
 mod regrant;
 mod reporting;
 mod takeover;
+pub use allowed::{Allowed, allowed};
 pub use registration::declared_writes;
 pub(crate) use registration::{index_spec, sources};
 mod waiting;

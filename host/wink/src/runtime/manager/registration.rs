@@ -195,24 +195,27 @@ impl PluginManager {
         plugin: &str,
         registration: &Registration,
     ) -> anyhow::Result<Resolution> {
+        let grants = self.grants();
+        let super::Allowed {
+            sources,
+            declared,
+            permissions,
+            missing,
+        } = super::allowed(&grants, plugin, registration).map_err(anyhow::Error::msg)?;
         let mut wanted = Vec::new();
-        for Source {
-            resource,
-            namespace,
-            label_selector,
-            field_selector,
-            indexes,
-            resync_seconds,
-            handles_events,
-        } in sources(registration)
+        for (
+            gvk,
+            Source {
+                namespace,
+                label_selector,
+                field_selector,
+                indexes,
+                resync_seconds,
+                handles_events,
+                ..
+            },
+        ) in sources
         {
-            let grants = self.grants();
-            let gvk = grants
-                .may_read(plugin, &resource.api_version, &resource.kind)
-                .map_err(anyhow::Error::msg)?;
-            if let Some(ns) = namespace {
-                crate::canonical::names::namespace(ns).with_context(|| format!("plugin {plugin}: {gvk}"))?;
-            }
             let spec = WatchSpec {
                 api_version: gvk.api_version(),
                 kind: gvk.kind.clone(),
@@ -248,14 +251,6 @@ impl PluginManager {
                 informer,
             });
         }
-        let declared = declared_writes(registration);
-        for d in &declared {
-            crate::canonical::Gvk::parse(&d.api_version, &d.kind)
-                .with_context(|| format!("plugin {plugin} declares writes"))?;
-        }
-        let (permissions, missing): (Permissions, Missing) =
-            self.grants()
-                .permissions(plugin, &declared, registration.records_events);
         Ok(Resolution {
             declared: (declared, registration.records_events),
             wanted,
