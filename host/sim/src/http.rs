@@ -22,6 +22,7 @@ use super::table::{self, TableRequest};
 use super::watch::{self, WatchQuery, json_as};
 use super::write::{self, Preconditions};
 use super::write_mode;
+use super::response::{Resp, error_response, json_response, qparam, selectors, value_response};
 use axum::body::Body;
 use axum::http::{Method, Request, Response, header};
 use bytes::Bytes;
@@ -30,34 +31,6 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use wink_selector::{FieldSelector, LabelSelector};
 
-pub type Resp = Response<Body>;
-
-pub fn json_response(code: u16, body: impl Into<Bytes>) -> Resp {
-    Response::builder()
-        .status(code)
-        .header(header::CONTENT_TYPE, "application/json")
-        .body(Body::from(body.into()))
-        .expect("response")
-}
-
-pub fn value_response(code: u16, v: &Value) -> Resp {
-    json_response(code, v.to_string())
-}
-
-pub fn error_response(e: &ApiError) -> Resp {
-    let mut r = value_response(e.code, &e.to_json());
-    // The real server turns details.retryAfterSeconds into Retry-After.
-    if let Some(secs) = e
-        .details
-        .as_ref()
-        .and_then(|d| d.get("retryAfterSeconds"))
-        .and_then(Value::as_u64)
-        && let Ok(v) = header::HeaderValue::from_str(&secs.to_string())
-    {
-        r.headers_mut().insert(header::RETRY_AFTER, v);
-    }
-    r
-}
 
 /// A parsed resource path.
 #[derive(Debug, Clone, PartialEq)]
@@ -219,20 +192,6 @@ fn parse_body(ct: &str, bytes: &[u8]) -> Result<Value, ApiError> {
         return Err(ApiError::bad_request("the request body must be a JSON object"));
     }
     Ok(v)
-}
-
-pub fn qparam<'a>(q: &'a HashMap<String, String>, k: &str) -> Option<&'a str> {
-    q.get(k).map(String::as_str).filter(|s| !s.is_empty())
-}
-
-pub fn selectors(
-    def: &ResourceDef,
-    q: &HashMap<String, String>,
-) -> Result<(LabelSelector, FieldSelector), ApiError> {
-    let l = LabelSelector::parse(qparam(q, "labelSelector").unwrap_or("")).map_err(ApiError::bad_request)?;
-    let f = FieldSelector::parse(qparam(q, "fieldSelector").unwrap_or(""), def.field_labels())
-        .map_err(ApiError::bad_request)?;
-    Ok((l, f))
 }
 
 /// The media types of a request: its body's, and the Table it accepts.

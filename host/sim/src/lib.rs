@@ -34,6 +34,7 @@ mod http;
 mod kubeconfig;
 mod limits;
 mod list;
+mod response;
 mod meta;
 mod openapi;
 mod patch;
@@ -345,7 +346,7 @@ async fn answer_despite_panics(handler: impl std::future::Future<Output = http::
         Ok(resp) => resp,
         Err(_) => {
             tracing::error!("sim: a request handler panicked");
-            http::error_response(&status::ApiError::new(
+            response::error_response(&status::ApiError::new(
                 500,
                 "InternalError",
                 "This request caused apiserver to panic. Look in the logs for details.",

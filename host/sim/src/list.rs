@@ -8,7 +8,7 @@
 //! `State::list`) or routing (`http`).
 
 use super::Shared;
-use super::http::{Resp, json_response, qparam, selectors, value_response};
+use super::response::{Resp, json_response, qparam, selectors, value_response};
 use super::meta::parse_rv;
 use super::resources::ResourceDef;
 use super::status::ApiError;

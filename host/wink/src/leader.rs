@@ -47,36 +47,7 @@ pub struct LeaderConfig {
     pub retry_period: Duration,
 }
 
-/// Whether this replica leads: read on every delivery and write.
-#[derive(Debug, Clone)]
-pub struct Leadership {
-    leading: Arc<AtomicBool>,
-}
-
-impl Leadership {
-    /// Always leading (no election).
-    pub fn always() -> Self {
-        Leadership {
-            leading: Arc::new(AtomicBool::new(true)),
-        }
-    }
-
-    /// Not leading until elected.
-    pub fn standby() -> Self {
-        Leadership {
-            leading: Arc::new(AtomicBool::new(false)),
-        }
-    }
-
-    /// Whether this replica leads now.
-    pub fn is_leading(&self) -> bool {
-        self.leading.load(Ordering::Acquire)
-    }
-
-    fn set(&self, leading: bool) {
-        self.leading.store(leading, Ordering::Release);
-    }
-}
+pub use wink_runtime::leadership::Leadership;
 
 /// The Lease of a [`LeaderConfig`] on the API server, as JSON.
 struct LeaseApi {

@@ -104,7 +104,7 @@ enum Command {
         sdk: Option<PathBuf>,
         /// The plugin's language.
         #[arg(long, value_enum, default_value = "rust")]
-        lang: wink::scaffold_lang::Lang,
+        lang: wink::author::scaffold::Lang,
     },
     /// Test built plugins offline: each case (YAML) gives the initial cache,
     /// steps (add, update, delete, resync, relist) and the log lines,
@@ -457,8 +457,8 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             print!("{deployment}");
             Ok(())
         }
-        Command::Test { cases, bless } => wink::harness::test(&cases, bless),
-        Command::New { dir, sdk, lang } => wink::scaffold_lang::new(&dir, lang, sdk.as_deref()),
+        Command::Test { cases, bless } => wink::author::harness::test(&cases, bless),
+        Command::New { dir, sdk, lang } => wink::author::scaffold::new(&dir, lang, sdk.as_deref()),
     }
 }
 
@@ -521,7 +521,7 @@ async fn dev(
             let out = PathBuf::from("target/wink-dev/plugins");
             std::fs::create_dir_all(&out)?;
             host.plugins = out.clone();
-            let projects = wink::rebuild::projects_in(dir);
+            let projects = wink::author::rebuild::projects_in(dir);
             anyhow::ensure!(
                 !projects.is_empty(),
                 "wink dev: no plugin project in {}",
@@ -536,9 +536,9 @@ async fn dev(
             (projects, out)
         }
         None => {
-            host.only = wink::rebuild::examples(&host.plugins, std::path::Path::new(DEFAULT_PLUGINS));
+            host.only = wink::author::rebuild::examples(&host.plugins, std::path::Path::new(DEFAULT_PLUGINS));
             let projects = match host.only {
-                Some(_) => wink::rebuild::projects_in(std::path::Path::new("plugins")),
+                Some(_) => wink::author::rebuild::projects_in(std::path::Path::new("plugins")),
                 None => Vec::new(),
             };
             (projects, host.plugins.clone())
@@ -546,7 +546,7 @@ async fn dev(
     };
     let _sources = match projects.is_empty() {
         true => None,
-        false => Some(wink::rebuild::watch(projects, out)?),
+        false => Some(wink::author::rebuild::watch(projects, out)?),
     };
     let sim = wink_sim::Sim::start(wink_sim::SimConfig {
         churn_per_sec: (churn > 0.0).then_some(churn),

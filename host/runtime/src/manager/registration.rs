@@ -1,0 +1,320 @@
+//! Registration resolving: turns what a plugin's `init` asked for (watches,
+//! reads, indexes) into registrations on shared informers, and attaches a
+//! plugin instance to them.
+//!
+//! Owns the watch specs (namespace override), the Secrets rule, the indexes a
+//! plugin declares, the cache scope grants (a plugin may query exactly what
+//! it watches or reads) and the hand-over of registrations from one instance
+//! to the next. It never compiles, starts or restarts an instance (the
+//! manager and its recovery do) and never delivers events itself (the
+//! informer's listeners do, through [`InstanceEventHandler`]).
+
+use super::PluginManager;
+use wink_informer::index::IndexSpec;
+use wink_informer::processor::DeliveryFuture;
+use wink_informer::{EventHandler, Notification, ObjRef, SharedInformer, WatchSpec};
+use crate::leadership::Leadership;
+use crate::bindings::types::{IndexBy, Registration, Verb as WitVerb};
+use crate::capabilities::WriteAccess;
+use crate::grants::{Declared, Missing, Permissions, Verb};
+use crate::instance::PluginInstance;
+use anyhow::Context;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+/// One registration of a plugin on one informer.
+#[derive(Clone)]
+pub(super) struct Registered {
+    pub(super) spec: WatchSpec,
+    pub(super) listener_id: u64,
+}
+
+/// The informer-side handler of one plugin registration: delivers one
+/// informer's notifications to the plugin's instance and counts down the
+/// plugin's outstanding initial syncs. For `reads`, only the sync is tracked.
+struct InstanceEventHandler {
+    instance: Arc<PluginInstance>,
+    pending_syncs: Arc<AtomicUsize>,
+    handles_events: bool,
+    /// A standby replica keeps its informers (and this bookkeeping) current
+    /// and delivers nothing; on becoming the leader its plugins get the
+    /// cache replayed.
+    leadership: Leadership,
+}
+
+impl InstanceEventHandler {
+    fn delivers(&self) -> bool {
+        self.handles_events && self.leadership.is_leading()
+    }
+}
+
+impl InstanceEventHandler {
+    /// One of the plugin's watches and reads delivered its initial list:
+    /// whether it was the last, so the plugin is now synced and (when this
+    /// replica leads) is told.
+    fn count_down_sync(&self) -> bool {
+        if self.pending_syncs.fetch_sub(1, Ordering::AcqRel) != 1 {
+            return false;
+        }
+        self.instance.set_synced();
+        tracing::info!(plugin = %self.instance.name(), "plugin synced");
+        // Its last initial add was delivered (this listener delivered it,
+        // the others' before they counted down).
+        self.leadership.is_leading()
+    }
+}
+
+impl EventHandler for InstanceEventHandler {
+    fn on_add(&self, obj: &ObjRef, in_initial_list: bool) {
+        if self.delivers() {
+            self.instance.on_add(obj, in_initial_list)
+        }
+    }
+    fn on_update(&self, old: &ObjRef, new: &ObjRef) {
+        if self.delivers() {
+            self.instance.on_update(old, new)
+        }
+    }
+    fn on_delete(&self, obj: &ObjRef, final_state_unknown: bool) {
+        if self.delivers() {
+            self.instance.on_delete(obj, final_state_unknown)
+        }
+    }
+    fn on_synced(&self) {
+        if self.count_down_sync() {
+            self.instance.on_synced();
+        }
+    }
+    fn is_async(&self) -> bool {
+        true
+    }
+    fn deliver_async(self: Arc<Self>, n: Notification) -> Option<DeliveryFuture> {
+        Some(Box::pin(async move {
+            match n {
+                Notification::Synced if self.count_down_sync() => self.instance.synced_call().await,
+                Notification::Synced => {}
+                n if self.delivers() => self.instance.deliver(&n).await,
+                _ => {}
+            }
+        }))
+    }
+}
+
+/// A registration resolved: its watches and reads as informers, and what
+/// the plugin may write (and what it declared but was not granted).
+pub(super) struct Resolution {
+    pub(super) wanted: Vec<Wanted>,
+    /// What the plugin declared: its writes, and whether it records Events.
+    pub(super) declared: (Vec<Declared>, bool),
+    pub(super) permissions: Permissions,
+    pub(super) missing: Missing,
+}
+
+/// The writes a registration declares.
+pub fn declared_writes(registration: &Registration) -> Vec<Declared> {
+    registration
+        .writes
+        .iter()
+        .map(|w| Declared {
+            api_version: w.resource.api_version.clone(),
+            kind: w.resource.kind.clone(),
+            verbs: w.verbs.iter().map(|&v| verb(v)).collect(),
+        })
+        .collect()
+}
+
+fn verb(v: WitVerb) -> Verb {
+    match v {
+        WitVerb::Create => Verb::Create,
+        WitVerb::Update => Verb::Update,
+        WitVerb::Patch => Verb::Patch,
+        WitVerb::Delete => Verb::Delete,
+    }
+}
+
+/// A watch or read of a registration, resolved to an informer.
+pub(super) struct Wanted {
+    spec: WatchSpec,
+    resync: Option<Duration>,
+    handles_events: bool,
+    informer: Arc<SharedInformer>,
+}
+
+/// One source of objects a registration asks for: a watch (its events are
+/// delivered) or a read (its cache is only queried).
+pub(crate) struct Source<'a> {
+    pub resource: &'a crate::bindings::types::ResourceType,
+    pub namespace: &'a Option<String>,
+    pub label_selector: &'a Option<String>,
+    pub field_selector: &'a Option<String>,
+    pub indexes: &'a [crate::bindings::types::Index],
+    /// 0 for none, and for reads.
+    pub resync_seconds: u32,
+    pub handles_events: bool,
+}
+
+/// A registration's watches, then its reads.
+pub(crate) fn sources(registration: &Registration) -> impl Iterator<Item = Source<'_>> {
+    let watches = registration.watches.iter().map(|w| Source {
+        resource: &w.resource,
+        namespace: &w.namespace,
+        label_selector: &w.label_selector,
+        field_selector: &w.field_selector,
+        indexes: &w.indexes,
+        resync_seconds: w.resync_seconds,
+        handles_events: true,
+    });
+    let reads = registration.reads.iter().map(|r| Source {
+        resource: &r.resource,
+        namespace: &r.namespace,
+        label_selector: &r.label_selector,
+        field_selector: &r.field_selector,
+        indexes: &r.indexes,
+        resync_seconds: 0,
+        handles_events: false,
+    });
+    watches.chain(reads)
+}
+
+pub(crate) fn index_spec(by: &IndexBy) -> IndexSpec {
+    match by {
+        IndexBy::Label(k) => IndexSpec::Label(k.clone()),
+        IndexBy::Annotation(k) => IndexSpec::Annotation(k.clone()),
+        IndexBy::OwnerUid => IndexSpec::OwnerUid,
+        IndexBy::OwnerKindName => IndexSpec::OwnerKindName,
+        IndexBy::Field(p) => IndexSpec::Field(p.clone()),
+    }
+}
+
+impl PluginManager {
+    /// Resolve a registration's watches and reads to running informers, with
+    /// their indexes ensured.
+    pub(super) async fn resolve(
+        &self,
+        plugin: &str,
+        registration: &Registration,
+    ) -> anyhow::Result<Resolution> {
+        let grants = self.grants();
+        let super::Allowed {
+            sources,
+            declared,
+            permissions,
+            missing,
+        } = super::allowed(&grants, plugin, registration).map_err(anyhow::Error::msg)?;
+        let mut wanted = Vec::new();
+        for (
+            gvk,
+            Source {
+                namespace,
+                label_selector,
+                field_selector,
+                indexes,
+                resync_seconds,
+                handles_events,
+                ..
+            },
+        ) in sources
+        {
+            let spec = WatchSpec {
+                api_version: gvk.api_version(),
+                kind: gvk.kind.clone(),
+                namespace: namespace.clone().or_else(|| self.options.namespace.clone()),
+                label_selector: label_selector.clone().filter(|s| !s.is_empty()),
+                field_selector: field_selector.clone().filter(|s| !s.is_empty()),
+            };
+            // What discovery resolved it to decides too: that is what is listed.
+            let unresolved = |e| super::waiting::unresolved(e, &spec);
+            let (ar, _) = self
+                .factory
+                .resolve(&spec.api_version, &spec.kind)
+                .await
+                .map_err(unresolved)?;
+            gvk.check_resolved(&ar)
+                .with_context(|| format!("plugin {plugin}"))?;
+            grants
+                .may_read(plugin, &ar.api_version, &ar.kind)
+                .map_err(anyhow::Error::msg)?;
+            let informer = self.factory.informer_for(&spec).await.map_err(unresolved)?;
+            for index in indexes {
+                let by = index_spec(&index.by);
+                informer
+                    .ensure_index(&index.name, &by.to_string(), by.func())
+                    .with_context(|| format!("index {:?} on {}", index.name, spec.describe()))?;
+            }
+            let resync =
+                (handles_events && resync_seconds > 0).then(|| Duration::from_secs(resync_seconds.into()));
+            wanted.push(Wanted {
+                spec,
+                resync,
+                handles_events,
+                informer,
+            });
+        }
+        Ok(Resolution {
+            declared: (declared, registration.records_events),
+            wanted,
+            permissions,
+            missing,
+        })
+    }
+
+    /// Attach an instance to its informers. Where `previous` has a listener on
+    /// the same watch, it is handed over atomically; previous registrations
+    /// not wanted any more are released.
+    pub(super) fn attach(
+        &self,
+        instance: &Arc<PluginInstance>,
+        resolution: Resolution,
+        previous: Option<&[Registered]>,
+    ) -> Vec<Registered> {
+        let Resolution {
+            wanted, permissions, ..
+        } = resolution;
+        instance.write_scope().grant(WriteAccess::new(
+            instance.name().into(),
+            self.cluster.clone(),
+            permissions,
+        ));
+        instance.report_scope().connect(self.options.reports.clone());
+        let pending = Arc::new(AtomicUsize::new(wanted.len()));
+        if wanted.is_empty() {
+            // Nothing to list: synced at once, and said like any other.
+            instance.set_synced();
+            tracing::info!(plugin = %instance.name(), "plugin synced");
+            let instance = instance.clone();
+            tokio::task::spawn_blocking(move || instance.on_synced());
+        }
+        let mut previous: Vec<Registered> = previous.map(<[Registered]>::to_vec).unwrap_or_default();
+        let mut registered = Vec::new();
+        for w in wanted {
+            instance
+                .cache_scope()
+                .grant(&w.spec.api_version, &w.spec.kind, w.informer.store().clone());
+            let handler = Arc::new(InstanceEventHandler {
+                instance: instance.clone(),
+                pending_syncs: pending.clone(),
+                handles_events: w.handles_events,
+                leadership: self.options.leadership.clone(),
+            });
+            let old = previous
+                .iter()
+                .position(|p| p.spec == w.spec)
+                .map(|i| previous.remove(i));
+            let listener = old
+                .and_then(|old| {
+                    w.informer
+                        .swap_listener(old.listener_id, instance.name(), handler.clone(), w.resync)
+                })
+                .unwrap_or_else(|| w.informer.add_listener(instance.name(), handler, w.resync));
+            registered.push(Registered {
+                spec: w.spec,
+                listener_id: listener.id(),
+            });
+        }
+        for old in previous {
+            self.factory.release(&old.spec, old.listener_id);
+        }
+        registered
+    }
+}

@@ -1,0 +1,132 @@
+//! The grants in force, and reading them again: `wink run --grants FILE`
+//! re-reads the file when it changes (the reload watcher asks, on a change
+//! of the file and before each plugin load), and applies what it says to
+//! every loaded plugin: writes, Events, mode and rate re-granted, and a
+//! plugin whose watches or reads the new grants refuse (Secrets without a
+//! grant) unloaded, with the same decision as at load
+//! ([`Grants::may_read`]). A file that does not read or parse keeps the
+//! grants in force, said once per distinct error.
+//!
+//! Owns [`LiveGrants`] and the advice that names what to grant; the
+//! decisions themselves are [`Grants`]'.
+
+use super::PluginManager;
+use crate::capabilities::WriteAccess;
+use crate::grants::{Grants, GrantsFile, Missing};
+use std::sync::{Arc, Mutex, RwLock};
+
+/// The grants in force and where they come from.
+pub(super) struct LiveGrants {
+    current: RwLock<Arc<Grants>>,
+    file: Option<GrantsFile>,
+    /// The last error reading the file, said once.
+    last_error: Mutex<Option<String>>,
+}
+
+impl LiveGrants {
+    pub(super) fn new(grants: Grants, file: Option<GrantsFile>) -> Self {
+        LiveGrants {
+            current: RwLock::new(Arc::new(grants)),
+            file,
+            last_error: Mutex::new(None),
+        }
+    }
+}
+
+impl PluginManager {
+    /// The grants in force.
+    pub fn grants(&self) -> Arc<Grants> {
+        self.grants.current.read().unwrap().clone()
+    }
+
+    /// The grants file, when the grants come from one.
+    pub fn grants_file(&self) -> Option<&GrantsFile> {
+        self.grants.file.as_ref()
+    }
+
+    /// Read the grants file again; when it says something new, put it in
+    /// force for every loaded plugin. Whether the grants changed.
+    pub async fn reread_grants(&self) -> bool {
+        let Some(file) = self.grants.file.clone() else {
+            return false;
+        };
+        let read = tokio::task::spawn_blocking(move || file.load()).await;
+        let new = match read {
+            Ok(Ok(g)) => g,
+            Ok(Err(e)) => {
+                let msg = format!("{e:#}");
+                let mut last = self.grants.last_error.lock().unwrap();
+                if last.as_deref() != Some(&msg) {
+                    tracing::error!("grants file not re-read, the grants in force stay: {msg}");
+                    *last = Some(msg);
+                }
+                return false;
+            }
+            Err(e) => {
+                tracing::error!("grants file not re-read, the grants in force stay: {e}");
+                return false;
+            }
+        };
+        *self.grants.last_error.lock().unwrap() = None;
+        if *self.grants() == new {
+            return false;
+        }
+        if new.daemon_rate() != self.grants().daemon_rate() {
+            tracing::warn!("the grants' daemon rate changed: it takes effect when wink restarts");
+        }
+        let new = Arc::new(new);
+        *self.grants.current.write().unwrap() = new.clone();
+        tracing::info!(
+            path = %self.grants.file.as_ref().map(|f| f.path.display().to_string()).unwrap_or_default(),
+            "grants file re-read: the new grants are in force"
+        );
+        self.apply_grants(&new).await;
+        true
+    }
+
+    /// Put `grants` in force for every loaded plugin.
+    async fn apply_grants(&self, grants: &Grants) {
+        let mut refused = Vec::new();
+        {
+            let plugins = self.plugins.lock().await;
+            for (name, p) in plugins.iter() {
+                let why = p
+                    .registered
+                    .iter()
+                    .find_map(|r| grants.may_read(name, &r.spec.api_version, &r.spec.kind).err());
+                if let Some(why) = why {
+                    refused.push((name.clone(), why));
+                    continue;
+                }
+                let (declared, events) = &p.declared;
+                let (permissions, missing) = grants.permissions(name, declared, *events);
+                p.instance.write_scope().grant(WriteAccess::new(
+                    p.instance.name().into(),
+                    self.cluster.clone(),
+                    permissions,
+                ));
+                if !missing.is_empty() {
+                    tracing::warn!(plugin = %name, "{}", self.grant_advice(name, &missing));
+                }
+            }
+        }
+        for (name, why) in refused {
+            tracing::error!(plugin = %name, "plugin unloaded: the new grants refuse what it watches: {why}");
+            self.unload(&name).await;
+        }
+    }
+
+    /// What to say of a plugin's declared but not granted writes and Events:
+    /// the entry that would grant them, and where it goes.
+    pub(super) fn grant_advice(&self, plugin: &str, missing: &Missing) -> String {
+        let snippet = missing.snippet(plugin);
+        let refused = "plugin declares writes the operator has not granted; they will be refused";
+        match &self.grants.file {
+            Some(file) => format!(
+                "{refused}. To allow them, merge into {} (re-read when it changes): {snippet}",
+                file.path.display()
+            ),
+            None => format!("{refused}. To allow them, run wink with --grants FILE holding: {snippet}"),
+        }
+    }
+}

@@ -1,0 +1,37 @@
+//! Which plugins report policy results, for the report writer: a plugin
+//! reports when its component imports `wink:plugin/report`; it has settled
+//! when its current instance was replayed the cache and said `on-synced`
+//! (the aggregator saw it). Owns only that census.
+
+use super::PluginManager;
+use super::lifecycle::PluginState;
+use crate::reports::Census;
+
+impl PluginManager {
+    /// Where plugins' policy results are gathered.
+    pub fn reports(&self) -> &crate::reports::Aggregator {
+        &self.options.reports
+    }
+
+    /// The plugins that report, and those not settled yet. A quarantined
+    /// plugin is not waited for; a restarting one is.
+    pub async fn report_census(&self) -> Census {
+        let plugins = self.plugins.lock().await;
+        let mut census = Census::default();
+        for (name, r) in plugins.iter() {
+            if !crate::loader::imports_report(r.instance.pre(), r.instance.engine()) {
+                continue;
+            }
+            if matches!(r.lifecycle.state(), PluginState::Quarantined(_)) {
+                continue;
+            }
+            census.reporters += 1;
+            let settled =
+                !r.instance.is_crashed() && self.options.reports.synced_at(name, r.instance.id()).is_some();
+            if !settled {
+                census.unsettled.push(name.clone());
+            }
+        }
+        census
+    }
+}
