@@ -29,7 +29,6 @@ use bytes::Bytes;
 use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::sync::Arc;
-use wink_selector::{FieldSelector, LabelSelector};
 
 
 /// A parsed resource path.

@@ -340,7 +340,7 @@ async fn serve_conn(stream: TcpStream, shared: Arc<Shared>) {
 /// A request handler's answer; a handler that panics answers 500 with a
 /// Status (the API server's panic recovery) instead of dropping the
 /// connection.
-async fn answer_despite_panics(handler: impl std::future::Future<Output = http::Resp>) -> http::Resp {
+async fn answer_despite_panics(handler: impl std::future::Future<Output = response::Resp>) -> response::Resp {
     use futures::FutureExt;
     match std::panic::AssertUnwindSafe(handler).catch_unwind().await {
         Ok(resp) => resp,

@@ -26,8 +26,6 @@ use kube::api::{GetParams, PostParams};
 use kube::core::Request;
 use observe::{Observer, Record};
 use serde_json::{Value, json};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 use tokio::sync::watch;
 

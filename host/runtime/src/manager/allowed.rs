@@ -15,7 +15,7 @@ use crate::grants::{Declared, Grants, Missing, Permissions};
 /// What a plugin may have: its watches and reads, and its writes.
 pub struct Allowed<'a> {
     /// Each watch, then each read, with its type in the canonical spelling.
-    pub(crate) sources: Vec<(Gvk, Source<'a>)>,
+    pub sources: Vec<(Gvk, Source<'a>)>,
     /// The writes the registration declares.
     pub declared: Vec<Declared>,
     /// What of them (and of Events) is granted.

@@ -19,7 +19,7 @@ mod reporting;
 mod takeover;
 pub use allowed::{Allowed, allowed};
 pub use registration::declared_writes;
-pub(crate) use registration::{index_spec, sources};
+pub use registration::{Source, index_spec, sources};
 mod waiting;
 
 pub use lifecycle::{CrashPolicy, PluginState};

@@ -143,7 +143,7 @@ pub(super) struct Wanted {
 
 /// One source of objects a registration asks for: a watch (its events are
 /// delivered) or a read (its cache is only queried).
-pub(crate) struct Source<'a> {
+pub struct Source<'a> {
     pub resource: &'a crate::bindings::types::ResourceType,
     pub namespace: &'a Option<String>,
     pub label_selector: &'a Option<String>,
@@ -155,7 +155,7 @@ pub(crate) struct Source<'a> {
 }
 
 /// A registration's watches, then its reads.
-pub(crate) fn sources(registration: &Registration) -> impl Iterator<Item = Source<'_>> {
+pub fn sources(registration: &Registration) -> impl Iterator<Item = Source<'_>> {
     let watches = registration.watches.iter().map(|w| Source {
         resource: &w.resource,
         namespace: &w.namespace,
@@ -177,7 +177,7 @@ pub(crate) fn sources(registration: &Registration) -> impl Iterator<Item = Sourc
     watches.chain(reads)
 }
 
-pub(crate) fn index_spec(by: &IndexBy) -> IndexSpec {
+pub fn index_spec(by: &IndexBy) -> IndexSpec {
     match by {
         IndexBy::Label(k) => IndexSpec::Label(k.clone()),
         IndexBy::Annotation(k) => IndexSpec::Annotation(k.clone()),

@@ -4,7 +4,7 @@
 //! project's files document: `cargo build` for a Rust crate; for Python,
 //! its `build.sh` (what `wink new --lang python` writes), else the SDK's
 //! `wink_build.py` line the scaffold puts in it
-//! ([`scaffold_lang::PYTHON_BUILD`]); for JavaScript/TypeScript, its
+//! ([`scaffold::PYTHON_BUILD`]); for JavaScript/TypeScript, its
 //! `package.json`'s `build` script. Owns running a build and installing
 //! its component; watching is [`super`]'s, loading the reload watcher's.
 
@@ -193,8 +193,8 @@ impl Project {
     /// The scaffold's Python build line for a project without `build.sh`,
     /// with the SDK of the wink checkout the project is in.
     fn python_build(&self) -> Result<String, String> {
-        let sdk = scaffold_lang::sdk_for(&self.dir, Lang::Python, None).map_err(|e| e.to_string())?;
-        Ok(scaffold_lang::PYTHON_BUILD
+        let sdk = scaffold::sdk_for(&self.dir, Lang::Python, None).map_err(|e| e.to_string())?;
+        Ok(scaffold::PYTHON_BUILD
             .replace("SDK", &sdk)
             .replace("CRATE", &self.crate_name()))
     }
