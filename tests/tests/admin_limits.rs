@@ -12,6 +12,8 @@ use cache_support::*;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, PostParams};
 use serde_json::json;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -55,9 +57,9 @@ fn daemon(test: &str, sim: &Sim) -> (Wink, String) {
 
 /// Writes `head` a byte a second until the server closes the connection;
 /// how long that took.
-async fn dribble(addr: String, head: &'static [u8]) -> Duration {
+async fn dribble(addr: &str, head: &'static [u8]) -> Duration {
     let started = Instant::now();
-    let Ok(mut s) = TcpStream::connect(&addr).await else {
+    let Ok(mut s) = TcpStream::connect(addr).await else {
         return started.elapsed();
     };
     let mut bytes = head.iter().cycle();
@@ -77,18 +79,33 @@ async fn dribble(addr: String, head: &'static [u8]) -> Duration {
     }
 }
 
+/// [`dribble`] again each time the server cuts the connection, until
+/// `stop`: keeps one slot of the table taken. How long each connection was
+/// held.
+async fn keep_dribbling(addr: String, head: &'static [u8], stop: Arc<AtomicBool>) -> Vec<Duration> {
+    let mut held = Vec::new();
+    while !stop.load(Ordering::Relaxed) {
+        held.push(dribble(&addr, head).await);
+    }
+    held
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dribbled_heads_are_cut_and_probes_answer_through_a_full_table() {
     let sim = Sim::start(SimConfig::default()).await.unwrap();
     let (mut wink, addr) = daemon("admin_slowloris", &sim);
 
+    let stop = Arc::new(AtomicBool::new(false));
     let slow: Vec<_> = (0..CAP)
-        .map(|_| tokio::spawn(dribble(addr.clone(), b"GET /healthz HTTP/1.1\r\nx-slow: ")))
+        .map(|_| {
+            let head = b"GET /healthz HTTP/1.1\r\nx-slow: ";
+            tokio::spawn(keep_dribbling(addr.clone(), head, stop.clone()))
+        })
         .collect();
-    // The table is full once every slow connection is accepted (on a busy
-    // machine that takes a while): other routes are refused from then on,
-    // and the probes answer.
-    let deadline = Instant::now() + Duration::from_secs(4);
+    // The table is full once every slow connection is accepted (each one
+    // cut is opened again, so it stays full): other routes are refused
+    // from then on, and the probes answer.
+    let deadline = Instant::now() + Duration::from_secs(30);
     let mut metrics = None;
     while Instant::now() < deadline {
         metrics = try_get(&addr, "/metrics", Duration::from_secs(1)).await;
@@ -105,9 +122,11 @@ async fn dribbled_heads_are_cut_and_probes_answer_through_a_full_table() {
             "{path} with {CAP} slow connections open"
         );
     }
+    stop.store(true, Ordering::Relaxed);
     for s in slow {
-        let held = s.await.unwrap();
-        assert!(held < Duration::from_secs(30), "a dribbled head held {held:?}");
+        for held in s.await.unwrap() {
+            assert!(held < Duration::from_secs(30), "a dribbled head held {held:?}");
+        }
     }
     assert_eq!(
         try_get(&addr, "/metrics", Duration::from_secs(10)).await,
