@@ -55,8 +55,8 @@ fn manifests(dir: &Path) -> (String, Vec<Value>) {
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let text = String::from_utf8(out.stdout).unwrap();
-    let docs = serde_yaml::Deserializer::from_str(&text)
-        .map(|d| serde_yaml::with::singleton_map_recursive::deserialize::<Value, _>(d).unwrap())
+    let docs = serde_norway::Deserializer::from_str(&text)
+        .map(|d| serde_norway::with::singleton_map_recursive::deserialize::<Value, _>(d).unwrap())
         .collect();
     (text, docs)
 }
@@ -199,8 +199,8 @@ fn manifests_of(plugins: &Path) -> (Vec<Value>, String) {
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     assert!(out.status.success(), "{stderr}");
     let text = String::from_utf8(out.stdout).unwrap();
-    let docs = serde_yaml::Deserializer::from_str(&text)
-        .map(|d| serde_yaml::with::singleton_map_recursive::deserialize::<Value, _>(d).unwrap())
+    let docs = serde_norway::Deserializer::from_str(&text)
+        .map(|d| serde_norway::with::singleton_map_recursive::deserialize::<Value, _>(d).unwrap())
         .collect();
     (docs, stderr)
 }

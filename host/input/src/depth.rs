@@ -403,7 +403,7 @@ mod tests {
         for round in 0..300 {
             let v = nested(&mut seed, 1 + round % 40);
             let d = real_depth(&v);
-            let yaml = serde_yaml::to_string(&v).unwrap();
+            let yaml = serde_norway::to_string(&v).unwrap();
             let json = serde_json::to_string(&v).unwrap();
             let pretty = serde_json::to_string_pretty(&v).unwrap();
             for (text, slack) in [(&yaml, d + 2), (&json, 0), (&pretty, 0)] {

@@ -43,7 +43,7 @@ pub fn read_manifests(dir: &Path) -> anyhow::Result<Vec<Value>> {
         // The one safe-file reader (a regular file, capped); nesting checked before parsing.
         let text = wink_input::read_text(&f, MAX_SEED_FILE_BYTES, "seed file")?;
         wink_input::depth::check_yaml(text.as_bytes()).with_context(|| format!("parsing {}", f.display()))?;
-        for doc in serde_yaml::Deserializer::from_str(&text) {
+        for doc in serde_norway::Deserializer::from_str(&text) {
             let v = Value::deserialize(doc).with_context(|| format!("parsing {}", f.display()))?;
             flatten(v, &mut out);
         }

@@ -172,7 +172,7 @@ pub async fn handle(shared: Arc<Shared>, req: Request<hyper::body::Incoming>) ->
 
 fn parse_body(ct: &str, bytes: &[u8]) -> Result<Value, ApiError> {
     let v: Value = if ct.contains("yaml") {
-        serde_yaml::from_slice(bytes).map_err(|e| ApiError::bad_request(e.to_string()))?
+        serde_norway::from_slice(bytes).map_err(|e| ApiError::bad_request(e.to_string()))?
     } else if ct.starts_with("application/vnd.kubernetes.protobuf") {
         super::proto::object(bytes)?
     } else if ct.contains("protobuf") || ct.contains("cbor") {

@@ -32,7 +32,7 @@ mod tests {
 
     #[test]
     fn kube_accepts_it() {
-        let kc: kube::config::Kubeconfig = serde_yaml::from_str(&render("http://127.0.0.1:1")).unwrap();
+        let kc: kube::config::Kubeconfig = serde_norway::from_str(&render("http://127.0.0.1:1")).unwrap();
         assert_eq!(kc.current_context.as_deref(), Some(NAME));
         assert_eq!(
             kc.clusters[0].cluster.as_ref().unwrap().server.as_deref(),

@@ -47,7 +47,7 @@ impl Patch {
     pub fn parse(body: &[u8], ty: PatchType) -> Result<Patch, ApiError> {
         let bad = |e: String| ApiError::bad_request(e);
         let v: Value = if ty == PatchType::Apply {
-            serde_yaml::from_slice(body).map_err(|e| bad(e.to_string()))?
+            serde_norway::from_slice(body).map_err(|e| bad(e.to_string()))?
         } else {
             serde_json::from_slice(body).map_err(|e| bad(e.to_string()))?
         };

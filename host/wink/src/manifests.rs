@@ -234,7 +234,7 @@ pub fn render(plugins: &[PluginNeeds], d: &Deployment) -> Vec<Value> {
 /// The documents as one multi-document YAML stream.
 pub fn to_yaml(docs: &[Value]) -> String {
     docs.iter()
-        .map(|d| serde_yaml::to_string(d).expect("JSON values are YAML"))
+        .map(|d| serde_norway::to_string(d).expect("JSON values are YAML"))
         .collect::<Vec<_>>()
         .join("---\n")
 }

@@ -12,7 +12,7 @@
 //! file changes. What the grants mean is the parent module's.
 
 use super::Grants;
-use serde_yaml::Value;
+use serde_norway::Value;
 use std::path::{Path, PathBuf};
 
 /// Where the grants come from: the file, and the plugins `--allow-secrets`
@@ -65,9 +65,9 @@ impl Grants {
             return Ok(Grants::default());
         }
         wink_input::depth::check_yaml(text).map_err(|e| e.to_string())?;
-        let tree: Value = serde_yaml::from_slice(text).map_err(|e| e.to_string())?;
+        let tree: Value = serde_norway::from_slice(text).map_err(|e| e.to_string())?;
         no_equal_keys(&tree, &mut Vec::new())?;
-        serde_yaml::from_slice(text).map_err(|e| e.to_string())
+        serde_norway::from_slice(text).map_err(|e| e.to_string())
     }
 }
 

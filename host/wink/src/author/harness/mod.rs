@@ -72,7 +72,7 @@ pub struct Case {
     #[serde(default)]
     pub objects: Vec<Value>,
     /// One map per step, `{add: OBJECT}`, as a manifest would write it.
-    #[serde(default, with = "serde_yaml::with::singleton_map_recursive")]
+    #[serde(default, with = "serde_norway::with::singleton_map_recursive")]
     pub steps: Vec<Step>,
     #[serde(default)]
     pub expect: Expect,
@@ -330,7 +330,7 @@ pub fn read(path: &Path) -> anyhow::Result<Case> {
     let text = wink_input::read_text(path, MAX_CASE_BYTES, "test case")?;
     let not_a_case = || format!("{}: not a wink test case", path.display());
     wink_input::depth::check_yaml(text.as_bytes()).with_context(not_a_case)?;
-    serde_yaml::from_str(&text).with_context(not_a_case)
+    serde_norway::from_str(&text).with_context(not_a_case)
 }
 
 /// Write `case` back with `got` as its expectation (`--bless`).
@@ -343,6 +343,6 @@ pub fn bless(path: &Path, case: &Case, got: Expect) -> anyhow::Result<()> {
         .take_while(|l| l.starts_with('#'))
         .map(|l| format!("{l}\n"))
         .collect();
-    let text = format!("{header}{}", serde_yaml::to_string(&case)?);
+    let text = format!("{header}{}", serde_norway::to_string(&case)?);
     std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))
 }
