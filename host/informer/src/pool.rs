@@ -148,7 +148,8 @@ impl Pool {
         let now = Instant::now();
         let (wake, watch) = {
             let mut st = self.state.lock().unwrap();
-            st.ready.extend(listeners.into_iter().map(|l| (now, l as Arc<dyn Batch>)));
+            st.ready
+                .extend(listeners.into_iter().map(|l| (now, l as Arc<dyn Batch>)));
             st.last_scheduled = now;
             let wake = st.idle > st.waking && st.waking == 0;
             if wake {

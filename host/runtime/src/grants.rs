@@ -295,8 +295,8 @@ impl Grants {
         api_version: &str,
         kind: &str,
     ) -> Result<wink_informer::canonical::Gvk, String> {
-        let gvk =
-            wink_informer::canonical::Gvk::parse(api_version, kind).map_err(|e| format!("plugin {plugin}: {e}"))?;
+        let gvk = wink_informer::canonical::Gvk::parse(api_version, kind)
+            .map_err(|e| format!("plugin {plugin}: {e}"))?;
         if gvk.is_secret() && !self.secrets(plugin) {
             return Err(format!(
                 "plugin {plugin} asks for Secrets, which the operator has not granted (--allow-secrets {plugin}, or `secrets: true` in its grant)"

@@ -18,14 +18,14 @@ use super::bindings::types::Registration;
 use super::bindings::{Plugin, PluginPre};
 use super::capabilities::{CacheScope, CallClock, HostState, ReportScope, WriteScope};
 use super::engine::{Limits, WinkEngine};
-use wink_informer::processor::DeliveryFuture;
-use wink_informer::{EventHandler, Notification, ObjRef};
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use tokio::sync::mpsc::UnboundedSender;
 use wasmtime::Store;
 use wasmtime::component::Resource;
+use wink_informer::processor::DeliveryFuture;
+use wink_informer::{EventHandler, Notification, ObjRef};
 
 struct Live {
     store: Store<HostState>,

@@ -19,14 +19,12 @@
 //! queries go out only through the cache capability.
 
 pub mod bindings;
-pub mod leadership;
-pub mod reports;
-pub mod text_log;
 pub mod capabilities;
 pub mod engine;
 pub mod grants;
 pub mod instance;
 pub mod language;
+pub mod leadership;
 pub mod loader;
 pub mod manager;
 pub mod offline;
@@ -34,7 +32,9 @@ pub mod plugin_file;
 pub mod precompiled;
 pub mod rate;
 pub mod reload;
+pub mod reports;
 pub mod stdio;
+pub mod text_log;
 pub mod ticker;
 
 pub use engine::{Limits, WinkEngine};

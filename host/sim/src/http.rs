@@ -15,6 +15,7 @@ use super::list;
 use super::openapi;
 use super::patch::{Patch, PatchType, undecodable};
 use super::resources::ResourceDef;
+use super::response::{Resp, error_response, json_response, qparam, selectors, value_response};
 use super::scale;
 use super::status::ApiError;
 use super::store::{ListQuery, Obj};
@@ -22,14 +23,12 @@ use super::table::{self, TableRequest};
 use super::watch::{self, WatchQuery, json_as};
 use super::write::{self, Preconditions};
 use super::write_mode;
-use super::response::{Resp, error_response, json_response, qparam, selectors, value_response};
 use axum::body::Body;
 use axum::http::{Method, Request, Response, header};
 use bytes::Bytes;
 use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::sync::Arc;
-
 
 /// A parsed resource path.
 #[derive(Debug, Clone, PartialEq)]

@@ -8,9 +8,9 @@
 //! `State::list`) or routing (`http`).
 
 use super::Shared;
-use super::response::{Resp, json_response, qparam, selectors, value_response};
 use super::meta::parse_rv;
 use super::resources::ResourceDef;
+use super::response::{Resp, json_response, qparam, selectors, value_response};
 use super::status::ApiError;
 use super::store::{ListQuery, Obj, State};
 use super::table::{self, Printer, TableRequest};

@@ -11,8 +11,8 @@ pub mod admin;
 pub mod author;
 // The informer layer is a crate of its own (`host/informer`): it cannot
 // import anything above it. Its modules keep their names here.
-pub use wink_informer::{blocking, canonical, client};
 pub use wink_informer as informer;
+pub use wink_informer::{blocking, canonical, client};
 // So is the plugin runtime (`host/runtime`), with the reports it feeds.
 pub use wink_runtime as runtime;
 pub use wink_runtime::{reports, text_log};

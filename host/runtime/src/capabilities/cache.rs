@@ -4,12 +4,12 @@
 //! Errors are values, never traps.
 
 use super::{HostState, ObjectHandle};
-use wink_informer::store::StoreError;
-use wink_informer::{ObjRef, Store};
 use crate::bindings::types::{Answer, CacheError, ResourceType as Resource_};
 use crate::bindings::wink::plugin::cache;
 use std::sync::{Arc, RwLock};
 use wasmtime::component::Resource;
+use wink_informer::store::StoreError;
+use wink_informer::{ObjRef, Store};
 
 /// The stores a plugin may query, by (apiVersion, kind) in their canonical
 /// spelling (`wink_informer::canonical`). Filled when the plugin's registrations are

@@ -12,10 +12,6 @@
 
 pub use super::request::Request;
 use super::request::check_sent;
-use wink_informer::canonical::Gvk;
-use wink_informer::ObjRef;
-use wink_informer::SharedInformerFactory;
-use wink_informer::object::{CachePolicy, CachedObject};
 use crate::bindings::types::{ApiStatus, StatusCause, WriteError};
 pub use crate::rate::TokenBucket;
 use http::HeaderValue;
@@ -24,6 +20,10 @@ use kube::discovery::Scope;
 use serde_json::Value;
 use std::sync::Arc;
 use std::time::Duration;
+use wink_informer::ObjRef;
+use wink_informer::SharedInformerFactory;
+use wink_informer::canonical::Gvk;
+use wink_informer::object::{CachePolicy, CachedObject};
 
 /// How often a 429 is retried before the plugin sees it.
 pub const RETRIES_429: u32 = 2;

@@ -30,13 +30,13 @@ pub use write::{WriteAccess, WriteScope};
 use super::bindings::types::{Answer, ObjectMeta};
 use super::bindings::wink::plugin::types;
 use super::stdio::{Channel, GuestOutput, LogBudget};
-use wink_informer::ObjRef;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use wasmtime::StoreLimits;
 use wasmtime::component::Resource;
 use wasmtime::component::ResourceTable;
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
+use wink_informer::ObjRef;
 
 /// The host type of a WIT `object` handle. Its `rep` indexes the Store's
 /// [`Handles`], which hold the cached object version (an `Arc`, never a copy).

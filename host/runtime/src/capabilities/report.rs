@@ -9,8 +9,8 @@
 //! API server.
 
 use super::HostState;
-use crate::reports::{Aggregator, Outcome, PolicyResult, Severity, Subject};
 use crate::bindings::wink::plugin::report::{self, Outcome as WitOutcome, Severity as WitSeverity};
+use crate::reports::{Aggregator, Outcome, PolicyResult, Severity, Subject};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, OnceLock};
 use wasmtime::component::Resource;

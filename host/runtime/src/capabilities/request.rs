@@ -8,10 +8,10 @@
 //! every query parameter once, and `dryRun=All` on every request that must
 //! be a dry run.
 
-use wink_informer::canonical::names::{self, escape_segment};
 use crate::bindings::types::WriteError;
 use http::Method;
 use kube::api::ApiResource;
+use wink_informer::canonical::names::{self, escape_segment};
 
 /// A write a plugin asks for, resolved to a request.
 pub struct Request {

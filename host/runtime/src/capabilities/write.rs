@@ -15,7 +15,6 @@
 use super::HostState;
 use super::cluster::{ClusterAccess, Request, Resolved, TokenBucket, answer_object};
 use super::request::{Query, Target};
-use wink_informer::canonical::{Gvk, names};
 use crate::bindings::types::{ResourceType as Resource_, WriteError};
 use crate::bindings::wink::plugin::write::{self, DeleteOptions, PatchType, Propagation};
 use crate::grants::{Mode, Permissions, Verb};
@@ -25,6 +24,7 @@ use std::collections::HashSet;
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 use wasmtime::component::Resource;
+use wink_informer::canonical::{Gvk, names};
 
 /// One plugin's access to the API server, once its grants are known.
 pub struct WriteAccess {

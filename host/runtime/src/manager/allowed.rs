@@ -8,9 +8,9 @@
 //! two cannot differ. Owns that decision only: no informer, no RBAC text.
 
 use super::registration::{Source, declared_writes, sources};
-use wink_informer::canonical::{Gvk, names};
 use crate::bindings::types::Registration;
 use crate::grants::{Declared, Grants, Missing, Permissions};
+use wink_informer::canonical::{Gvk, names};
 
 /// What a plugin may have: its watches and reads, and its writes.
 pub struct Allowed<'a> {

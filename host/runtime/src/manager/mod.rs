@@ -33,7 +33,6 @@ use super::instance::{CrashReport, PluginInstance};
 use super::loader;
 use super::plugin_file;
 use super::precompiled::Precompiled;
-use wink_informer::{SharedInformerFactory, WatchSpec};
 use anyhow::Context;
 use lifecycle::Lifecycle;
 use registration::Registered;
@@ -43,6 +42,7 @@ use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc::{UnboundedSender, unbounded_channel};
 use wasmtime::component::Linker;
+use wink_informer::{SharedInformerFactory, WatchSpec};
 
 /// One loaded plugin: where it came from, its current instance, its
 /// registrations on informers and its lifecycle.

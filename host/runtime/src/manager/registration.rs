@@ -10,18 +10,18 @@
 //! informer's listeners do, through [`InstanceEventHandler`]).
 
 use super::PluginManager;
-use wink_informer::index::IndexSpec;
-use wink_informer::processor::DeliveryFuture;
-use wink_informer::{EventHandler, Notification, ObjRef, SharedInformer, WatchSpec};
-use crate::leadership::Leadership;
 use crate::bindings::types::{IndexBy, Registration, Verb as WitVerb};
 use crate::capabilities::WriteAccess;
 use crate::grants::{Declared, Missing, Permissions, Verb};
 use crate::instance::PluginInstance;
+use crate::leadership::Leadership;
 use anyhow::Context;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
+use wink_informer::index::IndexSpec;
+use wink_informer::processor::DeliveryFuture;
+use wink_informer::{EventHandler, Notification, ObjRef, SharedInformer, WatchSpec};
 
 /// One registration of a plugin on one informer.
 #[derive(Clone)]

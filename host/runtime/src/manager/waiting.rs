@@ -7,11 +7,11 @@
 //! in the manager.
 
 use super::PluginManager;
-use wink_informer::WatchSpec;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::Duration;
+use wink_informer::WatchSpec;
 
 /// The first retry delay; it doubles per attempt.
 pub const FIRST_RETRY: Duration = Duration::from_millis(800);

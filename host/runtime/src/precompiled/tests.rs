@@ -7,7 +7,11 @@ use std::os::unix::fs::{MetadataExt, PermissionsExt};
 
 /// The smallest binary component, and another (text) one.
 const EMPTY: &[u8] = b"\0asm\x0d\0\x01\0";
-const OTHER: &[u8] = b"(component)";
+/// Another component (wasmtime is built without its text parser).
+static OTHER_BYTES: std::sync::LazyLock<Vec<u8>> =
+    std::sync::LazyLock::new(|| wat::parse_str("(component (core module))").unwrap());
+static THIRD_BYTES: std::sync::LazyLock<Vec<u8>> =
+    std::sync::LazyLock::new(|| wat::parse_str("(component (core module) (core module))").unwrap());
 
 fn scratch(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("wink-pc-{name}-{}", std::process::id()));
@@ -157,7 +161,8 @@ fn an_entry_copied_over_another_components_name_is_not_run() {
     let dir = scratch("swapped");
     let engine = Engine::default();
     let cache = Precompiled::open(&dir, &engine).unwrap();
-    let (a, b) = (digest(EMPTY), digest(OTHER));
+    let other: &[u8] = &OTHER_BYTES;
+    let (a, b) = (digest(EMPTY), digest(other));
     cache.component(&engine, EMPTY, &a).unwrap();
     std::fs::copy(cache.entry(&a), cache.entry(&b)).unwrap();
     std::fs::copy(cache.seal(&a), cache.seal(&b)).unwrap();
@@ -165,7 +170,7 @@ fn an_entry_copied_over_another_components_name_is_not_run() {
         Precompiled::check(&cache.entry(&b), &std::fs::read(cache.seal(&b)).unwrap(), &b),
         Err(Rejected::OtherComponent)
     );
-    let (_, hit) = cache.component(&engine, OTHER, &b).unwrap();
+    let (_, hit) = cache.component(&engine, other, &b).unwrap();
     assert!(!hit, "another component's code is never taken for this one");
     assert_eq!(cache.discarded(), 1);
     assert_eq!(
@@ -256,14 +261,14 @@ fn entry_size(cache: &Precompiled, digest: &str) -> u64 {
 
 #[test]
 fn storing_over_the_limit_evicts_the_entry_used_least_recently() {
-    const THIRD: &[u8] = b"(component (core module))";
+    let (other, third): (&[u8], &[u8]) = (&OTHER_BYTES, &THIRD_BYTES);
     let engine = Engine::default();
-    let (a, b, c) = (digest(EMPTY), digest(OTHER), digest(THIRD));
+    let (a, b, c) = (digest(EMPTY), digest(other), digest(third));
     // What the three entries take, measured in a directory of their own.
     let probe_dir = scratch("bounded-probe");
     let probe = Precompiled::open(&probe_dir, &engine).unwrap();
     let mut total = 0;
-    for (bytes, d) in [(EMPTY, &a), (OTHER, &b), (THIRD, &c)] {
+    for (bytes, d) in [(EMPTY, &a), (other, &b), (third, &c)] {
         probe.component(&engine, bytes, d).unwrap();
         total += entry_size(&probe, d);
     }
@@ -274,12 +279,12 @@ fn storing_over_the_limit_evicts_the_entry_used_least_recently() {
     let pause = || std::thread::sleep(std::time::Duration::from_millis(20));
     cache.component(&engine, EMPTY, &a).unwrap();
     pause();
-    cache.component(&engine, OTHER, &b).unwrap();
+    cache.component(&engine, other, &b).unwrap();
     pause();
     let (_, hit) = cache.component(&engine, EMPTY, &a).unwrap();
     assert!(hit, "two entries fit");
     pause();
-    cache.component(&engine, THIRD, &c).unwrap();
+    cache.component(&engine, third, &c).unwrap();
     // The third does not fit: the entry used least recently is the second
     // (the first was used again since).
     assert!(cache.contains(&a) && cache.contains(&c));
@@ -291,7 +296,7 @@ fn storing_over_the_limit_evicts_the_entry_used_least_recently() {
     assert_eq!(small.evicted(), 2);
     assert!(!small.contains(&a) && !small.contains(&c));
     // The entry just stored stays, even alone over the limit.
-    let (_, hit) = small.component(&engine, OTHER, &b).unwrap();
+    let (_, hit) = small.component(&engine, other, &b).unwrap();
     assert!(!hit);
     assert!(small.contains(&b));
     let _ = std::fs::remove_dir_all(&dir);

@@ -20,8 +20,8 @@
 
 use super::aggregate::{Aggregator, Held, Scope};
 use super::layout::{self, ReportId, Timestamps};
-use http::{self, Method};
 use futures::future::BoxFuture;
+use http::{self, Method};
 use serde_json::{Value, json};
 use std::collections::{BTreeSet, HashMap};
 use std::hash::{Hash, Hasher};
