@@ -4,7 +4,10 @@ It watches apps/v1 Deployments; one missing a required label gets a Warning
 Event (``MissingLabel``) and the label, set to its default by a merge patch.
 Every Deployment it checks gets one policy result per required label, in
 category ``Labels`` with severity medium: rule ``require-label-<label>``,
-``fail`` ("missing label team") or ``pass`` ("has label team").
+``fail`` ("missing label team") or ``pass`` ("has label team"). It logs
+what the patch did: ``labeled <key>``, or, when the plugin runs in audit mode
+and the patch was a server-side dry run, ``would label <key> (audit mode: dry
+run)``.
 
 Config (these are the defaults): ``{"labels": ["team"], "default": "unassigned"}``.
 """
@@ -79,11 +82,16 @@ class RequireLabels(wink_sdk.Handler):
                 log.warning("require-labels: Event about %s not recorded: %s", obj.key, describe(e))
         patch = {"metadata": {"labels": {label: self.default for label in missing}}}
         try:
-            write.merge_patch(DEPLOYMENTS, obj.key, patch)
+            done = write.merge_patch(DEPLOYMENTS, obj.key, patch)
         except NotFound:
             pass  # deleted meanwhile: nothing to label
         except WinkError as e:
             log.warning("require-labels: %s not labeled: %s", obj.key, describe(e))
+        else:
+            if done.dry_run:
+                log.info("require-labels: would label %s (audit mode: dry run)", obj.key)
+            else:
+                log.info("require-labels: labeled %s", obj.key)
 
     def report(self, obj: Object, missing: List[str]) -> None:
         """One result per required label: ``fail`` when missing, else ``pass``."""

@@ -40,6 +40,10 @@ class FakeHandle:
         self.calls.append("meta")
         return types.ObjectMeta("v1", "Pod", "default", "web", "u1", "7", sorted(self.labels.items()))
 
+    def duplicate(self) -> "FakeHandle":
+        self.calls.append("duplicate")
+        return FakeHandle(self.labels)
+
     def json(self) -> str:
         self.calls.append("json")
         return '{"kind": "Pod", "spec": {"containers": [1, 2]}}'
@@ -150,7 +154,7 @@ class HandlerTest(unittest.TestCase):
         self.assertEqual(reg.watches[0].indexes, [types.Index("app", types.IndexBy_Label("app"))])
         self.assertEqual(reg.writes[0].verbs, [types.Verb.PATCH])
         self.assertTrue(reg.records_events)
-        export.on_add("default/web", FakeHandle({}), True)  # type: ignore[arg-type]
+        export.on_add(0, "default/web", FakeHandle({}), True)  # type: ignore[arg-type]
         self.assertEqual(seen, ["web True"])
 
 

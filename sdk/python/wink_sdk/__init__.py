@@ -1,8 +1,9 @@
 """wink-sdk for Python: write wink plugins (WebAssembly components of the
-``wink:plugin@0.3.0`` world) in Python, built with componentize-py.
+``wink:plugin@0.4.0`` world) in Python, built with componentize-py.
+Components built with the 0.3.0 SDK keep running unchanged on a 0.4.0 host.
 
-A plugin subclasses :class:`Handler` and exports it as the module's
-``Handler``::
+A plugin subclasses :class:`Handler` and exports it with one line,
+``Handler = wink_sdk.export(MyPlugin)``::
 
     import logging
     import wink_sdk
@@ -12,28 +13,37 @@ A plugin subclasses :class:`Handler` and exports it as the module's
 
     class PodLogger(wink_sdk.Handler):
         def init(self, config: str) -> Registration:
-            return Registration(watches=[Watch("v1", "Pod")])
+            return Registration(name="pod-logger", watches=[Watch("v1", "Pod")])
 
         def on_add(self, obj: Object, in_initial_list: bool) -> None:
-            log.info("OnAdd: %s", obj.name)
+            log.info("OnAdd: %s (watch %d)", obj.name, obj.watch)
 
     Handler = wink_sdk.export(PodLogger)
 
+The world also exports ``admission`` and ``reconciler``; ``export`` gives
+the module those too (``Admission``, ``Reconciler``), answering from the
+plugin's :meth:`Handler.validate`, :meth:`Handler.mutate`,
+:meth:`Handler.reconcile` and :meth:`Handler.map_to_keys`, whose defaults
+allow, change nothing, are done and map to no keys: a plugin that neither
+admits nor reconciles writes nothing for them. ``handler.on-batch`` is the
+SDK's too: it calls ``on_add``/``on_update``/``on_delete`` for each event.
+
 Modules: :mod:`~wink_sdk.cache` (queries), :mod:`~wink_sdk.write`,
-:mod:`~wink_sdk.events`, :mod:`~wink_sdk.report`, :mod:`~wink_sdk.errors`
-(the exceptions), and logging through the standard :mod:`logging` module.
+:mod:`~wink_sdk.events`, :mod:`~wink_sdk.report`, :mod:`~wink_sdk.admission`,
+:mod:`~wink_sdk.queue` (the work queue and what ``reconcile`` answers),
+:mod:`~wink_sdk.errors` (the exceptions), and logging through the standard
+:mod:`logging` module.
 """
 
 from __future__ import annotations
 
 import json as _json
-from typing import Any, Dict, Optional, Type
+import sys as _sys
+from typing import Any, Dict, List, Optional, Type, Union
 
-from componentize_py_types import Err
-from wit_world import exports as _exports
-from wit_world.imports import types as _types
-
-from . import cache, errors, events, log, report, write
+from . import admission, cache, errors, events, log, queue, report, write
+from ._export import exports as _exports
+from .admission import Mutation, Request, Verdict, Webhook
 from .errors import (
     AlreadyExists,
     CacheError,
@@ -41,33 +51,50 @@ from .errors import (
     Forbidden,
     NotFound,
     NotPermitted,
+    QueueError,
     WinkError,
     WriteError,
 )
+from .events import Recorded
 from .object import Object
-from .registration import IndexBy, Registration, Resource, Verb, Watch, Writes
+from .queue import Action
+from .registration import Change, Enqueue, IndexBy, Queue, Registration, Resource, Verb, Watch, Writes
 from .report import Finding, Outcome, Severity
+from .write import Deleted, Written
 
 __all__ = [
+    "Action",
     "AlreadyExists",
     "CacheError",
+    "Change",
     "Conflict",
+    "Deleted",
+    "Enqueue",
     "Finding",
     "Forbidden",
     "Handler",
     "IndexBy",
+    "Mutation",
     "NotFound",
     "NotPermitted",
     "Object",
     "Outcome",
+    "Queue",
+    "QueueError",
+    "Recorded",
     "Registration",
+    "Request",
     "Resource",
     "Severity",
     "Verb",
+    "Verdict",
     "Watch",
+    "Webhook",
     "WinkError",
     "WriteError",
     "Writes",
+    "Written",
+    "admission",
     "cache",
     "config",
     "errors",
@@ -75,6 +102,7 @@ __all__ = [
     "export",
     "is_resync",
     "log",
+    "queue",
     "report",
     "write",
 ]
@@ -85,7 +113,14 @@ log.install()
 class Handler:
     """A plugin's event handler: client-go's ``ResourceEventHandler`` plus
     ``init``. Override what you react to; calls never overlap, and ``self``
-    is the plugin's state for the life of the instance.
+    is the plugin's state for the life of the instance. ``obj.watch`` in a
+    handler is the index of the event's watch in ``Registration.watches``.
+
+    The admission and reconciler hooks (:meth:`validate`, :meth:`mutate`,
+    :meth:`reconcile`, :meth:`map_to_keys`) are called only for what the
+    registration declares (webhooks, a queue); their defaults allow, change
+    nothing, are done and map to no keys. Admission calls run on instances
+    of their own, which may never have had ``init`` called.
 
     An exception out of ``init`` refuses the plugin (its message is logged);
     one out of an event handler crashes the instance like a trap: the host
@@ -110,6 +145,27 @@ class Handler:
 
     def on_synced(self) -> None:
         """Every object of the initial lists was delivered: act on the whole picture."""
+
+    def validate(self, request: Request) -> Optional[Verdict]:
+        """Answer the ``validate`` webhook (``None``: allowed)."""
+        return None
+
+    def mutate(self, request: Request) -> Union[None, Verdict, Mutation]:
+        """Answer the ``mutate`` webhook: a :class:`Mutation` (the verdict
+        and the changed object), a bare :class:`Verdict`, or ``None``
+        (allowed, unchanged)."""
+        return None
+
+    def reconcile(self, key: str) -> Optional[Any]:
+        """Make the object under ``key`` (of the queue's resource) right; answer
+        an :class:`Action` or ``None`` (done). An exception requeues the key
+        with backoff."""
+        return None
+
+    def map_to_keys(self, obj: Object) -> List[str]:
+        """The queue keys an object of an ``Enqueue.mapped()`` watch
+        (``obj.watch``) concerns."""
+        return []
 
 
 def config(text: str, defaults: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
@@ -138,35 +194,13 @@ def is_resync(old: Object, new: Object) -> bool:
 
 
 def export(handler: Type[Handler]) -> type:
-    """The class componentize-py exports as the world's ``handler``
-    interface, running ``handler`` (instantiated once, with no arguments).
-    Assign it to the app module's ``Handler``."""
-
-    state: Dict[str, Handler] = {}
-
-    class Export(_exports.Handler):
-        """Adapter from the WIT ``handler`` interface to a :class:`Handler`."""
-
-        def init(self, config: str) -> _types.Registration:
-            try:
-                instance = handler()
-                registration = instance.init(config)
-            except Exception as e:  # noqa: BLE001 - any error refuses the plugin
-                raise Err(str(e) or type(e).__name__) from None
-            state["h"] = instance
-            return registration._to_wit()
-
-        def on_add(self, key: str, obj: _types.Object, in_initial_list: bool) -> None:
-            state["h"].on_add(Object(obj, key), in_initial_list)
-
-        def on_update(self, key: str, old: _types.Object, new: _types.Object) -> None:
-            state["h"].on_update(Object(old, key), Object(new, key))
-
-        def on_delete(self, key: str, obj: _types.Object, final_state_unknown: bool) -> None:
-            state["h"].on_delete(Object(obj, key), final_state_unknown)
-
-        def on_synced(self) -> None:
-            state["h"].on_synced()
-
-    Export.__name__ = Export.__qualname__ = "Handler"
-    return Export
+    """Export ``handler`` (instantiated once per instance, with no arguments)
+    as the world's interfaces: answers the class componentize-py exports as
+    ``handler`` (assign it to the app module's ``Handler``), and gives the
+    calling module ``Admission`` and ``Reconciler`` (the ``admission`` and
+    ``reconciler`` exports) unless it defines them itself."""
+    made = _exports(handler)
+    caller = _sys._getframe(1).f_globals
+    for name in ("Admission", "Reconciler"):
+        caller.setdefault(name, made[name])
+    return made["Handler"]

@@ -10,7 +10,8 @@ an exception here, so a plugin handles it with ``try``/``except``:
   :class:`TooManyRequests`, :class:`Timeout`, :class:`InternalError`,
   :class:`OtherStatus` (the server answered with a Status), and
   :class:`NotPermitted`, :class:`InvalidArgument`, :class:`Unavailable`;
-- :class:`ReportError` (``report``).
+- :class:`ReportError` (``report``);
+- :class:`QueueError` (``queue``: the plugin registered no queue).
 
 Each has ``kind``, the WIT case name in UpperCamelCase (``"NotPermitted"``).
 """
@@ -56,6 +57,12 @@ class InvalidQuery(CacheError):
 
 class ReportError(WinkError):
     """Policy results the host refused (an empty rule, too many results)."""
+
+    kind = "Refused"
+
+
+class QueueError(WinkError):
+    """A key the host refused to queue (the plugin registered no queue)."""
 
     kind = "Refused"
 

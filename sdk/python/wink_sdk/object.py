@@ -6,7 +6,8 @@ plugin until an accessor asks, and each answer is kept, so asking twice
 crosses the boundary once. The key (hence ``name`` and ``namespace``) comes
 with every event and every cache answer, so reading it costs no call;
 ``labels`` fetches the metadata once, without parsing JSON; ``json()`` copies
-the text and ``to_dict()`` parses it.
+the text and ``to_dict()`` parses it. ``watch`` says which watch of the
+registration a handler's object came from.
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ class Object:
         "_uid",
         "_rv",
         "_asked",
+        "_watch",
     )
 
     def __init__(
@@ -53,8 +55,10 @@ class Object:
         key: Optional[str],
         answer: Optional[_Answer] = None,
         index: int = 0,
+        watch: Optional[int] = None,
     ) -> None:
         self._handle = handle
+        self._watch = watch
         self._key = key
         self._answer = answer
         self._index = index
@@ -80,6 +84,13 @@ class Object:
                 raise LookupError(f"the cache answer lost {self._key}")
             self._handle = handle
         return self._handle
+
+    @property
+    def watch(self) -> Optional[int]:
+        """In a handler call, the index in ``Registration.watches`` of the
+        watch the event came from (0 for a plugin with one watch); ``None``
+        for an object the cache or a write answered."""
+        return self._watch
 
     @property
     def key(self) -> str:
@@ -165,7 +176,7 @@ class Object:
 
     def clone(self) -> "Object":
         """An owned handle to the same object version, to keep past a call."""
-        other = Object(self.handle.duplicate(), self._key)
+        other = Object(self.handle.duplicate(), self._key, watch=self._watch)
         other._meta, other._json, other._dict = self._meta, self._json, self._dict
         other._uid, other._rv = self._uid, self._rv
         return other

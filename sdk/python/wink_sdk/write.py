@@ -4,11 +4,17 @@ and the ``status`` subresource. A write must be declared in the registration
 :class:`~wink_sdk.errors.NotPermitted`. Every failure is a subclass of
 :class:`~wink_sdk.errors.WriteError` (``Conflict``, ``NotFound``, ...).
 
-Bodies are dicts (serialized here) or JSON text; answers are
-:class:`~wink_sdk.Object` handles.
+Bodies are dicts (serialized here) or JSON text. A create, replace or patch
+answers a :class:`Written`: the :class:`~wink_sdk.Object` as the server
+answered (so code using the answer as an object keeps working), with
+``dry_run``, true when the plugin runs in audit mode and the write was a
+server-side dry run that changed nothing. A delete answers a
+:class:`Deleted` (``object``: the object while it is finalized, or ``None``;
+``dry_run``).
 
 >>> try:
-...     write.merge_patch(deployments, "default/web", {"metadata": {"labels": {"team": "x"}}})
+...     done = write.merge_patch(deployments, "default/web", {"metadata": {"labels": {"team": "x"}}})
+...     log.info("would label (audit mode: dry run)" if done.dry_run else "labeled")
 ... except NotFound:
 ...     pass
 """
@@ -16,6 +22,7 @@ Bodies are dicts (serialized here) or JSON text; answers are
 from __future__ import annotations
 
 import json as _json
+from dataclasses import dataclass
 from enum import Enum
 from typing import Any, Callable, Dict, Optional, TypeVar, Union
 
@@ -38,6 +45,35 @@ class Propagation(Enum):
     FOREGROUND = _wit.Propagation.FOREGROUND
 
 
+class Written(Object):
+    """The answer to a create, replace or patch: the object as the API server
+    answered (in a dry run, as it would have been stored), with ``dry_run``."""
+
+    __slots__ = ("dry_run",)
+
+    def __init__(self, answer: _wit.Written) -> None:
+        super().__init__(answer.object, None)
+        #: The write was a server-side dry run (audit mode): nothing changed.
+        self.dry_run: bool = answer.dry_run
+
+    @property
+    def object(self) -> Written:
+        """The object as answered (this value itself: a ``Written`` is one)."""
+        return self
+
+    def __repr__(self) -> str:
+        return f"Written({self.key!r}, dry_run={self.dry_run})"
+
+
+@dataclass(frozen=True)
+class Deleted:
+    """The answer to a delete: ``object`` while it is being finalized, or
+    ``None`` once gone; ``dry_run`` when nothing was deleted (audit mode)."""
+
+    object: Optional[Object]
+    dry_run: bool
+
+
 def _text(body: Body) -> str:
     return body if isinstance(body, str) else _json.dumps(body, separators=(",", ":"))
 
@@ -49,36 +85,36 @@ def _call(f: Callable[..., T], *args: Any) -> T:
         raise write_error(e.value) from None
 
 
-def create(resource: Resource, body: Body) -> Object:
+def create(resource: Resource, body: Body) -> Written:
     """Create an object (apiVersion, kind, name and namespace set)."""
-    return Object(_call(_wit.create, resource._wit, _text(body)), None)
+    return Written(_call(_wit.create, resource._wit, _text(body)))
 
 
-def replace(resource: Resource, body: Body) -> Object:
+def replace(resource: Resource, body: Body) -> Written:
     """Replace an object (a stale ``metadata.resourceVersion`` raises ``Conflict``)."""
-    return Object(_call(_wit.replace, resource._wit, _text(body)), None)
+    return Written(_call(_wit.replace, resource._wit, _text(body)))
 
 
-def merge_patch(resource: Resource, key: str, patch: Body) -> Object:
+def merge_patch(resource: Resource, key: str, patch: Body) -> Written:
     """Merge-patch (RFC 7386) the object under ``key``."""
-    return Object(_call(_wit.patch, resource._wit, key, _wit.PatchType_Merge(), _text(patch)), None)
+    return Written(_call(_wit.patch, resource._wit, key, _wit.PatchType_Merge(), _text(patch)))
 
 
-def json_patch(resource: Resource, key: str, patch: Body) -> Object:
+def json_patch(resource: Resource, key: str, patch: Body) -> Written:
     """JSON-patch (RFC 6902, a list of operations) the object under ``key``."""
-    return Object(_call(_wit.patch, resource._wit, key, _wit.PatchType_Json(), _text(patch)), None)
+    return Written(_call(_wit.patch, resource._wit, key, _wit.PatchType_Json(), _text(patch)))
 
 
-def strategic_merge_patch(resource: Resource, key: str, patch: Body) -> Object:
+def strategic_merge_patch(resource: Resource, key: str, patch: Body) -> Written:
     """Strategic-merge-patch (built-in types only) the object under ``key``."""
     kind = _wit.PatchType_StrategicMerge()
-    return Object(_call(_wit.patch, resource._wit, key, kind, _text(patch)), None)
+    return Written(_call(_wit.patch, resource._wit, key, kind, _text(patch)))
 
 
-def apply(resource: Resource, key: str, body: Body, force: bool = False) -> Object:
+def apply(resource: Resource, key: str, body: Body, force: bool = False) -> Written:
     """Server-side apply with the plugin's field manager (``force`` takes over fields)."""
     kind = _wit.PatchType_Apply(force)
-    return Object(_call(_wit.patch, resource._wit, key, kind, _text(body)), None)
+    return Written(_call(_wit.patch, resource._wit, key, kind, _text(body)))
 
 
 def delete(
@@ -88,24 +124,25 @@ def delete(
     uid: Optional[str] = None,
     resource_version: Optional[str] = None,
     propagation: Optional[Propagation] = None,
-) -> Optional[Object]:
+) -> Deleted:
     """Delete the object under ``key`` (only that ``uid`` / ``resource_version``
-    when given): the object while it is being finalized, ``None`` once gone."""
+    when given): ``Deleted.object`` is the object while it is being
+    finalized, ``None`` once gone."""
     options = _wit.DeleteOptions(
         uid=uid,
         resource_version=resource_version,
         propagation=None if propagation is None else propagation.value,
     )
-    handle = _call(_wit.delete, resource._wit, key, options)
-    return None if handle is None else Object(handle, None)
+    answer = _call(_wit.delete, resource._wit, key, options)
+    return Deleted(None if answer.object is None else Object(answer.object, None), answer.dry_run)
 
 
-def replace_status(resource: Resource, body: Body) -> Object:
+def replace_status(resource: Resource, body: Body) -> Written:
     """Replace the ``status`` subresource."""
-    return Object(_call(_wit.replace_status, resource._wit, _text(body)), None)
+    return Written(_call(_wit.replace_status, resource._wit, _text(body)))
 
 
-def merge_patch_status(resource: Resource, key: str, patch: Body) -> Object:
+def merge_patch_status(resource: Resource, key: str, patch: Body) -> Written:
     """Merge-patch the ``status`` subresource of the object under ``key``."""
     kind = _wit.PatchType_Merge()
-    return Object(_call(_wit.patch_status, resource._wit, key, kind, _text(patch)), None)
+    return Written(_call(_wit.patch_status, resource._wit, key, kind, _text(patch)))
