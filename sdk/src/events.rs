@@ -13,7 +13,7 @@ use crate::Object;
 use crate::bindings::wink::plugin::events as wit;
 
 pub use crate::write::WriteError;
-pub use wit::EventType;
+pub use wit::{EventType, Recorded};
 
 /// Record an Event about `regarding`.
 pub fn record(
@@ -22,16 +22,16 @@ pub fn record(
     reason: &str,
     action: &str,
     note: &str,
-) -> Result<(), WriteError> {
+) -> Result<Recorded, WriteError> {
     wit::record_event(regarding.handle(), kind, reason, action, note)
 }
 
 /// Record a Normal Event.
-pub fn normal(regarding: &Object, reason: &str, action: &str, note: &str) -> Result<(), WriteError> {
+pub fn normal(regarding: &Object, reason: &str, action: &str, note: &str) -> Result<Recorded, WriteError> {
     record(regarding, EventType::Normal, reason, action, note)
 }
 
 /// Record a Warning Event.
-pub fn warning(regarding: &Object, reason: &str, action: &str, note: &str) -> Result<(), WriteError> {
+pub fn warning(regarding: &Object, reason: &str, action: &str, note: &str) -> Result<Recorded, WriteError> {
     record(regarding, EventType::Warning, reason, action, note)
 }

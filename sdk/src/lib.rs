@@ -3,7 +3,7 @@
 //! A wink plugin is a WebAssembly component that reacts to Kubernetes events
 //! delivered by the wink host's shared informers, with client-go's
 //! `ResourceEventHandler` meaning. This crate hides the WIT bindings
-//! (`wink:plugin@0.3.0`, see `wit/plugin.wit`) behind a [`Handler`] trait,
+//! (`wink:plugin@0.4.0`, see `wit/plugin.wit`) behind a [`Handler`] trait,
 //! an [`Object`] handle whose accessors copy only what they return and never
 //! parse JSON, typed decoding through serde, [`cache`] queries,
 //! [writes](mod@write), [`events`], policy results ([`report`]) and log
@@ -64,6 +64,9 @@ mod keys;
 mod object;
 mod registration;
 
+#[doc(hidden)]
+pub mod batch;
+
 pub mod cache;
 pub mod events;
 pub mod log;
@@ -71,7 +74,7 @@ pub mod report;
 pub mod write;
 
 pub use object::Object;
-pub use registration::{IndexBy, Registration, Resource, Verb, Watch};
+pub use registration::{Change, IndexBy, Registration, Resource, Verb, Watch};
 
 /// A Kubernetes kind known at compile time: its apiVersion and kind.
 /// Implemented for every `k8s-openapi` type with the `k8s-openapi` feature;
@@ -137,12 +140,17 @@ pub fn is_resync(old: &Object, new: &Object) -> bool {
     old.uid() == new.uid() && old.resource_version() == new.resource_version()
 }
 
-/// Export a [`Handler`] implementation as the plugin's `handler` interface.
+/// Export a [`Handler`] implementation as the plugin's exports: `handler`
+/// (and its batches), and `admission` and `reconciler` with their defaults
+/// (allow; done) until the plugin declares webhooks or a queue. The plugin's
+/// name is its crate's (`CARGO_PKG_NAME`) unless its registration names it.
 #[macro_export]
 macro_rules! export_plugin {
     ($handler:ty) => {
         const _: () = {
+            use $crate::bindings::exports::wink::plugin::admission as __wink_admission;
             use $crate::bindings::exports::wink::plugin::handler as __wink_handler;
+            use $crate::bindings::exports::wink::plugin::reconciler as __wink_reconciler;
             use $crate::bindings::wink::plugin::types as __wink_types;
 
             ::std::thread_local! {
@@ -166,15 +174,21 @@ macro_rules! export_plugin {
                 ) -> ::std::result::Result<__wink_types::Registration, ::std::string::String> {
                     let (handler, registration) = <$handler as $crate::Handler>::init(&config)?;
                     __WINK_STATE.with(|state| *state.borrow_mut() = Some(handler));
-                    Ok(registration.into_wit())
+                    Ok(registration.into_wit(env!("CARGO_PKG_NAME")))
                 }
-                fn on_add(key: ::std::string::String, obj: &__wink_types::Object, in_initial_list: bool) {
+                fn on_add(
+                    watch: u32,
+                    key: ::std::string::String,
+                    obj: &__wink_types::Object,
+                    in_initial_list: bool,
+                ) {
                     // SAFETY: the borrow is valid for this call and `obj` is
                     // dropped before it returns.
-                    let obj = unsafe { $crate::Object::lent(obj.handle(), key) };
+                    let obj = unsafe { $crate::Object::lent(obj.handle(), key, watch) };
                     __wink_with(|h| $crate::Handler::on_add(h, &obj, in_initial_list));
                 }
                 fn on_update(
+                    watch: u32,
                     key: ::std::string::String,
                     old: &__wink_types::Object,
                     new: &__wink_types::Object,
@@ -182,27 +196,70 @@ macro_rules! export_plugin {
                     // SAFETY: as in `on_add`.
                     let (old, new) = unsafe {
                         (
-                            $crate::Object::lent(old.handle(), key.clone()),
-                            $crate::Object::lent(new.handle(), key),
+                            $crate::Object::lent(old.handle(), key.clone(), watch),
+                            $crate::Object::lent(new.handle(), key, watch),
                         )
                     };
                     __wink_with(|h| $crate::Handler::on_update(h, &old, &new));
                 }
                 fn on_delete(
+                    watch: u32,
                     key: ::std::string::String,
                     obj: &__wink_types::Object,
                     final_state_unknown: bool,
                 ) {
                     // SAFETY: as in `on_add`.
-                    let obj = unsafe { $crate::Object::lent(obj.handle(), key) };
+                    let obj = unsafe { $crate::Object::lent(obj.handle(), key, watch) };
                     __wink_with(|h| $crate::Handler::on_delete(h, &obj, final_state_unknown));
                 }
                 fn on_synced() {
                     __wink_with(|h| $crate::Handler::on_synced(h));
                 }
+                fn on_batch(
+                    events: ::std::vec::Vec<__wink_handler::Event>,
+                    objects: ::std::vec::Vec<__wink_types::Object>,
+                ) {
+                    $crate::batch::deliver(events, objects, |event| match event {
+                        $crate::batch::One::Add { watch, key, obj, in_initial_list } => {
+                            <__WinkGuest as __wink_handler::Guest>::on_add(watch, key, &obj, in_initial_list)
+                        }
+                        $crate::batch::One::Update { watch, key, old, new } => {
+                            <__WinkGuest as __wink_handler::Guest>::on_update(watch, key, &old, &new)
+                        }
+                        $crate::batch::One::Delete { watch, key, obj, final_state_unknown } => {
+                            <__WinkGuest as __wink_handler::Guest>::on_delete(watch, key, &obj, final_state_unknown)
+                        }
+                    });
+                }
             }
 
-    $crate::bindings::__export_bindings!(__WinkGuest with_types_in $crate::bindings);
+            impl __wink_admission::Guest for __WinkGuest {
+                fn validate(_request: __wink_admission::Request<'_>) -> __wink_admission::Verdict {
+                    $crate::batch::allowed()
+                }
+                fn mutate(_request: __wink_admission::Request<'_>) -> __wink_admission::Mutation {
+                    __wink_admission::Mutation {
+                        verdict: $crate::batch::allowed(),
+                        object: None,
+                    }
+                }
+            }
+
+            impl __wink_reconciler::Guest for __WinkGuest {
+                fn reconcile(
+                    _key: ::std::string::String,
+                ) -> ::std::result::Result<__wink_reconciler::Action, ::std::string::String> {
+                    Ok(__wink_reconciler::Action::Done)
+                }
+                fn map_to_keys(
+                    _watch: u32,
+                    _obj: &__wink_types::Object,
+                ) -> ::std::vec::Vec<::std::string::String> {
+                    ::std::vec::Vec::new()
+                }
+            }
+
+            $crate::bindings::__export_bindings!(__WinkGuest with_types_in $crate::bindings);
         };
     };
 }

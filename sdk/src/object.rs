@@ -45,7 +45,12 @@ pub struct Object {
     /// What was fetched beyond the key; boxed, so an object whose handler
     /// reads only its key or name stays small and cheap to build.
     fetched: OnceCell<Box<Fetched>>,
+    /// The watch a delivered object came from ([`NO_WATCH`] for others).
+    watch: u32,
 }
+
+/// The `watch` of an object that was not delivered (a cache answer).
+const NO_WATCH: u32 = u32::MAX;
 
 /// The answers an [`Object`] fetched from the host, kept for the next ask.
 #[derive(Clone, Default)]
@@ -62,6 +67,7 @@ impl Object {
             handle,
             key: key.map(OnceCell::from).unwrap_or_default(),
             fetched: OnceCell::new(),
+            watch: NO_WATCH,
         }
     }
 
@@ -98,11 +104,21 @@ impl Object {
     /// `handle` must be a borrowed handle valid until this value is dropped,
     /// which must happen before the handler call returns.
     #[doc(hidden)]
-    pub unsafe fn lent(handle: u32, key: String) -> Self {
+    pub unsafe fn lent(handle: u32, key: String, watch: u32) -> Self {
         // SAFETY: the caller guarantees the borrow outlives this value; the
         // ManuallyDrop keeps it from being dropped as if it were ours.
         let handle = ManuallyDrop::new(unsafe { types::Object::from_handle(handle) });
-        Object::new(Handle::Lent(handle), Some(key))
+        Object {
+            watch,
+            ..Object::new(Handle::Lent(handle), Some(key))
+        }
+    }
+
+    /// For an object handed to a handler: the number of the watch it came
+    /// from, in the order of the registration's [`watch`](crate::Registration::watch)
+    /// calls (0 for the first). None for an object from the cache or a write.
+    pub fn watch(&self) -> Option<u32> {
+        (self.watch != NO_WATCH).then_some(self.watch)
     }
 
     pub(crate) fn handle(&self) -> &types::Object {
@@ -239,6 +255,7 @@ impl Clone for Object {
             handle,
             key: self.key.clone(),
             fetched: self.fetched.clone(),
+            watch: self.watch,
         }
     }
 }

@@ -3,7 +3,7 @@
 
 use crate::bindings::wink::plugin::types;
 use std::time::Duration;
-pub use types::IndexBy;
+pub use types::{Change, IndexBy};
 
 /// A resource type, as in a manifest: `Resource::new("apps/v1", "Deployment")`.
 ///
@@ -58,6 +58,7 @@ pub struct Watch {
     field_selector: Option<String>,
     resync: Duration,
     indexes: Vec<types::Index>,
+    updates_when: Vec<Change>,
 }
 
 impl Watch {
@@ -70,6 +71,7 @@ impl Watch {
             field_selector: None,
             resync: Duration::ZERO,
             indexes: Vec::new(),
+            updates_when: Vec::new(),
         }
     }
 
@@ -112,6 +114,15 @@ impl Watch {
         self
     }
 
+    /// Deliver an update only when it changes `change` (call again for
+    /// more: any of them will do). Filtered on the host, before the plugin
+    /// is entered: a policy about labels or spec is never called for a
+    /// status-only update. Adds, deletes and resyncs are always delivered.
+    pub fn updates_when(mut self, change: Change) -> Self {
+        self.updates_when.push(change);
+        self
+    }
+
     fn into_read(self) -> types::Read {
         types::Read {
             resource: self.resource.0,
@@ -131,6 +142,8 @@ impl Watch {
             field_selector: self.field_selector,
             resync_seconds: secs.min(u32::MAX as f64) as u32,
             indexes: self.indexes,
+            updates_when: self.updates_when,
+            enqueue: types::Enqueue::None,
         }
     }
 }
@@ -138,18 +151,54 @@ impl Watch {
 pub use types::Verb;
 
 /// Everything a plugin registers from `init`.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct Registration {
+    name: Option<String>,
     watches: Vec<Watch>,
     reads: Vec<Watch>,
     writes: Vec<types::WriteDecl>,
     records_events: bool,
+    wait_for_sync: bool,
+}
+
+impl Default for Registration {
+    fn default() -> Self {
+        Registration {
+            name: None,
+            watches: Vec::new(),
+            reads: Vec::new(),
+            writes: Vec::new(),
+            records_events: false,
+            wait_for_sync: true,
+        }
+    }
 }
 
 impl Registration {
-    /// An empty registration.
+    /// An empty registration. Its deliveries wait for every watch and read
+    /// to list (see [`Registration::deliver_while_listing`]); its name is the
+    /// crate's (see [`Registration::name`]).
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// The plugin's one name, in grants, reports, Events, field managers,
+    /// metrics and logs: a DNS label. [`export_plugin!`](crate::export_plugin)
+    /// gives the crate's name (`team-label-guard`, as in `Cargo.toml`) when
+    /// none is set.
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.name = Some(name.into());
+        self
+    }
+
+    /// Deliver each watch's initial list as it arrives, before the plugin's
+    /// other watches and reads have listed. By default nothing is delivered
+    /// until all have (client-go's WaitForCacheSync), so a handler acting in
+    /// `on_add` during the initial list finds the whole cache; only a plugin
+    /// that never looks across resources gains by this.
+    pub fn deliver_while_listing(mut self) -> Self {
+        self.wait_for_sync = false;
+        self
     }
 
     /// Add a watch.
@@ -182,12 +231,16 @@ impl Registration {
     }
 
     #[doc(hidden)]
-    pub fn into_wit(self) -> types::Registration {
+    pub fn into_wit(self, default_name: &str) -> types::Registration {
         types::Registration {
+            name: self.name.or_else(|| Some(default_name.to_string())),
             watches: self.watches.into_iter().map(Watch::into_wit).collect(),
             reads: self.reads.into_iter().map(Watch::into_read).collect(),
             writes: self.writes,
             records_events: self.records_events,
+            wait_for_sync: self.wait_for_sync,
+            admission: Vec::new(),
+            queue: None,
         }
     }
 }

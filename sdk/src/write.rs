@@ -4,7 +4,22 @@
 //! granted by the operator, else it answers [`WriteError::NotPermitted`].
 //! Failures are values, never traps: match on [`WriteError`] (`AlreadyExists`,
 //! `Conflict`, `NotFound`, `Invalid` with its causes, `TooManyRequests` with
-//! its retry-after, ...).
+//! its retry-after, ...). A success says whether anything changed: a plugin
+//! the operator runs in audit mode gets [`Written::DryRun`] (the server
+//! validated the write and stored nothing), so it can say "would label"
+//! rather than "labeled".
+//!
+//! When to make a write conditional: a merge patch that sets a few fields
+//! (a label, an annotation) is safe without a precondition, since it changes
+//! only what it names, whatever else changed since the plugin read the
+//! object. Put `metadata.resourceVersion` in the body (a replace, or a patch
+//! that must not act on a newer version) only when the write depends on
+//! the whole object as read: the server answers `Conflict` when it changed,
+//! and the plugin reads the newer version from the cache and decides again.
+//! Objects fresh from their controllers (a Deployment right after its
+//! creation) change several times in their first second: expect conflicts
+//! there. The host retries a conflict's write once the plugin asks again
+//! without counting it against the plugin's write rate.
 //!
 //! ```no_run
 //! # #[cfg(feature = "k8s-openapi")] {
@@ -80,17 +95,65 @@ impl From<WriteError> for Error {
     }
 }
 
-fn object(handle: types::Object) -> Object {
-    Object::from_owned(handle, None)
+/// What a write answered: the object as the API server returned it, and
+/// whether the write was applied or only a dry run (audit mode: validated,
+/// nothing changed).
+#[derive(Debug, Clone)]
+pub enum Written<T = Object> {
+    /// The write was applied.
+    Applied(T),
+    /// The write was a server-side dry run: nothing changed.
+    DryRun(T),
+}
+
+impl<T> Written<T> {
+    /// The object, applied or not.
+    pub fn object(&self) -> &T {
+        match self {
+            Written::Applied(o) | Written::DryRun(o) => o,
+        }
+    }
+
+    /// The object, applied or not.
+    pub fn into_object(self) -> T {
+        match self {
+            Written::Applied(o) | Written::DryRun(o) => o,
+        }
+    }
+
+    /// Whether nothing changed (audit mode).
+    pub fn is_dry_run(&self) -> bool {
+        matches!(self, Written::DryRun(_))
+    }
+
+    /// The same outcome for another value.
+    pub fn map<U>(self, f: impl FnOnce(T) -> U) -> Written<U> {
+        match self {
+            Written::Applied(o) => Written::Applied(f(o)),
+            Written::DryRun(o) => Written::DryRun(f(o)),
+        }
+    }
+
+    fn new(object: T, dry_run: bool) -> Self {
+        if dry_run {
+            Written::DryRun(object)
+        } else {
+            Written::Applied(object)
+        }
+    }
+}
+
+fn object(w: wit::Written) -> Written {
+    Written::new(Object::from_owned(w.object, None), w.dry_run)
 }
 
 /// Create an object from its JSON (apiVersion, kind, name and namespace set).
-pub fn create_json(resource: &Resource, body: &str) -> Result<Object, WriteError> {
+pub fn create_json(resource: &Resource, body: &str) -> Result<Written, WriteError> {
     wit::create(resource.as_wit(), body).map(object)
 }
 
 /// Replace an object (a stale `metadata.resourceVersion` answers `Conflict`).
-pub fn replace_json(resource: &Resource, body: &str) -> Result<Object, WriteError> {
+pub fn replace_json(resource: &Resource, body: &str) -> Result<Written, WriteError> {
     wit::replace(resource.as_wit(), body).map(object)
 }
 
@@ -100,23 +163,28 @@ pub fn patch_json(
     key: &str,
     patch_type: PatchType,
     body: &str,
-) -> Result<Object, WriteError> {
+) -> Result<Written, WriteError> {
     wit::patch(resource.as_wit(), key, patch_type, body).map(object)
 }
 
 /// Merge-patch (RFC 7386) the object under `key` with `patch`.
-pub fn merge_patch(resource: &Resource, key: &str, patch: &serde_json::Value) -> Result<Object, WriteError> {
+pub fn merge_patch(resource: &Resource, key: &str, patch: &serde_json::Value) -> Result<Written, WriteError> {
     patch_json(resource, key, PatchType::Merge, &patch.to_string())
 }
 
 /// Delete the object under `key`: the object while it is being finalized,
 /// none once it is gone.
-pub fn delete(resource: &Resource, key: &str, options: &DeleteOptions) -> Result<Option<Object>, WriteError> {
-    wit::delete(resource.as_wit(), key, options).map(|o| o.map(object))
+pub fn delete(
+    resource: &Resource,
+    key: &str,
+    options: &DeleteOptions,
+) -> Result<Written<Option<Object>>, WriteError> {
+    wit::delete(resource.as_wit(), key, options)
+        .map(|d| Written::new(d.object.map(|o| Object::from_owned(o, None)), d.dry_run))
 }
 
 /// Replace the `status` subresource.
-pub fn replace_status_json(resource: &Resource, body: &str) -> Result<Object, WriteError> {
+pub fn replace_status_json(resource: &Resource, body: &str) -> Result<Written, WriteError> {
     wit::replace_status(resource.as_wit(), body).map(object)
 }
 
@@ -126,26 +194,28 @@ pub fn patch_status_json(
     key: &str,
     patch_type: PatchType,
     body: &str,
-) -> Result<Object, WriteError> {
+) -> Result<Written, WriteError> {
     wit::patch_status(resource.as_wit(), key, patch_type, body).map(object)
 }
 
 fn typed<K: Kind + Serialize + DeserializeOwned>(
     obj: &K,
-    write: impl FnOnce(&Resource, &str) -> Result<Object, WriteError>,
-) -> Result<K, Error> {
+    write: impl FnOnce(&Resource, &str) -> Result<Written, WriteError>,
+) -> Result<Written<K>, Error> {
     let body = serde_json::to_string(obj).map_err(Error::Json)?;
     let written = write(&Resource::of::<K>(), &body)?;
-    written.decode().map_err(Error::Json)
+    let dry_run = written.is_dry_run();
+    let object = written.object().decode().map_err(Error::Json)?;
+    Ok(Written::new(object, dry_run))
 }
 
 /// Create a typed object (e.g. a `k8s-openapi` struct); answers it as written.
-pub fn create<K: Kind + Serialize + DeserializeOwned>(obj: &K) -> Result<K, Error> {
+pub fn create<K: Kind + Serialize + DeserializeOwned>(obj: &K) -> Result<Written<K>, Error> {
     typed(obj, create_json)
 }
 
 /// Replace a typed object; answers it as written.
-pub fn replace<K: Kind + Serialize + DeserializeOwned>(obj: &K) -> Result<K, Error> {
+pub fn replace<K: Kind + Serialize + DeserializeOwned>(obj: &K) -> Result<Written<K>, Error> {
     typed(obj, replace_json)
 }
 

@@ -209,9 +209,29 @@ impl Grants {
         self.grant_declared
     }
 
-    /// The grant of `plugin`: its own entry, else the `*` entry, else none.
+    /// The grant of `plugin`: its own entry, else the entry under its other
+    /// spelling ([`Grants::other_spelling`]), else the `*` entry, else none.
     pub fn for_plugin(&self, plugin: &str) -> Option<&PluginGrant> {
-        self.plugins.get(plugin).or_else(|| self.plugins.get("*"))
+        self.plugins
+            .get(plugin)
+            .or_else(|| self.other_spelling(plugin).and_then(|k| self.plugins.get(k)))
+            .or_else(|| self.plugins.get("*"))
+    }
+
+    /// The key of an entry that names `plugin` with `_` for `-` or the
+    /// reverse (a crate `team-label-guard` builds `team_label_guard.wasm`),
+    /// when `plugin` has no entry of its own: it is used, and the loader
+    /// warns that it should be renamed.
+    pub fn other_spelling(&self, plugin: &str) -> Option<&str> {
+        if self.plugins.contains_key(plugin) {
+            return None;
+        }
+        let dashed = |k: &str| k.replace('_', "-");
+        let wanted = dashed(plugin);
+        self.plugins
+            .keys()
+            .map(String::as_str)
+            .find(|k| *k != "*" && dashed(k) == wanted)
     }
 
     /// What `plugin` may do, given what it declared (writes, and whether it

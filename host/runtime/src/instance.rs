@@ -15,7 +15,8 @@
 //! reaches the API server.
 
 use super::bindings::types::Registration;
-use super::bindings::{Plugin, PluginPre};
+use super::bindings::{Plugin, v3};
+use super::loader::ComponentPre;
 use super::capabilities::{CacheScope, CallClock, HostState, ReportScope, WriteScope};
 use super::engine::{Limits, WinkEngine};
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
@@ -27,9 +28,15 @@ use wasmtime::component::Resource;
 use wink_informer::processor::DeliveryFuture;
 use wink_informer::{EventHandler, Notification, ObjRef};
 
+/// The guest's exports, by the contract version it was built against.
+enum Guest {
+    Current(Plugin),
+    V3(v3::Plugin),
+}
+
 struct Live {
     store: Store<HostState>,
-    plugin: Plugin,
+    plugin: Guest,
     /// The key of the object being delivered, built here so a delivery
     /// allocates nothing on the host.
     key: String,
@@ -52,7 +59,7 @@ static NEXT_INSTANCE: AtomicUsize = AtomicUsize::new(1);
 pub struct PluginInstance {
     id: usize,
     name: Arc<str>,
-    pre: PluginPre<HostState>,
+    pre: ComponentPre,
     engine: WinkEngine,
     config: String,
     limits: Limits,
@@ -89,7 +96,7 @@ impl PluginInstance {
     /// calls are reported on `crash_tx`.
     pub fn start(
         name: Arc<str>,
-        pre: PluginPre<HostState>,
+        pre: ComponentPre,
         engine: &WinkEngine,
         config: String,
         limits: Limits,
@@ -153,25 +160,30 @@ impl PluginInstance {
         let _running = self.engine.call_started();
         // A new Store's deadline is 0: set it before instantiating.
         store.set_epoch_deadline(1);
-        let instance = self
-            .pre
-            .instantiate_async(&mut store)
-            .await
-            .map_err(|e| InitError::Instantiate {
-                plugin: plugin.clone(),
-                reason: format!("{e:#}"),
-            })?;
+        let instantiate_error = |e: wasmtime::Error| InitError::Instantiate {
+            plugin: plugin.clone(),
+            reason: format!("{e:#}"),
+        };
+        let instance = match &self.pre {
+            ComponentPre::Current(pre) => Guest::Current(pre.instantiate_async(&mut store).await.map_err(instantiate_error)?),
+            ComponentPre::V3(pre) => Guest::V3(pre.instantiate_async(&mut store).await.map_err(instantiate_error)?),
+        };
         store.set_epoch_deadline(1);
         store.data_mut().clock = CallClock::start();
-        let registration = instance
-            .wink_plugin_handler()
-            .call_init(&mut store, &self.config)
-            .await
-            .map_err(|e| InitError::Trap {
-                plugin: plugin.clone(),
-                reason: format!("{e:?}"),
-            })?
-            .map_err(|reason| InitError::Refused { plugin, reason })?;
+        let trap = |e: wasmtime::Error| InitError::Trap {
+            plugin: plugin.clone(),
+            reason: format!("{e:?}"),
+        };
+        let registration = match &instance {
+            Guest::Current(p) => p.wink_plugin_handler().call_init(&mut store, &self.config).await.map_err(trap)?,
+            Guest::V3(p) => p
+                .wink_plugin_handler()
+                .call_init(&mut store, &self.config)
+                .await
+                .map_err(trap)?
+                .map(crate::compat::registration),
+        }
+        .map_err(|reason| InitError::Refused { plugin, reason })?;
         Ok((
             Live {
                 store,
@@ -188,7 +200,7 @@ impl PluginInstance {
     }
 
     /// The component this instance was built from.
-    pub fn pre(&self) -> &PluginPre<HostState> {
+    pub fn pre(&self) -> &ComponentPre {
         &self.pre
     }
 
@@ -325,26 +337,26 @@ impl PluginInstance {
         }
     }
 
-    /// Deliver `n` (see [`EventHandler`]); the future ends when the guest's
-    /// call has.
-    pub async fn deliver(&self, n: &Notification) {
+    /// Deliver `n`, which came from the plugin's watch number `watch` (see
+    /// [`EventHandler`]); the future ends when the guest's call has.
+    pub async fn deliver(&self, watch: u32, n: &Notification) {
         match n {
             Notification::Add { obj, in_initial_list } => {
                 self.delivered[0].fetch_add(1, Ordering::Relaxed);
                 self.note_delivery(obj);
-                self.call(Call::Add(obj, *in_initial_list)).await;
+                self.call(Call::Add(watch, obj, *in_initial_list)).await;
             }
             Notification::Update { old, new } => {
                 self.delivered[1].fetch_add(1, Ordering::Relaxed);
                 self.note_delivery(new);
-                self.call(Call::Update(old, new)).await;
+                self.call(Call::Update(watch, old, new)).await;
             }
             Notification::Delete {
                 obj,
                 final_state_unknown,
             } => {
                 self.delivered[2].fetch_add(1, Ordering::Relaxed);
-                self.call(Call::Delete(obj, *final_state_unknown)).await;
+                self.call(Call::Delete(watch, obj, *final_state_unknown)).await;
                 // After the call, the plugin's results about the deleted
                 // object go.
                 if let Some(aggregator) = self.reports.get() {
@@ -368,11 +380,11 @@ impl PluginInstance {
     }
 }
 
-/// One call into the guest's handler.
+/// One call into the guest's handler; the number is the watch's.
 enum Call<'a> {
-    Add(&'a ObjRef, bool),
-    Update(&'a ObjRef, &'a ObjRef),
-    Delete(&'a ObjRef, bool),
+    Add(u32, &'a ObjRef, bool),
+    Update(u32, &'a ObjRef, &'a ObjRef),
+    Delete(u32, &'a ObjRef, bool),
     Synced,
 }
 
@@ -389,7 +401,7 @@ impl Call<'_> {
     /// The object the call is about (the new version of an update).
     fn object(&self) -> Option<&ObjRef> {
         match self {
-            Call::Add(o, _) | Call::Update(_, o) | Call::Delete(o, _) => Some(o),
+            Call::Add(_, o, _) | Call::Update(_, _, o) | Call::Delete(_, o, _) => Some(o),
             Call::Synced => None,
         }
     }
@@ -399,30 +411,37 @@ impl Call<'_> {
     /// and make the call; the slots are freed when it returns.
     async fn run(&self, l: &mut Live) -> wasmtime::Result<()> {
         let Live { store, plugin, key } = l;
-        let handler = plugin.wink_plugin_handler();
         let objects = &mut store.data_mut().objects;
         let (lent, count): ([u32; 2], usize) = match self {
-            Call::Add(o, _) | Call::Delete(o, _) => ([objects.insert((*o).clone()), 0], 1),
-            Call::Update(old, new) => (
+            Call::Add(_, o, _) | Call::Delete(_, o, _) => ([objects.insert((*o).clone()), 0], 1),
+            Call::Update(_, old, new) => (
                 [objects.insert((*old).clone()), objects.insert((*new).clone())],
                 2,
             ),
             Call::Synced => ([0; 2], 0),
         };
         let borrow = |i: usize| Resource::new_borrow(lent[i]);
-        match *self {
-            Call::Add(_, initial) => handler.call_on_add(&mut *store, key, borrow(0), initial).await?,
-            Call::Update(..) => {
-                handler
-                    .call_on_update(&mut *store, key, borrow(0), borrow(1))
-                    .await?
+        match (plugin, self) {
+            (Guest::Current(p), &Call::Add(w, _, initial)) => {
+                p.wink_plugin_handler().call_on_add(&mut *store, w, key, borrow(0), initial).await?
             }
-            Call::Delete(_, unknown) => {
-                handler
-                    .call_on_delete(&mut *store, key, borrow(0), unknown)
-                    .await?
+            (Guest::Current(p), &Call::Update(w, ..)) => {
+                p.wink_plugin_handler().call_on_update(&mut *store, w, key, borrow(0), borrow(1)).await?
             }
-            Call::Synced => handler.call_on_synced(&mut *store).await?,
+            (Guest::Current(p), &Call::Delete(w, _, unknown)) => {
+                p.wink_plugin_handler().call_on_delete(&mut *store, w, key, borrow(0), unknown).await?
+            }
+            (Guest::Current(p), Call::Synced) => p.wink_plugin_handler().call_on_synced(&mut *store).await?,
+            (Guest::V3(p), &Call::Add(_, _, initial)) => {
+                p.wink_plugin_handler().call_on_add(&mut *store, key, borrow(0), initial).await?
+            }
+            (Guest::V3(p), Call::Update(..)) => {
+                p.wink_plugin_handler().call_on_update(&mut *store, key, borrow(0), borrow(1)).await?
+            }
+            (Guest::V3(p), &Call::Delete(_, _, unknown)) => {
+                p.wink_plugin_handler().call_on_delete(&mut *store, key, borrow(0), unknown).await?
+            }
+            (Guest::V3(p), Call::Synced) => p.wink_plugin_handler().call_on_synced(&mut *store).await?,
         }
         for &rep in &lent[..count] {
             store.data_mut().objects.remove(rep);
@@ -444,14 +463,16 @@ fn trap_summary(err: &wasmtime::Error) -> String {
 
 /// Off the async runtime (the delivery pool, tests), each event is driven to
 /// its end on the calling thread; on it, the listener awaits
-/// [`PluginInstance::deliver`] instead.
+/// [`PluginInstance::deliver`] instead. Events handled this way come from
+/// the plugin's first watch; a plugin's registrations deliver through
+/// [`PluginInstance::deliver`] with their own watch's number.
 impl EventHandler for PluginInstance {
     fn on_add(&self, obj: &ObjRef, in_initial_list: bool) {
         let n = Notification::Add {
             obj: obj.clone(),
             in_initial_list,
         };
-        futures::executor::block_on(self.deliver(&n));
+        futures::executor::block_on(self.deliver(0, &n));
     }
 
     fn on_update(&self, old: &ObjRef, new: &ObjRef) {
@@ -459,7 +480,7 @@ impl EventHandler for PluginInstance {
             old: old.clone(),
             new: new.clone(),
         };
-        futures::executor::block_on(self.deliver(&n));
+        futures::executor::block_on(self.deliver(0, &n));
     }
 
     fn on_delete(&self, obj: &ObjRef, final_state_unknown: bool) {
@@ -467,7 +488,7 @@ impl EventHandler for PluginInstance {
             obj: obj.clone(),
             final_state_unknown,
         };
-        futures::executor::block_on(self.deliver(&n));
+        futures::executor::block_on(self.deliver(0, &n));
     }
 
     fn on_synced(&self) {
@@ -479,6 +500,6 @@ impl EventHandler for PluginInstance {
     }
 
     fn deliver_async(self: Arc<Self>, n: Notification) -> Option<DeliveryFuture> {
-        Some(Box::pin(async move { self.deliver(&n).await }))
+        Some(Box::pin(async move { self.deliver(0, &n).await }))
     }
 }

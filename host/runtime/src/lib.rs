@@ -20,7 +20,9 @@
 
 pub mod bindings;
 pub mod capabilities;
+pub mod compat;
 pub mod engine;
+pub mod filter;
 pub mod grants;
 pub mod instance;
 pub mod language;

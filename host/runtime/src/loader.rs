@@ -1,12 +1,13 @@
 //! The component loader: turns a file into a checked, instantiable plugin
 //! component, or into one clear error naming the file and the reason.
 //!
-//! Owns compiling and type-checking against the `plugin` world (imports
-//! satisfiable, `handler` exported); files are read through
+//! Owns compiling and type-checking against the `plugin` world of the
+//! contract version the component was built against (imports satisfiable,
+//! exports present); files are read through
 //! [`plugin_file`](super::plugin_file). Only the binary component format is
 //! accepted. It never runs guest code.
 
-use super::bindings::PluginPre;
+use super::bindings::{PluginPre, v3};
 use super::capabilities::HostState;
 use super::engine::WinkEngine;
 use super::language::Language;
@@ -23,7 +24,7 @@ pub enum LoadError {
     File(#[from] FileError),
     #[error("{path}: not a valid WebAssembly component: {reason}")]
     NotAComponent { path: PathBuf, reason: String },
-    #[error("{path}: not a wink:plugin@{CONTRACT_VERSION} component: {reason}")]
+    #[error("{path}: not a wink:plugin@{CONTRACT_VERSION} (or @{PREVIOUS_CONTRACT_VERSION}) component: {reason}")]
     WrongWorld { path: PathBuf, reason: String },
 }
 
@@ -32,7 +33,7 @@ pub enum LoadError {
 pub struct LoadedComponent {
     pub path: PathBuf,
     pub name: Arc<str>,
-    pub pre: PluginPre<HostState>,
+    pub pre: ComponentPre,
     /// BLAKE3 of the file's bytes, hex (as `b3sum` prints it).
     pub digest: String,
     /// Whether the compiled code came from the precompiled directory (logged
@@ -42,14 +43,43 @@ pub struct LoadedComponent {
     pub language: Language,
 }
 
-/// The linker every plugin is instantiated with: WASI p2 (sync, closed by
-/// the per-Store context) plus the `log` and `cache` imports.
+/// A component ready to instantiate, by the contract version it was built
+/// against.
+#[derive(Clone)]
+pub enum ComponentPre {
+    /// `wink:plugin@0.4.0`.
+    Current(PluginPre<HostState>),
+    /// `wink:plugin@0.3.0`, served through [`crate::compat`].
+    V3(v3::PluginPre<HostState>),
+}
+
+impl ComponentPre {
+    /// The compiled component.
+    pub fn component(&self) -> &Component {
+        match self {
+            ComponentPre::Current(p) => p.instance_pre().component(),
+            ComponentPre::V3(p) => p.instance_pre().component(),
+        }
+    }
+
+    /// The contract version it was built against.
+    pub fn contract(&self) -> &'static str {
+        match self {
+            ComponentPre::Current(_) => CONTRACT_VERSION,
+            ComponentPre::V3(_) => PREVIOUS_CONTRACT_VERSION,
+        }
+    }
+}
+
+/// The linker every plugin is instantiated with: WASI p2 (closed by the
+/// per-Store context) plus the imports of both contract versions served.
 pub fn linker(engine: &WinkEngine) -> anyhow::Result<Linker<HostState>> {
     let mut linker = Linker::new(engine.engine());
     // WASI asynchronously: its host calls then await instead of entering a
     // runtime of their own, on whatever thread the guest runs.
     wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
     super::bindings::Plugin::add_to_linker::<HostState, HasSelf<HostState>>(&mut linker, |s| s)?;
+    v3::Plugin::add_to_linker::<HostState, HasSelf<HostState>>(&mut linker, |s| s)?;
     Ok(linker)
 }
 
@@ -122,16 +152,25 @@ pub fn load_digested(
         path: path.to_path_buf(),
         reason,
     };
-    if let Some(other) = contract_version(&component, engine).filter(|v| v != CONTRACT_VERSION) {
+    let version = contract_version(&component, engine);
+    if let Some(other) = version
+        .as_deref()
+        .filter(|v| ![CONTRACT_VERSION, PREVIOUS_CONTRACT_VERSION].contains(v))
+    {
         return Err(wrong_world(format!(
-            "it was built against wink:plugin@{other}; this host serves wink:plugin@{CONTRACT_VERSION}: \
-             rebuild it with a wink-sdk for {CONTRACT_VERSION} (cargo build --release --target wasm32-wasip2)"
+            "it was built against wink:plugin@{other}; this host serves wink:plugin@{CONTRACT_VERSION} \
+             and @{PREVIOUS_CONTRACT_VERSION}: rebuild it with a wink-sdk for {CONTRACT_VERSION} \
+             (cargo build --release --target wasm32-wasip2)"
         )));
     }
     let pre = linker
         .instantiate_pre(&component)
         .map_err(|e| wrong_world(chain(&e)))?;
-    let pre = PluginPre::new(pre).map_err(|e| wrong_world(chain(&e)))?;
+    let pre = if version.as_deref() == Some(PREVIOUS_CONTRACT_VERSION) {
+        ComponentPre::V3(v3::PluginPre::new(pre).map_err(|e| wrong_world(chain(&e)))?)
+    } else {
+        ComponentPre::Current(PluginPre::new(pre).map_err(|e| wrong_world(chain(&e)))?)
+    };
     Ok(LoadedComponent {
         path: path.to_path_buf(),
         name: name.into(),
@@ -143,7 +182,10 @@ pub fn load_digested(
 }
 
 /// The version of the `wink:plugin` package this host serves.
-pub const CONTRACT_VERSION: &str = "0.3.0";
+pub const CONTRACT_VERSION: &str = "0.4.0";
+
+/// The previous minor version, which this host serves too.
+pub const PREVIOUS_CONTRACT_VERSION: &str = "0.3.0";
 
 /// The `wink:plugin` version a component was built against, from the names
 /// of its imports and exports (`wink:plugin/handler@0.2.0`).
@@ -165,8 +207,8 @@ fn contract_version(component: &Component, engine: &WinkEngine) -> Option<String
 
 /// Whether a component imports the `report` interface (it gives policy
 /// results, so the report writer waits for it).
-pub fn imports_report(pre: &PluginPre<HostState>, engine: &WinkEngine) -> bool {
-    let component = pre.instance_pre().component();
+pub fn imports_report(pre: &ComponentPre, engine: &WinkEngine) -> bool {
+    let component = pre.component();
     let names: Vec<String> = component
         .component_type()
         .imports(engine.engine())
@@ -195,7 +237,7 @@ mod tests {
             .expect("refused")
             .to_string();
         assert!(err.contains("built against wink:plugin@0.2.0"), "{err}");
-        assert!(err.contains("this host serves wink:plugin@0.3.0"), "{err}");
+        assert!(err.contains("this host serves wink:plugin@0.4.0 and @0.3.0"), "{err}");
         assert!(err.contains("rebuild"), "{err}");
     }
 

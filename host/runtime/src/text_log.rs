@@ -32,6 +32,21 @@ pub fn escape_controls(text: &str, keep_tabs: bool) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
+/// At most `max` bytes of `bytes` as text (cut at a character boundary,
+/// invalid UTF-8 replaced), with `… (N bytes)` when cut: a request body in a
+/// log line.
+pub fn capped(bytes: &[u8], max: usize) -> String {
+    let text = String::from_utf8_lossy(bytes);
+    if text.len() <= max {
+        return text.into_owned();
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}… ({} bytes)", &text[..end], bytes.len())
+}
+
 /// The text log's fields: tracing-subscriber's default layout
 /// (`message key=value ...`), then escaped.
 #[derive(Debug, Default)]
@@ -50,6 +65,13 @@ impl<'writer> FormatFields<'writer> for EscapedFields {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn capped_cuts_at_a_character_and_says_how_long_the_whole_was() {
+        assert_eq!(capped(b"{\"a\":1}", 100), "{\"a\":1}");
+        let long = "é".repeat(10);
+        assert_eq!(capped(long.as_bytes(), 5), "éé… (20 bytes)");
+    }
     use std::io::Write;
     use std::sync::{Arc, Mutex};
 

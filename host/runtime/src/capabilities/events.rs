@@ -6,14 +6,17 @@
 //! per-object spam filter (a token bucket of [`SPAM_BURST`], refilled one
 //! every five minutes, as client-go's) drops the excess. Events need the
 //! plugin's declaration and the operator's grant; in audit mode they are
-//! still recorded (they are the audit's output), and so are not dry runs.
+//! still recorded (they are the audit's output), not as dry runs, but marked:
+//! the annotation [`AUDIT_ANNOTATION`]` = audit` and the note prefixed
+//! [`AUDIT_NOTE_PREFIX`], and the plugin is told (`recorded::audit`), so an
+//! Event saying something changed can be told from one where nothing did.
 //! Their URLs are built as every write's ([`super::request`]).
 
 use super::HostState;
 use super::cluster::{Request, TokenBucket};
 use super::request::{Query, Target};
 use crate::bindings::types::WriteError;
-use crate::bindings::wink::plugin::events::{self, EventType};
+use crate::bindings::wink::plugin::events::{self, EventType, Recorded};
 use http::Method;
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -92,7 +95,7 @@ impl events::Host for HostState {
         reason: String,
         action: String,
         note: String,
-    ) -> wasmtime::Result<Result<(), WriteError>> {
+    ) -> wasmtime::Result<Result<Recorded, WriteError>> {
         let obj = self.object(&regarding)?.clone();
         let Some(access) = self.writes.get() else {
             return Ok(Err(WriteError::NotPermitted(
@@ -117,7 +120,10 @@ impl events::Host for HostState {
             EventType::Normal => "Normal",
             EventType::Warning => "Warning",
         };
-        let note: String = note.chars().take(MAX_NOTE).collect();
+        let audit = access.audit();
+        let prefix = if audit { AUDIT_NOTE_PREFIX } else { "" };
+        // The API server takes notes of at most 1 kB, the prefix included.
+        let note: String = prefix.chars().chain(note.chars()).take(MAX_NOTE).collect();
         let identity = format!("{}\n{type_}\n{reason}\n{action}\n{note}", obj.uid());
         let recorder = &self.recorder;
         if !recorder.admit(obj.uid()) {
@@ -126,7 +132,7 @@ impl events::Host for HostState {
             if dropped.is_power_of_two() {
                 tracing::warn!(plugin = %self.plugin, dropped = *dropped, "Events dropped by the spam filter");
             }
-            return Ok(Ok(()));
+            return Ok(Ok(Recorded::Dropped));
         }
         let now = micro_time();
         let started = Instant::now();
@@ -169,10 +175,14 @@ impl events::Host for HostState {
                     .duration_since(std::time::UNIX_EPOCH)
                     .map_or(0, |d| d.as_nanos());
                 let name = format!("{}.{nanos:x}", obj.name());
+                let mut metadata = serde_json::json!({"name": name, "namespace": ns});
+                if audit {
+                    metadata["annotations"] = serde_json::json!({AUDIT_ANNOTATION: "audit"});
+                }
                 let event = serde_json::json!({
                     "apiVersion": "events.k8s.io/v1",
                     "kind": "Event",
-                    "metadata": {"name": name, "namespace": ns},
+                    "metadata": metadata,
                     "eventTime": now,
                     "reportingController": format!("wink.dev/{}", self.plugin),
                     "reportingInstance": format!("wink-{}", self.plugin),
@@ -213,9 +223,16 @@ impl events::Host for HostState {
             }
         };
         self.clock.io += started.elapsed();
-        Ok(result)
+        let recorded = if audit { Recorded::Audit } else { Recorded::Sent };
+        Ok(result.map(|()| recorded))
     }
 }
+
+/// The annotation marking an Event recorded by a plugin in audit mode.
+pub const AUDIT_ANNOTATION: &str = "wink.dev/mode";
+
+/// The start of the note of an Event recorded in audit mode.
+pub const AUDIT_NOTE_PREFIX: &str = "[audit] ";
 
 #[cfg(test)]
 mod tests {

@@ -12,15 +12,19 @@
 //!   way a guest reaches the API server, within the operator's grants;
 //!   [`request`] builds their URLs and checks each request as it is sent;
 //! - [`report`]: the `report` import, policy results handed to the
-//!   aggregator of `crate::reports` (the host writes the reports).
+//!   aggregator of `crate::reports` (the host writes the reports);
+//! - [`delivery`] and [`queue`]: the `delivery` and `queue` imports.
 
 mod cache;
 pub mod cluster;
+mod delivery;
 mod echo;
 pub mod events;
 mod log;
+mod queue;
 pub mod report;
 pub mod request;
+mod retry;
 pub mod write;
 
 pub use cache::CacheScope;

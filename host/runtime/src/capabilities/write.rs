@@ -16,14 +16,13 @@ use super::HostState;
 use super::cluster::{ClusterAccess, Request, Resolved, TokenBucket, answer_object};
 use super::request::{Query, Target};
 use crate::bindings::types::{ResourceType as Resource_, WriteError};
-use crate::bindings::wink::plugin::write::{self, DeleteOptions, PatchType, Propagation};
+use crate::bindings::wink::plugin::write::{self, DeleteOptions, Deleted, PatchType, Propagation, Written};
 use crate::grants::{Mode, Permissions, Verb};
 use http::{HeaderValue, Method};
 use serde_json::Value;
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
-use wasmtime::component::Resource;
 use wink_informer::canonical::{Gvk, names};
 
 /// One plugin's access to the API server, once its grants are known.
@@ -41,6 +40,9 @@ pub struct WriteAccess {
     rate_waited_us: std::sync::atomic::AtomicU64,
     /// Writes made, by (verb, resource, outcome: HTTP code or reason).
     counts: Mutex<std::collections::BTreeMap<(&'static str, String, String), u64>>,
+    /// Targets whose last write met a 409 Conflict: the write that retries
+    /// it is not a new write, and is not paced by the plugin's own rate.
+    conflicts: Mutex<super::retry::Conflicts>,
 }
 
 impl WriteAccess {
@@ -62,6 +64,7 @@ impl WriteAccess {
             counts: Mutex::default(),
             rate_waits: Default::default(),
             rate_waited_us: Default::default(),
+            conflicts: Mutex::default(),
         }
     }
 
@@ -94,7 +97,7 @@ impl WriteAccess {
             .collect()
     }
 
-    fn count(&self, verb: Verb, resource: &str, outcome: &Result<(Vec<u8>, Resolved), WriteError>) {
+    fn count(&self, verb: Verb, resource: &str, outcome: &Result<(Vec<u8>, Resolved, DryRun), WriteError>) {
         let outcome = match outcome {
             Ok(_) => "2xx".to_string(),
             Err(e) => match e {
@@ -131,7 +134,15 @@ impl WriteAccess {
 
     /// Wait for both rate limits; returns how long that took.
     pub(super) fn pace(&self) -> Duration {
-        let wait = self.rate.reserve().max(self.cluster.daemon_rate.reserve());
+        self.wait(self.rate.reserve().max(self.cluster.daemon_rate.reserve()))
+    }
+
+    /// Wait for the daemon's rate only: a retry after a conflict.
+    fn pace_retry(&self) -> Duration {
+        self.wait(self.cluster.daemon_rate.reserve())
+    }
+
+    fn wait(&self, wait: Duration) -> Duration {
         if !wait.is_zero() {
             use std::sync::atomic::Ordering::Relaxed;
             self.rate_waits.fetch_add(1, Relaxed);
@@ -184,6 +195,13 @@ impl WriteScope {
 }
 
 /// `namespace/name` or `name`.
+/// Whether a write went out as a server-side dry run (audit mode).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct DryRun(pub(super) bool);
+
+/// How much of a body the audit log line shows.
+const AUDIT_BODY_BYTES: usize = 1024;
+
 fn split_key(key: &str) -> (Option<&str>, &str) {
     match key.split_once('/') {
         Some((ns, name)) => (Some(ns), name),
@@ -232,7 +250,7 @@ impl HostState {
         namespace: Option<&str>,
         build: impl FnOnce(&Resolved, Option<&str>, &Query) -> Result<Request, WriteError>,
         force: bool,
-    ) -> Result<(Vec<u8>, Resolved), WriteError> {
+    ) -> Result<(Vec<u8>, Resolved, DryRun), WriteError> {
         let what = match Gvk::parse(&resource.api_version, &resource.kind) {
             Ok(gvk) => gvk.to_string(),
             Err(e) => return Err(invalid(e.0)),
@@ -275,14 +293,21 @@ impl HostState {
             }
             let query = access.query(force);
             let request = build(&resolved, namespace, &query)?;
-            access.pace();
+            let target = request.uri.split(['?', '#']).next().unwrap_or_default().to_string();
+            if access.conflicts.lock().unwrap().retrying(&target) {
+                access.pace_retry();
+            } else {
+                access.pace();
+            }
             // Leadership may have gone while the write waited on its rate.
             if !access.cluster.leadership.is_leading() {
                 return Err(standing_by());
             }
-            let audit = access
-                .audit()
-                .then(|| format!("{} {}", request.method, request.uri));
+            let dry_run = DryRun(query.dry_run);
+            let audit = query.dry_run.then(|| {
+                let body = crate::text_log::capped(&request.body, AUDIT_BODY_BYTES);
+                format!("{} {} {body}", request.method, request.uri)
+            });
             let answer = access.send_write(request);
             if let Some(what) = audit {
                 let outcome = match &answer {
@@ -291,27 +316,33 @@ impl HostState {
                 };
                 tracing::info!(plugin = %self.plugin, "audit: would {what}: {outcome}");
             }
-            answer.map(|(_, body)| (body, resolved))
+            if let Err(WriteError::Conflict(_)) = &answer {
+                access.conflicts.lock().unwrap().conflicted(target);
+            }
+            answer.map(|(_, body)| (body, resolved, dry_run))
         })();
         access.count(verb, &what, &result);
         self.clock.io += started.elapsed();
         result
     }
 
-    /// A write answered with an object: its handle.
-    fn object_reply(
-        &mut self,
-        result: Result<(Vec<u8>, Resolved), WriteError>,
-    ) -> Reply<Resource<super::ObjectHandle>> {
-        let object = result.and_then(|(body, resolved)| {
-            answer_object(&body, &resolved.ar)?.ok_or_else(|| invalid("the server answered with a Status"))
+    /// A write answered with an object: its handle, and whether it was a
+    /// dry run.
+    fn object_reply(&mut self, result: Result<(Vec<u8>, Resolved, DryRun), WriteError>) -> Reply<Written> {
+        let object = result.and_then(|(body, resolved, dry_run)| {
+            let obj = answer_object(&body, &resolved.ar)?
+                .ok_or_else(|| invalid("the server answered with a Status"))?;
+            Ok((obj, dry_run))
         });
         match object {
-            Ok(obj) => {
-                if let Some(access) = self.writes.get().filter(|a| !a.audit()) {
+            Ok((obj, DryRun(dry_run))) => {
+                if !dry_run && let Some(access) = self.writes.get() {
                     access.echoes.lock().unwrap().written(obj.resource_version());
                 }
-                Ok(Ok(self.push_object(&obj)?))
+                Ok(Ok(Written {
+                    object: self.push_object(&obj)?,
+                    dry_run,
+                }))
             }
             Err(e) => Ok(Err(e)),
         }
@@ -322,7 +353,7 @@ impl HostState {
         resource: &Resource_,
         body: &str,
         subresource: Option<&'static str>,
-    ) -> Result<(Vec<u8>, Resolved), WriteError> {
+    ) -> Result<(Vec<u8>, Resolved, DryRun), WriteError> {
         let (value, ns, name) = object_body(body)?;
         let name = name.ok_or_else(|| invalid("the body has no metadata.name"))?;
         self.perform(
@@ -354,7 +385,7 @@ impl HostState {
         patch: &PatchType,
         body: String,
         subresource: Option<&'static str>,
-    ) -> Result<(Vec<u8>, Resolved), WriteError> {
+    ) -> Result<(Vec<u8>, Resolved, DryRun), WriteError> {
         let (ns, name) = split_key(key);
         serde_json::from_str::<serde::de::IgnoredAny>(&body)
             .map_err(|e| invalid(format!("the patch is not JSON: {e}")))?;
@@ -383,7 +414,7 @@ impl HostState {
 }
 
 impl write::Host for HostState {
-    fn create(&mut self, resource: Resource_, body: String) -> Reply<Resource<super::ObjectHandle>> {
+    fn create(&mut self, resource: Resource_, body: String) -> Reply<Written> {
         let result = object_body(&body).and_then(|(value, ns, name)| {
             if name.is_none() && value.pointer("/metadata/generateName").is_none() {
                 return Err(invalid("the body has no metadata.name (nor generateName)"));
@@ -414,7 +445,7 @@ impl write::Host for HostState {
         self.object_reply(result)
     }
 
-    fn replace(&mut self, resource: Resource_, body: String) -> Reply<Resource<super::ObjectHandle>> {
+    fn replace(&mut self, resource: Resource_, body: String) -> Reply<Written> {
         let result = self.put(&resource, &body, None);
         self.object_reply(result)
     }
@@ -425,7 +456,7 @@ impl write::Host for HostState {
         key: String,
         patch_type: PatchType,
         body: String,
-    ) -> Reply<Resource<super::ObjectHandle>> {
+    ) -> Reply<Written> {
         let result = self.patch_at(&resource, &key, &patch_type, body, None);
         self.object_reply(result)
     }
@@ -435,7 +466,7 @@ impl write::Host for HostState {
         resource: Resource_,
         key: String,
         options: DeleteOptions,
-    ) -> Reply<Option<Resource<super::ObjectHandle>>> {
+    ) -> Reply<Deleted> {
         let (ns, name) = split_key(&key);
         let result = self.perform(
             Verb::Delete,
@@ -477,15 +508,19 @@ impl write::Host for HostState {
             },
             false,
         );
-        let object = result.and_then(|(body, resolved)| answer_object(&body, &resolved.ar));
+        let object = result.and_then(|(body, resolved, DryRun(dry_run))| {
+            Ok((answer_object(&body, &resolved.ar)?, dry_run))
+        });
         match object {
-            Ok(Some(obj)) => Ok(Ok(Some(self.push_object(&obj)?))),
-            Ok(None) => Ok(Ok(None)),
+            Ok((obj, dry_run)) => Ok(Ok(Deleted {
+                object: obj.map(|o| self.push_object(&o)).transpose()?,
+                dry_run,
+            })),
             Err(e) => Ok(Err(e)),
         }
     }
 
-    fn replace_status(&mut self, resource: Resource_, body: String) -> Reply<Resource<super::ObjectHandle>> {
+    fn replace_status(&mut self, resource: Resource_, body: String) -> Reply<Written> {
         let result = self.put(&resource, &body, Some("status"));
         self.object_reply(result)
     }
@@ -496,7 +531,7 @@ impl write::Host for HostState {
         key: String,
         patch_type: PatchType,
         body: String,
-    ) -> Reply<Resource<super::ObjectHandle>> {
+    ) -> Reply<Written> {
         let result = self.patch_at(&resource, &key, &patch_type, body, Some("status"));
         self.object_reply(result)
     }

@@ -222,3 +222,13 @@ fn grants_compare_canonical_forms() {
         );
     }
 }
+
+#[test]
+fn an_entry_under_the_other_spelling_of_a_name_is_used_and_named() {
+    let g = Grants::parse(b"plugins: {team_label_guard: {mode: enforce, events: true}}").unwrap();
+    assert_eq!(g.other_spelling("team-label-guard"), Some("team_label_guard"));
+    assert!(g.for_plugin("team-label-guard").is_some_and(|p| p.events));
+    assert_eq!(g.other_spelling("team_label_guard"), None, "its own entry");
+    assert_eq!(g.other_spelling("team-label"), None);
+    assert!(g.for_plugin("other").is_none());
+}

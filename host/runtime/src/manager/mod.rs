@@ -12,6 +12,7 @@
 
 mod allowed;
 mod lifecycle;
+mod naming;
 mod recovery;
 mod registration;
 mod regrant;
@@ -311,7 +312,7 @@ impl PluginManager {
         .await
         .context("read task failed")??;
         let plugin_file::PluginFiles {
-            name,
+            name: _,
             component: bytes,
             config,
         } = files;
@@ -321,7 +322,7 @@ impl PluginManager {
         // one stays quarantined until its component or config changes.
         {
             let plugins = self.plugins.lock().await;
-            if let Some(r) = plugins.get(&name)
+            if let Some(r) = plugins.values().find(|r| r.path == path)
                 && r.digest == digest
                 && r.instance.config() == config
             {
@@ -352,9 +353,9 @@ impl PluginManager {
             let built = m
                 .compile(&m.engine, &m.linker, &path, bytes, digest.clone())
                 .await;
-            let name = plugin_file::plugin_name(&path).unwrap_or_default();
             let mut plugins = m.plugins.lock().await;
-            let current = plugins.get_mut(&name).filter(|r| r.digest == digest);
+            let current = plugins.values_mut().find(|r| r.path == path && r.digest == digest);
+            let name = current.as_ref().map_or_else(String::new, |r| r.instance.name().to_string());
             match built {
                 Ok(_) => {
                     tracing::info!(
@@ -409,15 +410,27 @@ impl PluginManager {
         started: Instant,
     ) -> anyhow::Result<()> {
         let path = loaded.path.clone();
-        let (instance, registration) = self
-            .start_instance(
-                loaded.name.clone(),
-                loaded.pre.clone(),
-                engine,
-                config,
-                self.options.limits.for_language(loaded.language),
-            )
+        let limits = self.options.limits.for_language(loaded.language);
+        let (mut instance, mut registration) = self
+            .start_instance(loaded.name.clone(), loaded.pre.clone(), engine, config.clone(), limits)
             .await?;
+        // A plugin's one name is the one it declares: its Store, field
+        // manager and reports carry it from the start, so an instance
+        // started under the file's name is started again under it.
+        if let Some(declared) = registration.name.clone().filter(|n| **n != *loaded.name) {
+            naming::check(&declared).with_context(|| format!("{}: registration refused", path.display()))?;
+            (instance, registration) = self
+                .start_instance(declared.into(), loaded.pre.clone(), engine, config, limits)
+                .await?;
+        }
+        naming::unserved(&registration).with_context(|| format!("{}: registration refused", path.display()))?;
+        if let Some(other) = self.grants().other_spelling(instance.name()) {
+            tracing::warn!(
+                plugin = %instance.name(),
+                "the grants file names this plugin {other:?}: that entry is used; rename it to {:?}",
+                instance.name()
+            );
+        }
         let resolution = self
             .resolve(instance.name(), &registration)
             .await
@@ -427,7 +440,27 @@ impl PluginManager {
             tracing::warn!(plugin = %instance.name(), "{advice}");
         }
         let mut plugins = self.plugins.lock().await;
-        let previous = plugins.remove(instance.name());
+        if let Some(other) = plugins
+            .get(instance.name())
+            .filter(|r| r.path != path)
+            .map(|r| r.path.clone())
+        {
+            anyhow::bail!(
+                "{}: the plugin name {:?} is taken by {}: give one of them another name",
+                path.display(),
+                instance.name(),
+                other.display()
+            );
+        }
+        // The running version of this file, whatever name it had.
+        let previous_name = plugins
+            .iter()
+            .find(|(_, r)| r.path == path)
+            .map(|(n, _)| n.clone());
+        let previous = previous_name.and_then(|n| plugins.remove(&n));
+        if let Some(p) = previous.as_ref().filter(|p| p.instance.name() != instance.name()) {
+            self.options.reports.unload(p.instance.name());
+        }
         let declared = resolution.declared.clone();
         let registered = self.attach(
             &instance,
@@ -468,7 +501,7 @@ impl PluginManager {
     async fn start_instance(
         &self,
         name: Arc<str>,
-        pre: super::bindings::PluginPre<HostState>,
+        pre: loader::ComponentPre,
         engine: &WinkEngine,
         config: String,
         limits: Limits,

@@ -13,6 +13,7 @@ use super::PluginManager;
 use crate::bindings::types::{IndexBy, Registration, Verb as WitVerb};
 use crate::capabilities::WriteAccess;
 use crate::grants::{Declared, Missing, Permissions, Verb};
+use crate::filter::UpdateFilter;
 use crate::instance::PluginInstance;
 use crate::leadership::Leadership;
 use anyhow::Context;
@@ -35,6 +36,13 @@ pub(super) struct Registered {
 /// plugin's outstanding initial syncs. For `reads`, only the sync is tracked.
 struct InstanceEventHandler {
     instance: Arc<PluginInstance>,
+    /// The watch's number in the registration (its events carry it).
+    watch: u32,
+    /// Which updates reach the plugin.
+    filter: UpdateFilter,
+    /// With `wait-for-sync`: opens once every informer of the plugin has
+    /// synced; nothing is delivered before.
+    gate: Option<Arc<SyncGate>>,
     pending_syncs: Arc<AtomicUsize>,
     handles_events: bool,
     /// A standby replica keeps its informers (and this bookkeeping) current
@@ -46,6 +54,36 @@ struct InstanceEventHandler {
 impl InstanceEventHandler {
     fn delivers(&self) -> bool {
         self.handles_events && self.leadership.is_leading()
+    }
+
+    /// Whether `n` passes the watch's update filter.
+    fn passes(&self, n: &Notification) -> bool {
+        match n {
+            Notification::Update { old, new } => self.filter.delivers(old, new),
+            _ => true,
+        }
+    }
+}
+
+/// client-go's WaitForCacheSync for one plugin: its listeners deliver
+/// nothing until every informer it watches or reads has synced (listed
+/// into its store), so the adds of its initial lists find the whole cache.
+/// It waits on the informers, never on a listener, so no listener can wait
+/// on itself.
+pub(super) struct SyncGate {
+    informers: Vec<Arc<SharedInformer>>,
+    open: std::sync::atomic::AtomicBool,
+}
+
+impl SyncGate {
+    async fn wait(&self) {
+        if self.open.load(Ordering::Acquire) {
+            return;
+        }
+        for informer in &self.informers {
+            informer.wait_for_sync().await;
+        }
+        self.open.store(true, Ordering::Release);
     }
 }
 
@@ -65,21 +103,38 @@ impl InstanceEventHandler {
     }
 }
 
+impl InstanceEventHandler {
+    /// Deliver `n` on the calling thread (off the async runtime).
+    fn deliver_blocking(&self, n: Notification) {
+        if self.delivers() && self.passes(&n) {
+            futures::executor::block_on(async {
+                if let Some(gate) = &self.gate {
+                    gate.wait().await;
+                }
+                self.instance.deliver(self.watch, &n).await
+            })
+        }
+    }
+}
+
 impl EventHandler for InstanceEventHandler {
     fn on_add(&self, obj: &ObjRef, in_initial_list: bool) {
-        if self.delivers() {
-            self.instance.on_add(obj, in_initial_list)
-        }
+        self.deliver_blocking(Notification::Add {
+            obj: obj.clone(),
+            in_initial_list,
+        })
     }
     fn on_update(&self, old: &ObjRef, new: &ObjRef) {
-        if self.delivers() {
-            self.instance.on_update(old, new)
-        }
+        self.deliver_blocking(Notification::Update {
+            old: old.clone(),
+            new: new.clone(),
+        })
     }
     fn on_delete(&self, obj: &ObjRef, final_state_unknown: bool) {
-        if self.delivers() {
-            self.instance.on_delete(obj, final_state_unknown)
-        }
+        self.deliver_blocking(Notification::Delete {
+            obj: obj.clone(),
+            final_state_unknown,
+        })
     }
     fn on_synced(&self) {
         if self.count_down_sync() {
@@ -94,7 +149,12 @@ impl EventHandler for InstanceEventHandler {
             match n {
                 Notification::Synced if self.count_down_sync() => self.instance.synced_call().await,
                 Notification::Synced => {}
-                n if self.delivers() => self.instance.deliver(&n).await,
+                n if self.delivers() && self.passes(&n) => {
+                    if let Some(gate) = &self.gate {
+                        gate.wait().await;
+                    }
+                    self.instance.deliver(self.watch, &n).await
+                }
                 _ => {}
             }
         }))
@@ -105,6 +165,8 @@ impl EventHandler for InstanceEventHandler {
 /// the plugin may write (and what it declared but was not granted).
 pub(super) struct Resolution {
     pub(super) wanted: Vec<Wanted>,
+    /// Whether the plugin's deliveries wait for all its informers to sync.
+    pub(super) wait_for_sync: bool,
     /// What the plugin declared: its writes, and whether it records Events.
     pub(super) declared: (Vec<Declared>, bool),
     pub(super) permissions: Permissions,
@@ -136,6 +198,10 @@ fn verb(v: WitVerb) -> Verb {
 /// A watch or read of a registration, resolved to an informer.
 pub(super) struct Wanted {
     spec: WatchSpec,
+    /// The watch's number in the registration (0 for reads: they deliver
+    /// nothing).
+    watch: u32,
+    filter: UpdateFilter,
     resync: Option<Duration>,
     handles_events: bool,
     informer: Arc<SharedInformer>,
@@ -149,6 +215,10 @@ pub struct Source<'a> {
     pub label_selector: &'a Option<String>,
     pub field_selector: &'a Option<String>,
     pub indexes: &'a [crate::bindings::types::Index],
+    /// The watch's number in the registration; 0 for reads.
+    pub watch: u32,
+    /// The watch's update filter; empty for reads.
+    pub updates_when: &'a [crate::bindings::types::Change],
     /// 0 for none, and for reads.
     pub resync_seconds: u32,
     pub handles_events: bool,
@@ -156,12 +226,14 @@ pub struct Source<'a> {
 
 /// A registration's watches, then its reads.
 pub fn sources(registration: &Registration) -> impl Iterator<Item = Source<'_>> {
-    let watches = registration.watches.iter().map(|w| Source {
+    let watches = registration.watches.iter().zip(0..).map(|(w, watch)| Source {
         resource: &w.resource,
         namespace: &w.namespace,
         label_selector: &w.label_selector,
         field_selector: &w.field_selector,
         indexes: &w.indexes,
+        watch,
+        updates_when: &w.updates_when,
         resync_seconds: w.resync_seconds,
         handles_events: true,
     });
@@ -171,6 +243,8 @@ pub fn sources(registration: &Registration) -> impl Iterator<Item = Source<'_>> 
         label_selector: &r.label_selector,
         field_selector: &r.field_selector,
         indexes: &r.indexes,
+        watch: 0,
+        updates_when: &[],
         resync_seconds: 0,
         handles_events: false,
     });
@@ -212,6 +286,8 @@ impl PluginManager {
                 indexes,
                 resync_seconds,
                 handles_events,
+                watch,
+                updates_when,
                 ..
             },
         ) in sources
@@ -246,6 +322,8 @@ impl PluginManager {
                 (handles_events && resync_seconds > 0).then(|| Duration::from_secs(resync_seconds.into()));
             wanted.push(Wanted {
                 spec,
+                watch,
+                filter: UpdateFilter::new(updates_when.to_vec()),
                 resync,
                 handles_events,
                 informer,
@@ -253,6 +331,7 @@ impl PluginManager {
         }
         Ok(Resolution {
             declared: (declared, registration.records_events),
+            wait_for_sync: registration.wait_for_sync,
             wanted,
             permissions,
             missing,
@@ -269,8 +348,17 @@ impl PluginManager {
         previous: Option<&[Registered]>,
     ) -> Vec<Registered> {
         let Resolution {
-            wanted, permissions, ..
+            wanted,
+            permissions,
+            wait_for_sync,
+            ..
         } = resolution;
+        let gate = wait_for_sync.then(|| {
+            Arc::new(SyncGate {
+                informers: wanted.iter().map(|w| w.informer.clone()).collect(),
+                open: Default::default(),
+            })
+        });
         instance.write_scope().grant(WriteAccess::new(
             instance.name().into(),
             self.cluster.clone(),
@@ -293,6 +381,9 @@ impl PluginManager {
                 .grant(&w.spec.api_version, &w.spec.kind, w.informer.store().clone());
             let handler = Arc::new(InstanceEventHandler {
                 instance: instance.clone(),
+                watch: w.watch,
+                filter: w.filter,
+                gate: gate.clone(),
                 pending_syncs: pending.clone(),
                 handles_events: w.handles_events,
                 leadership: self.options.leadership.clone(),

@@ -106,10 +106,16 @@ mod tests {
                 field_selector: None,
                 resync_seconds: 0,
                 indexes: vec![],
+                updates_when: vec![],
+                enqueue: crate::runtime::bindings::types::Enqueue::None,
             }],
             reads: vec![],
             writes: vec![],
             records_events: false,
+            name: None,
+            wait_for_sync: false,
+            admission: vec![],
+            queue: None,
         }
     }
 
