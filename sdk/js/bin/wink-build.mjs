@@ -6,7 +6,11 @@
  *
  * 1. esbuild bundles the entry and the SDK (`wink-sdk` resolves to this
  *    package's sources) into one ES module, leaving the host's interfaces
- *    (`wink:plugin/*`) as imports;
+ *    (`wink:plugin/*`) as imports. The bundle's own entry exports the
+ *    world's three interfaces, `handler`, `admission` and `reconciler`,
+ *    from the app module through the SDK's `worldExports`: the app exports
+ *    only `handler = plugin(MyHandler)`, and the other two come from that
+ *    unless the app exports its own;
  * 2. componentize-js (its `componentize` function, with what its CLI's
  *    `-d http fetch-event` passes: the component imports no wasi:http, which
  *    wink does not provide) turns it into a component of the world `plugin`,
@@ -126,8 +130,18 @@ const bundle = out.replace(/\.wasm$/, "") + ".bundle.js";
 const esbuild = createRequire(import.meta.url)(tool("esbuild"));
 // esbuild prints its own errors (file, line, the line quoted); a failed
 // bundle then ends the build with nothing more to say.
+const entry = resolve(opts.entry);
 await esbuild.build({
-  entryPoints: [resolve(opts.entry)],
+  stdin: {
+    contents: [
+      `import * as app from ${JSON.stringify(entry)};`,
+      `import { worldExports } from "wink-sdk";`,
+      `export const { handler, admission, reconciler } = worldExports(app);`,
+    ].join("\n"),
+    resolveDir: dirname(entry),
+    sourcefile: "wink-world.js",
+    loader: "js",
+  },
   bundle: true,
   format: "esm",
   target: "es2022",

@@ -3,7 +3,7 @@
  * may query what it watches or reads; a refusal throws a `CacheError`.
  */
 
-import * as wit from "wink:plugin/cache@0.3.0";
+import * as wit from "wink:plugin/cache@0.4.0";
 import { cacheError } from "./errors.js";
 import { KubeObject } from "./object.js";
 import type { Resource } from "./registration.js";

@@ -3,11 +3,11 @@
  * `WriteError` and its subclasses (writes and Events: `AlreadyExists`,
  * `Conflict`, `NotFound`, `Invalid`, `Forbidden`, `TooManyRequests`,
  * `Timeout`, `InternalError`, `OtherStatus`, `NotPermitted`,
- * `InvalidArgument`, `Unavailable`) and `ReportError`. Each has `kind`, the
+ * `InvalidArgument`, `Unavailable`), `ReportError` and `QueueError`. Each has `kind`, the
  * WIT case name in UpperCamelCase (`"NotPermitted"`).
  */
 
-import type { ApiStatus, CacheError as WitCacheError, WriteError as WitWriteError } from "wink:plugin/types@0.3.0";
+import type { ApiStatus, CacheError as WitCacheError, WriteError as WitWriteError } from "wink:plugin/types@0.4.0";
 
 /** Base of every error the host answers with. */
 export class WinkError extends Error {
@@ -25,6 +25,9 @@ export class CacheError extends WinkError {}
 
 /** Policy results the host refused. */
 export class ReportError extends WinkError {}
+
+/** A key the host refused to queue (the plugin registered no queue). */
+export class QueueError extends WinkError {}
 
 /** A write or an Event the host refused or the API server failed. */
 export class WriteError extends WinkError {
@@ -113,4 +116,10 @@ export function cacheError(thrown: unknown): Error {
 export function reportError(thrown: unknown): Error {
   const e = payload(thrown);
   return typeof e === "string" ? new ReportError("Refused", e) : (thrown as Error);
+}
+
+/** @internal The `QueueError` for what a refused queue import threw. */
+export function queueError(thrown: unknown): Error {
+  const e = payload(thrown);
+  return typeof e === "string" ? new QueueError("Refused", e) : (thrown as Error);
 }

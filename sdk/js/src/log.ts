@@ -4,8 +4,8 @@
  * info level).
  */
 
-import { log as hostLog } from "wink:plugin/log@0.3.0";
-import type { Level } from "wink:plugin/types@0.3.0";
+import { log as hostLog } from "wink:plugin/log@0.4.0";
+import type { Level } from "wink:plugin/types@0.4.0";
 
 export type { Level };
 

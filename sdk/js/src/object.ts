@@ -5,9 +5,10 @@
  * The key (hence `name` and `namespace`) comes with every event and every
  * cache answer, so reading it costs no call; `labels` fetches the metadata
  * once, without parsing JSON; `json()` copies the text, `toJSON()` parses it.
+ * In a handler, `watch` is the index of the event's watch in the registration.
  */
 
-import type { Answer, Object as Handle, ObjectList, ObjectMeta } from "wink:plugin/types@0.3.0";
+import type { Answer, Object as Handle, ObjectList, ObjectMeta } from "wink:plugin/types@0.4.0";
 
 /** A Kubernetes object delivered to a handler or returned by the cache. */
 export class KubeObject {
@@ -26,6 +27,7 @@ export class KubeObject {
   // The last label asked of the host alone, and its value.
   private declare _labelKey?: string;
   private declare _labelValue?: string;
+  private declare _watch?: number;
 
   /** @internal */
   constructor(handle: Handle | undefined, key: string | undefined, list?: ObjectList, index?: number) {
@@ -42,6 +44,22 @@ export class KubeObject {
     const keys = answer.keys.split("\n");
     keys.pop();
     return keys.map((key, i) => new KubeObject(undefined, key, answer.objects, i));
+  }
+
+  /** @internal An object a handler receives from the watch at index `watch`. */
+  static ofEvent(handle: Handle, key: string | undefined, watch: number): KubeObject {
+    const o = new KubeObject(handle, key);
+    o._watch = watch;
+    return o;
+  }
+
+  /**
+   * In a handler call, the index in `Registration.watches` of the watch the
+   * event came from (0 for a plugin with one watch); undefined for an object
+   * the cache or a write answered.
+   */
+  get watch(): number | undefined {
+    return this._watch;
   }
 
   /** The host handle, made on first use for a list member. */
@@ -138,6 +156,7 @@ export class KubeObject {
     other._meta = this._meta;
     other._json = this._json;
     other._parsed = this._parsed;
+    if (this._watch !== undefined) other._watch = this._watch;
     return other;
   }
 

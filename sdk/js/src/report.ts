@@ -5,7 +5,7 @@
  * `ReportError`.
  */
 
-import * as wit from "wink:plugin/report@0.3.0";
+import * as wit from "wink:plugin/report@0.4.0";
 import { reportError } from "./errors.js";
 import type { KubeObject } from "./object.js";
 

@@ -19,6 +19,7 @@ test("a registration becomes the WIT record, defaults filled in", () => {
     }
   }
   assert.deepEqual(plugin(Minimal).init(""), {
+    name: undefined,
     watches: [
       {
         resource: { apiVersion: "v1", kind: "Pod" },
@@ -27,11 +28,16 @@ test("a registration becomes the WIT record, defaults filled in", () => {
         fieldSelector: undefined,
         resyncSeconds: 0,
         indexes: [],
+        updatesWhen: [],
+        enqueue: { tag: "none" },
       },
     ],
     reads: [],
     writes: [],
     recordsEvents: false,
+    waitForSync: true,
+    admission: [],
+    queue: undefined,
   });
 });
 
@@ -147,12 +153,12 @@ test("events reach the handler's methods, on one instance made at init, with key
   exp.init("");
   const a = host.handle("default/a");
   const b = host.handle("default/a");
-  exp.onAdd("default/a", a, true);
+  exp.onAdd(0, "default/a", a, true);
   exp.onSynced();
-  exp.onUpdate("default/a", a, b);
-  exp.onDelete("default/a", b, false);
-  exp.onAdd("default/c", host.handle("default/c"), false);
-  exp.onDelete("default/c", host.handle("default/c"), true);
+  exp.onUpdate(0, "default/a", a, b);
+  exp.onDelete(0, "default/a", b, false);
+  exp.onAdd(0, "default/c", host.handle("default/c"), false);
+  exp.onDelete(0, "default/c", host.handle("default/c"), true);
   assert.equal(made, 1);
   assert.deepEqual(seen, [
     ["add", "default/a", true, 1, true],
@@ -178,10 +184,10 @@ test("a handler that overrides only onAdd ignores the other events", () => {
   const exp = plugin(OnlyAdds);
   exp.init("");
   const h = host.handle("default/x");
-  exp.onUpdate("default/x", h, h);
-  exp.onDelete("default/x", h, false);
+  exp.onUpdate(0, "default/x", h, h);
+  exp.onDelete(0, "default/x", h, false);
   exp.onSynced();
-  exp.onAdd("default/x", h, false);
+  exp.onAdd(0, "default/x", h, false);
   assert.deepEqual(adds, ["x"]);
 });
 
@@ -196,7 +202,7 @@ test("an exception out of an event handler propagates (the host treats it as a c
   }
   const exp = plugin(Boom);
   exp.init("");
-  assert.throws(() => exp.onAdd("default/x", host.handle("default/x"), false), /boom/);
+  assert.throws(() => exp.onAdd(0, "default/x", host.handle("default/x"), false), /boom/);
 });
 
 test("config: empty text gives a copy of the defaults", () => {

@@ -81,9 +81,11 @@ test("a refused query throws a CacheError", () => {
   assert.throws(() => cache.byIndex(pods, "nope", "x"), (e) => e instanceof CacheError && e.message === "no index nope");
 });
 
+const written = (key, dryRun = false) => () => ({ object: host.handle(key), dryRun });
+
 test("write: bodies are serialized (text passes as is), answers are objects keyed on demand", () => {
-  host.answer("write.create", () => host.handle("default/made"));
-  host.answer("write.replace", () => host.handle("default/made"));
+  host.answer("write.create", written("default/made"));
+  host.answer("write.replace", written("default/made"));
   const made = write.create(pods, { metadata: { name: "made", namespace: "default" } });
   write.replace(pods, '{"metadata":{"name":"made"}}');
   assert.deepEqual(host.calls.slice(0, 2), [
@@ -96,8 +98,8 @@ test("write: bodies are serialized (text passes as is), answers are objects keye
 });
 
 test("write: each patch kind is its WIT patch type", () => {
-  host.answer("write.patch", () => host.handle("default/web"));
-  host.answer("write.patchStatus", () => host.handle("default/web"));
+  host.answer("write.patch", written("default/web"));
+  host.answer("write.patchStatus", written("default/web"));
   const deployments = new Resource("apps/v1", "Deployment");
   const D = { apiVersion: "apps/v1", kind: "Deployment" };
   write.mergePatch(deployments, "default/web", { metadata: { labels: { team: "a" } } });
@@ -117,12 +119,15 @@ test("write: each patch kind is its WIT patch type", () => {
 });
 
 test("write.replaceStatus and write.remove (options passed, gone is undefined)", () => {
-  host.answer("write.replaceStatus", () => host.handle("default/web"));
+  host.answer("write.replaceStatus", written("default/web"));
   assert.ok(write.replaceStatus(pods, { status: { phase: "Running" } }) instanceof KubeObject);
-  host.answer("write.delete", (_r, key) => (key === "default/finalizing" ? host.handle(key) : undefined));
-  assert.equal(write.remove(pods, "default/gone"), undefined);
+  host.answer("write.delete", (_r, key) => ({
+    object: key === "default/finalizing" ? host.handle(key) : undefined,
+    dryRun: false,
+  }));
+  assert.deepEqual(write.remove(pods, "default/gone"), { object: undefined, dryRun: false });
   const finalizing = write.remove(pods, "default/finalizing", { uid: "u-9", propagation: "foreground" });
-  assert.ok(finalizing instanceof KubeObject);
+  assert.ok(finalizing.object instanceof KubeObject);
   assert.deepEqual(host.calls, [
     ["write.replaceStatus", [POD, '{"status":{"phase":"Running"}}']],
     ["write.delete", [POD, "default/gone", {}]],

@@ -5,7 +5,10 @@
  * Warning Event (`MissingLabel`) and the label, set to its default by a
  * merge patch. Every Deployment it checks gets one policy result per
  * required label, in category `Labels` with severity medium: rule
- * `require-label-<label>`, `fail` ("missing label team") or `pass`.
+ * `require-label-<label>`, `fail` ("missing label team") or `pass`. It logs
+ * what the patch did: `labeled <key>`, or, when the plugin runs in audit
+ * mode and the patch was a server-side dry run, `would label <key> (audit
+ * mode: dry run)`.
  *
  * Config (these are the defaults): `{"labels": ["team"], "default": "unassigned"}`.
  */
@@ -73,13 +76,17 @@ class RequireLabels extends Handler {
       }
       labels[label] = this.default;
     }
+    let done: write.Written;
     try {
-      write.mergePatch(DEPLOYMENTS, obj.key, { metadata: { labels } });
+      done = write.mergePatch(DEPLOYMENTS, obj.key, { metadata: { labels } });
     } catch (e) {
       if (e instanceof NotFound) return; // deleted meanwhile: nothing to label
       if (!(e instanceof WinkError)) throw e;
       log.warn(`require-labels: ${obj.key} not labeled: ${describe(e)}`);
+      return;
     }
+    if (done.dryRun) log.info(`require-labels: would label ${obj.key} (audit mode: dry run)`);
+    else log.info(`require-labels: labeled ${obj.key}`);
   }
 
   report(obj: KubeObject, missing: string[]): void {

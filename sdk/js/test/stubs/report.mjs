@@ -1,4 +1,4 @@
-/** `wink:plugin/report@0.3.0` for the unit tests: each function records its call in `host.mjs`. */
+/** `wink:plugin/report@0.4.0` for the unit tests: each function records its call in `host.mjs`. */
 
 import { call } from "./host.mjs";
 

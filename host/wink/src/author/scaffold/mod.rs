@@ -48,7 +48,9 @@ class Plugin(wink_sdk.Handler):
 
     def init(self, config: str) -> Registration:
         self.greeting = wink_sdk.config(config, {"greeting": "hello"})["greeting"]
-        return Registration(watches=[Watch("v1", "Pod")])
+        # Deliveries start once every watch has listed (wait_for_sync=True,
+        # the default); obj.watch in a handler is the index of its watch.
+        return Registration(name="NAME", watches=[Watch("v1", "Pod")])
 
     def on_add(self, obj: Object, in_initial_list: bool) -> None:
         when = "listed" if in_initial_list else "added"
@@ -93,7 +95,9 @@ class Plugin extends Handler {
 
   init(text: string): Registration {
     this.greeting = config(text, { greeting: "hello" }).greeting;
-    return { watches: [{ apiVersion: "v1", kind: "Pod" }] };
+    // Deliveries start once every watch has listed (waitForSync: true, the
+    // default); obj.watch in a handler is the index of its watch.
+    return { name: "NAME", watches: [{ apiVersion: "v1", kind: "Pod" }] };
   }
 
   onAdd(obj: KubeObject, inInitialList: boolean): void {
