@@ -7,7 +7,7 @@
 
 use serde::Deserialize;
 use std::collections::BTreeMap;
-use wink_sdk::write::{self, WriteError};
+use wink_sdk::write::{self, WriteError, Written};
 use wink_sdk::{Handler, Object, Registration, Resource, Verb, Watch};
 
 #[derive(Deserialize, Default)]
@@ -37,7 +37,11 @@ impl Handler for NamespaceDefaults {
             "data": self.config.data,
         });
         match write::create_json(&Resource::new("v1", "ConfigMap"), &body.to_string()) {
-            Ok(_) => wink_sdk::info!("namespace-defaults: created {}/wink-defaults", ns.name()),
+            Ok(Written::Applied(_)) => wink_sdk::info!("namespace-defaults: created {}/wink-defaults", ns.name()),
+            Ok(Written::DryRun(_)) => wink_sdk::info!(
+                "namespace-defaults: would create {}/wink-defaults (audit mode: dry run)",
+                ns.name()
+            ),
             Err(WriteError::AlreadyExists(_)) => {
                 wink_sdk::info!("namespace-defaults: {}/wink-defaults exists", ns.name())
             }

@@ -16,7 +16,7 @@
 
 use serde::Deserialize;
 use wink_sdk::report::{self, Outcome, Severity};
-use wink_sdk::write::{self, WriteError};
+use wink_sdk::write::{self, WriteError, Written};
 use wink_sdk::{Handler, Object, Registration, Resource, Verb, Watch, events};
 
 #[derive(Deserialize)]
@@ -55,21 +55,28 @@ impl RequireLabels {
         if missing.is_empty() {
             return;
         }
-        let mut labels = serde_json::Map::new();
+        let labels: serde_json::Map<String, serde_json::Value> = missing
+            .iter()
+            .map(|label| (label.to_string(), self.config.default.clone().into()))
+            .collect();
+        let patch = serde_json::json!({"metadata": {"labels": labels}});
+        // In audit mode the patch is a dry run: say what would have been done.
+        let (action, done) = match write::merge_patch(&deployments(), obj.key(), &patch) {
+            Ok(Written::Applied(_)) => ("Labeled", "set to"),
+            Ok(Written::DryRun(_)) => ("WouldLabel", "would be set to (audit mode: nothing changed)"),
+            // Deleted meanwhile: nothing to label.
+            Err(WriteError::NotFound(_)) => return,
+            Err(e) => {
+                wink_sdk::warn!("require-labels: {} not labeled: {e:?}", obj.key());
+                ("NotLabeled", "could not be set to")
+            }
+        };
         for label in &missing {
-            wink_sdk::info!("require-labels: {} missing {label}", obj.key());
-            let note = format!("missing label {label}: set to {:?}", self.config.default);
-            if let Err(e) = events::warning(obj, "MissingLabel", "Labeled", &note) {
+            let note = format!("missing label {label}: {done} {:?}", self.config.default);
+            wink_sdk::info!("require-labels: {}: {note}", obj.key());
+            if let Err(e) = events::warning(obj, "MissingLabel", action, &note) {
                 wink_sdk::warn!("require-labels: Event about {} not recorded: {e:?}", obj.key());
             }
-            labels.insert(label.to_string(), self.config.default.clone().into());
-        }
-        let patch = serde_json::json!({"metadata": {"labels": labels}});
-        match write::merge_patch(&deployments(), obj.key(), &patch) {
-            Ok(_) => {}
-            // Deleted meanwhile: nothing to label.
-            Err(WriteError::NotFound(_)) => {}
-            Err(e) => wink_sdk::warn!("require-labels: {} not labeled: {e:?}", obj.key()),
         }
     }
 

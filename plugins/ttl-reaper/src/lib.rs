@@ -8,7 +8,7 @@
 
 use serde::Deserialize;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
-use wink_sdk::write::{self, DeleteOptions, WriteError};
+use wink_sdk::write::{self, DeleteOptions, WriteError, Written};
 use wink_sdk::{Handler, Object, Registration, Resource, Verb, Watch};
 
 const TTL: &str = "wink.dev/ttl";
@@ -100,8 +100,13 @@ impl TtlReaper {
             ..DeleteOptions::default()
         };
         match write::delete(&Resource::new("v1", "ConfigMap"), obj.key(), &options) {
-            Ok(_) => wink_sdk::info!(
+            Ok(Written::Applied(_)) => wink_sdk::info!(
                 "ttl-reaper: deleted {} (older than {}s)",
+                obj.key(),
+                ttl.as_secs()
+            ),
+            Ok(Written::DryRun(_)) => wink_sdk::info!(
+                "ttl-reaper: would delete {} (older than {}s; audit mode: dry run)",
                 obj.key(),
                 ttl.as_secs()
             ),

@@ -35,7 +35,7 @@ const SPAM_OBJECTS: usize = 4096;
 /// How long an emptied spam bucket takes to fill again (25 at one per 5 minutes).
 const SPAM_REFILL: Duration = Duration::from_secs(300 * SPAM_BURST as u64);
 
-/// The longest note (the API server refuses longer ones).
+/// The longest note in bytes (the API server refuses longer ones).
 const MAX_NOTE: usize = 1024;
 
 /// One recorded Event and how often it was seen.
@@ -123,7 +123,15 @@ impl events::Host for HostState {
         let audit = access.audit();
         let prefix = if audit { AUDIT_NOTE_PREFIX } else { "" };
         // The API server takes notes of at most 1 kB, the prefix included.
-        let note: String = prefix.chars().chain(note.chars()).take(MAX_NOTE).collect();
+        let mut bytes = 0;
+        let note: String = prefix
+            .chars()
+            .chain(note.chars())
+            .take_while(|c| {
+                bytes += c.len_utf8();
+                bytes <= MAX_NOTE
+            })
+            .collect();
         let identity = format!("{}\n{type_}\n{reason}\n{action}\n{note}", obj.uid());
         let recorder = &self.recorder;
         if !recorder.admit(obj.uid()) {

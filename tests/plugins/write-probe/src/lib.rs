@@ -79,9 +79,9 @@ fn run(i: usize, q: &Value) {
     let repeat = q.get("repeat").and_then(Value::as_u64).unwrap_or(1);
     for _ in 0..repeat {
         let answer: Result<String, WriteError> = match op {
-            "create" => write::create_json(&resource, &body).map(|o| o.key().to_string()),
-            "replace" => write::replace_json(&resource, &body).map(|o| o.key().to_string()),
-            "replace-status" => write::replace_status_json(&resource, &body).map(|o| o.key().to_string()),
+            "create" => write::create_json(&resource, &body).map(shown),
+            "replace" => write::replace_json(&resource, &body).map(shown),
+            "replace-status" => write::replace_status_json(&resource, &body).map(shown),
             "patch" => {
                 let patch_type = match text(q, "type") {
                     "json" => PatchType::Json,
@@ -90,15 +90,18 @@ fn run(i: usize, q: &Value) {
                     "apply-force" => PatchType::Apply(true),
                     _ => PatchType::Merge,
                 };
-                write::patch_json(&resource, key, patch_type, &body).map(|o| o.key().to_string())
+                write::patch_json(&resource, key, patch_type, &body).map(shown)
             }
             "delete" => {
                 let options = DeleteOptions {
                     uid: q.get("uid").and_then(Value::as_str).map(str::to_string),
                     ..DeleteOptions::default()
                 };
-                write::delete(&resource, key, &options)
-                    .map(|o| o.map_or("gone".into(), |o| o.key().to_string()))
+                write::delete(&resource, key, &options).map(|w| {
+                    let dry_run = w.is_dry_run();
+                    let key = w.into_object().map_or("gone".into(), |o| o.key().to_string());
+                    dry(key, dry_run)
+                })
             }
             "event" => {
                 let Ok(Some(regarding)) = wink_sdk::cache::get_object(&Resource::new("v1", "ConfigMap"), key)
@@ -117,7 +120,11 @@ fn run(i: usize, q: &Value) {
                     text(q, "action"),
                     text(q, "note"),
                 )
-                .map(|()| key.to_string())
+                .map(|recorded| match recorded {
+                    events::Recorded::Sent => key.to_string(),
+                    events::Recorded::Audit => format!("{key} (audit)"),
+                    events::Recorded::Dropped => format!("{key} (dropped)"),
+                })
             }
             other => Ok(format!("unknown op {other:?}")),
         };
@@ -182,3 +189,14 @@ impl Handler for Probe {
 }
 
 wink_sdk::export_plugin!(Probe);
+
+/// A write's answer as the probe prints it: the key, and ` (dry run)` when
+/// nothing changed.
+fn shown(w: write::Written) -> String {
+    let dry_run = w.is_dry_run();
+    dry(w.object().key().to_string(), dry_run)
+}
+
+fn dry(key: String, dry_run: bool) -> String {
+    if dry_run { format!("{key} (dry run)") } else { key }
+}
