@@ -3,12 +3,19 @@
 //! the Rust crate of [`rust`]. Python: `app.py`, `build.sh`
 //! (componentize-py through the SDK's `wink_build.py`); TypeScript:
 //! `src/app.ts`, `package.json` (its `build` script runs the SDK's
-//! `wink-build`), `tsconfig.json`. Both get `config.example.json`,
-//! `wink-test.yaml` and a `.gitignore` for what the build makes.
+//! `wink-build`; an `.npmrc` with `install-links=true`, so its own `npm
+//! install` copies the SDK into `node_modules` with the SDK's dependencies,
+//! esbuild and componentize-js), `tsconfig.json`. Both get
+//! `config.example.json`, `wink-test.yaml` and a `.gitignore` for what the
+//! build makes.
 //!
-//! The SDK is `sdk/python` or `sdk/js` of the wink checkout DIR is in, or
-//! `--sdk PATH`. Owns only the files it writes; it never overwrites one.
+//! The SDK is `--sdk PATH`, else `sdk/python` or `sdk/js` of the wink
+//! checkout DIR is in, else the copy this binary carries, installed once
+//! per user ([`install`]). The name must suit the language ([`name`]).
+//! Owns only the files it writes; it never overwrites one.
 
+pub mod install;
+pub mod name;
 pub mod rust;
 
 use anyhow::{Context, bail};
@@ -118,7 +125,7 @@ const PACKAGE_JSON: &str = r#"{
   "private": true,
   "type": "module",
   "scripts": {
-    "build": "wink-build src/app.ts -o build/CRATE.wasm",
+    "build": "wink-build src/app.ts -o build/CRATE.wasm --wit \"SDK/../../wit\"",
     "check": "tsc --noEmit -p ."
   },
   "devDependencies": {
@@ -141,9 +148,16 @@ const CASE: &str = r#"# wink test case: `BUILD && wink test wink-test.yaml` (`--
 plugin: build/CRATE.wasm
 "#;
 
+/// `install-links`: npm copies a `file:` dependency (the SDK) into
+/// `node_modules` and installs its dependencies, where by default it only
+/// links the folder and installs none of them (nor writes into the shared
+/// SDK tree).
+const NPMRC: &str = "install-links=true\n";
+
 /// The SDK folder of `lang` for a project in `dir`: `--sdk`, else the one of
-/// the wink checkout `dir` is in; as written into the project (relative when
-/// found in the checkout, so the project moves with it).
+/// the wink checkout `dir` is in, else the installed copy this binary
+/// carries; as written into the project (relative when found in the
+/// checkout, so the project moves with it).
 pub(crate) fn sdk_for(dir: &Path, lang: Lang, sdk: Option<&Path>) -> anyhow::Result<String> {
     let sub = if lang == Lang::Python {
         "sdk/python"
@@ -162,10 +176,27 @@ pub(crate) fn sdk_for(dir: &Path, lang: Lang, sdk: Option<&Path>) -> anyhow::Res
             return Ok(format!("{}{sub}", "../".repeat(up + 1)));
         }
     }
-    bail!(
-        "{} is not in a wink checkout: give --sdk PATH (the {sub} folder of a wink checkout)",
-        dir.display()
-    )
+    Ok(install::installed()?.join(sub).display().to_string())
+}
+
+/// `template` with each of `words` replaced by its value, in one pass (a
+/// value is not searched again: a name or a path may hold "SDK").
+pub(crate) fn fill_in(template: &str, words: &[(&str, &str)]) -> String {
+    let mut out = String::with_capacity(template.len());
+    let mut rest = template;
+    'text: while !rest.is_empty() {
+        for (word, value) in words {
+            if let Some(after) = rest.strip_prefix(word) {
+                out.push_str(value);
+                rest = after;
+                continue 'text;
+            }
+        }
+        let c = rest.chars().next().unwrap();
+        out.push(c);
+        rest = &rest[c.len_utf8()..];
+    }
+    out
 }
 
 /// Write the new Python or TypeScript plugin project into `dir` (which must
@@ -174,30 +205,24 @@ pub fn create(dir: &Path, lang: Lang, sdk: Option<&Path>) -> anyhow::Result<Stri
     if dir.exists() {
         bail!("{} exists: wink new writes a new directory", dir.display());
     }
-    let (name, parent) = rust::name_and_parent(
-        dir,
-        |n| {
-            n.chars().next().is_some_and(|c| c.is_ascii_alphabetic())
-                && n.chars()
-                    .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
-        },
-        "the directory's name is the plugin's: a letter, then letters, digits, '-' and '_'",
-    )?;
+    let (name, parent) = rust::name_and_parent(dir, lang)?;
     let dir: PathBuf = parent.join(&name);
     let sdk = sdk_for(&dir, lang, sdk)?;
     let krate = name.replace('-', "_");
-    let fill = |t: &str| {
-        t.replace("NAME", &name)
-            .replace("CRATE", &krate)
-            .replace("SDK", &sdk)
-    };
+    // In JSON files the SDK's path is a JSON string's text.
+    let json = serde_json::to_string(&sdk)?;
+    let json = &json[1..json.len() - 1];
+    let fill_with =
+        |t: &str, sdk: &str| fill_in(t, &[("NAME", &name), ("CRATE", &krate), ("SDK", sdk)]);
+    let fill = |t: &str| fill_with(t, &sdk);
     std::fs::create_dir_all(&dir)?;
     let build = match lang {
         Lang::Python => {
             std::fs::write(dir.join("app.py"), fill(APP_PY))?;
+            let quoted = PYTHON_BUILD.replace("SDK/wink_build.py", "'SDK/wink_build.py'");
             std::fs::write(
                 dir.join("build.sh"),
-                fill(&BUILD_SH.replace("PYTHON_BUILD", PYTHON_BUILD)),
+                fill(&BUILD_SH.replace("PYTHON_BUILD", &quoted)),
             )?;
             std::fs::write(dir.join(".gitignore"), "build/\n__pycache__/\n")?;
             "sh build.sh"
@@ -205,8 +230,9 @@ pub fn create(dir: &Path, lang: Lang, sdk: Option<&Path>) -> anyhow::Result<Stri
         Lang::Js => {
             std::fs::create_dir_all(dir.join("src"))?;
             std::fs::write(dir.join("src/app.ts"), fill(APP_TS))?;
-            std::fs::write(dir.join("package.json"), fill(PACKAGE_JSON))?;
-            std::fs::write(dir.join("tsconfig.json"), fill(TSCONFIG))?;
+            std::fs::write(dir.join("package.json"), fill_with(PACKAGE_JSON, json))?;
+            std::fs::write(dir.join("tsconfig.json"), fill_with(TSCONFIG, json))?;
+            std::fs::write(dir.join(".npmrc"), NPMRC)?;
             std::fs::write(dir.join(".gitignore"), "build/\nnode_modules/\n")?;
             "npm install && npm run build"
         }
@@ -215,7 +241,10 @@ pub fn create(dir: &Path, lang: Lang, sdk: Option<&Path>) -> anyhow::Result<Stri
     std::fs::write(dir.join("config.example.json"), "{\"greeting\": \"hello\"}\n")?;
     std::fs::write(
         dir.join("wink-test.yaml"),
-        fill(&format!("{CASE}{}", rust::CASE_STEPS)).replace("BUILD", build),
+        fill_in(
+            &format!("{CASE}{}", rust::CASE_STEPS),
+            &[("CRATE", &krate), ("BUILD", build)],
+        ),
     )?;
     Ok(name)
 }
