@@ -7,6 +7,7 @@
 //! history reads and compaction. Must not touch: HTTP, request semantics
 //! (validation, defaulting, finalizers live in `write`), watch streams.
 
+use super::fields::Fields;
 use super::resources::{Registry, ResourceDef};
 use super::status::ApiError;
 use bytes::Bytes;
@@ -15,7 +16,7 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::ops::Bound;
 use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::watch;
-use wink_selector::{FieldSelector, LabelSelector};
+use wink_selector::LabelSelector;
 
 /// One stored version of an object: the value and its JSON, serialized once.
 #[derive(Debug)]
@@ -123,7 +124,7 @@ pub struct Page {
 pub struct ListQuery<'a> {
     pub ns: Option<&'a str>,
     pub labels: Option<&'a LabelSelector>,
-    pub fields: Option<&'a FieldSelector>,
+    pub fields: Option<&'a Fields>,
     /// Snapshot resourceVersion; None = current.
     pub snapshot: Option<u64>,
     pub start_after: Option<&'a str>,
@@ -212,6 +213,7 @@ impl State {
         let registry = Registry::with_builtins();
         let tables = registry
             .all()
+            .filter(|d| d.storage() == d.qualified())
             .map(|d| (d.qualified(), Table::new(d.clone(), rv)))
             .collect();
         State {

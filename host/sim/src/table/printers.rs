@@ -63,6 +63,20 @@ const IMAGES: (&str, &str, i64, &str) = (
 );
 const SELECTOR: (&str, &str, i64, &str) = ("Selector", "string", 1, "Label selector for pods.");
 
+/// Events' columns (both groups').
+const EVENT_COLUMNS: &[(&str, &str, i64, &str)] = &[
+    col!("Last Seen", "string"),
+    col!("Type", "string"),
+    col!("Reason", "string"),
+    col!("Object", "string"),
+    col!("Subobject", "string", wide),
+    col!("Source", "string", wide),
+    col!("Message", "string"),
+    col!("First Seen", "string", wide),
+    col!("Count", "string", wide),
+    col!("Name", "string", wide),
+];
+
 static PRINTERS: &[Printer] = &[
     Printer {
         group: "",
@@ -240,18 +254,14 @@ static PRINTERS: &[Printer] = &[
     Printer {
         group: "",
         plural: "events",
-        columns: &[
-            col!("Last Seen", "string"),
-            col!("Type", "string"),
-            col!("Reason", "string"),
-            col!("Object", "string"),
-            col!("Subobject", "string", wide),
-            col!("Source", "string", wide),
-            col!("Message", "string"),
-            col!("First Seen", "string", wide),
-            col!("Count", "string", wide),
-            col!("Name", "string", wide),
-        ],
+        columns: EVENT_COLUMNS,
+        cells: event_cells,
+    },
+    // The same printer: kube-apiserver serves both from one storage.
+    Printer {
+        group: "events.k8s.io",
+        plural: "events",
+        columns: EVENT_COLUMNS,
         cells: event_cells,
     },
     Printer {
@@ -307,6 +317,14 @@ static PRINTERS: &[Printer] = &[
 /// Name / Created At table).
 pub fn find(group: &str, plural: &str) -> Option<&'static Printer> {
     PRINTERS.iter().find(|p| p.group == group && p.plural == plural)
+}
+
+impl Printer {
+    /// Whether rows start with the Name column: every type's but Events',
+    /// whose printer starts with Last Seen and puts Name last (wide).
+    pub fn named(&self) -> bool {
+        self.plural != "events"
+    }
 }
 
 #[cfg(test)]
