@@ -134,10 +134,11 @@ fn standalone_manifest(sdk: &str, ws: &str) -> String {
             let t = line.trim();
             if t.starts_with('[') {
                 in_table = t == format!("[{name}]");
-            } else if in_table && let Some((k, v)) = t.split_once('=') {
-                if !t.starts_with('#') {
-                    entries.push((k.trim().to_string(), v.trim().to_string()));
-                }
+            } else if in_table
+                && !t.starts_with('#')
+                && let Some((k, v)) = t.split_once('=')
+            {
+                entries.push((k.trim().to_string(), v.trim().to_string()));
             }
         }
         entries
@@ -167,8 +168,7 @@ fn standalone_manifest(sdk: &str, ws: &str) -> String {
             section = t.to_string();
         }
         let inherits = t.contains("workspace = true") || t.contains(".workspace = true");
-        let Some((key, value)) = t.split_once('=').filter(|_| inherits && !t.starts_with('#'))
-        else {
+        let Some((key, value)) = t.split_once('=').filter(|_| inherits && !t.starts_with('#')) else {
             out.push_str(line);
             out.push('\n');
             continue;

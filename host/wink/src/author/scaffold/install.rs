@@ -24,7 +24,7 @@
 //! Python's `__pycache__`, are fine) and reused; a damaged one is moved
 //! aside and installed again.
 
-use anyhow::{Context, bail};
+use anyhow::bail;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
@@ -52,10 +52,7 @@ pub fn data_home(xdg: Option<OsString>, home: Option<OsString>) -> anyhow::Resul
 /// The installed SDK tree for this user (installed now when missing or
 /// damaged): its folder, holding `sdk/`, `sdk/python`, `sdk/js`, `wit/`.
 pub fn installed() -> anyhow::Result<PathBuf> {
-    let data = data_home(
-        std::env::var_os("XDG_DATA_HOME"),
-        std::env::var_os("HOME"),
-    )?;
+    let data = data_home(std::env::var_os("XDG_DATA_HOME"), std::env::var_os("HOME"))?;
     install(&data.join("wink/sdk"))
 }
 
@@ -88,11 +85,7 @@ fn check(dest: &Path) -> Result<(), Problem> {
 fn sibling(base: &Path, what: &str) -> PathBuf {
     static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    base.join(format!(
-        ".{}.{what}-{}-{n}",
-        tree_name(),
-        std::process::id()
-    ))
+    base.join(format!(".{}.{what}-{}-{n}", tree_name(), std::process::id()))
 }
 
 /// Write every embedded file under `dir` (which must not exist).
@@ -178,10 +171,7 @@ mod tests {
     use super::*;
 
     fn temp(name: &str) -> PathBuf {
-        let dir = std::env::temp_dir().join(format!(
-            "wink-sdk-install-{name}-{}",
-            std::process::id()
-        ));
+        let dir = std::env::temp_dir().join(format!("wink-sdk-install-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
         dir
@@ -212,7 +202,10 @@ mod tests {
         assert!(String::from_utf8_lossy(lib.2).contains("\"../wit\""));
         let cargo = SDK_FILES.iter().find(|f| f.0 == "sdk/Cargo.toml").unwrap();
         let cargo = String::from_utf8_lossy(cargo.2);
-        assert!(!cargo.contains("workspace = true") && !cargo.contains(".workspace"), "{cargo}");
+        assert!(
+            !cargo.contains("workspace = true") && !cargo.contains(".workspace"),
+            "{cargo}"
+        );
         assert!(cargo.contains("name = \"wink-sdk\"") && cargo.contains("wit-bindgen = {"));
         let build = SDK_FILES.iter().find(|f| f.0 == "sdk/js/bin/wink-build.mjs");
         assert!(build.unwrap().1, "wink-build stays executable");

@@ -3,9 +3,11 @@
 //! the Rust crate of [`rust`]. Python: `app.py`, `build.sh`
 //! (componentize-py through the SDK's `wink_build.py`); TypeScript:
 //! `src/app.ts`, `package.json` (its `build` script runs the SDK's
-//! `wink-build`; an `.npmrc` with `install-links=true`, so its own `npm
-//! install` copies the SDK into `node_modules` with the SDK's dependencies,
-//! esbuild and componentize-js), `tsconfig.json`. Both get
+//! `wink-build`; it lists the SDK's own dependencies, esbuild and
+//! componentize-js, at the SDK's versions, beside the `file:` SDK: npm
+//! installs none of a linked folder's dependencies, so the project's own
+//! `npm install` brings them, as the examples of `plugins/js` do),
+//! `tsconfig.json`. Both get
 //! `config.example.json`, `wink-test.yaml` and a `.gitignore` for what the
 //! build makes.
 //!
@@ -129,7 +131,7 @@ const PACKAGE_JSON: &str = r#"{
     "check": "tsc --noEmit -p ."
   },
   "devDependencies": {
-    "typescript": "^5.9.0",
+TOOLS    "typescript": "^5.9.0",
     "wink-sdk": "file:SDK"
   }
 }
@@ -147,12 +149,6 @@ const TSCONFIG: &str = r#"{
 const CASE: &str = r#"# wink test case: `BUILD && wink test wink-test.yaml` (`--bless` records what happened)
 plugin: build/CRATE.wasm
 "#;
-
-/// `install-links`: npm copies a `file:` dependency (the SDK) into
-/// `node_modules` and installs its dependencies, where by default it only
-/// links the folder and installs none of them (nor writes into the shared
-/// SDK tree).
-const NPMRC: &str = "install-links=true\n";
 
 /// The SDK folder of `lang` for a project in `dir`: `--sdk`, else the one of
 /// the wink checkout `dir` is in, else the installed copy this binary
@@ -177,6 +173,23 @@ pub(crate) fn sdk_for(dir: &Path, lang: Lang, sdk: Option<&Path>) -> anyhow::Res
         }
     }
     Ok(install::installed()?.join(sub).display().to_string())
+}
+
+/// The JavaScript SDK's own dependencies (its `package.json`), as lines of
+/// the project's `devDependencies`.
+fn js_tools(sdk: &Path) -> anyhow::Result<String> {
+    let file = sdk.join("package.json");
+    let text =
+        std::fs::read_to_string(&file).with_context(|| format!("the JavaScript SDK's {}", file.display()))?;
+    let package: serde_json::Value =
+        serde_json::from_str(&text).with_context(|| format!("the JavaScript SDK's {}", file.display()))?;
+    let mut lines = String::new();
+    if let Some(deps) = package["dependencies"].as_object() {
+        for (name, version) in deps {
+            lines.push_str(&format!("    {}: {version},\n", serde_json::to_string(name)?));
+        }
+    }
+    Ok(lines)
 }
 
 /// `template` with each of `words` replaced by its value, in one pass (a
@@ -212,8 +225,7 @@ pub fn create(dir: &Path, lang: Lang, sdk: Option<&Path>) -> anyhow::Result<Stri
     // In JSON files the SDK's path is a JSON string's text.
     let json = serde_json::to_string(&sdk)?;
     let json = &json[1..json.len() - 1];
-    let fill_with =
-        |t: &str, sdk: &str| fill_in(t, &[("NAME", &name), ("CRATE", &krate), ("SDK", sdk)]);
+    let fill_with = |t: &str, sdk: &str| fill_in(t, &[("NAME", &name), ("CRATE", &krate), ("SDK", sdk)]);
     let fill = |t: &str| fill_with(t, &sdk);
     std::fs::create_dir_all(&dir)?;
     let build = match lang {
@@ -230,9 +242,9 @@ pub fn create(dir: &Path, lang: Lang, sdk: Option<&Path>) -> anyhow::Result<Stri
         Lang::Js => {
             std::fs::create_dir_all(dir.join("src"))?;
             std::fs::write(dir.join("src/app.ts"), fill(APP_TS))?;
-            std::fs::write(dir.join("package.json"), fill_with(PACKAGE_JSON, json))?;
+            let package = PACKAGE_JSON.replace("TOOLS", &js_tools(&dir.join(&sdk))?);
+            std::fs::write(dir.join("package.json"), fill_with(&package, json))?;
             std::fs::write(dir.join("tsconfig.json"), fill_with(TSCONFIG, json))?;
-            std::fs::write(dir.join(".npmrc"), NPMRC)?;
             std::fs::write(dir.join(".gitignore"), "build/\nnode_modules/\n")?;
             "npm install && npm run build"
         }

@@ -7,6 +7,7 @@ use super::Lang;
 
 /// Rust's keywords (strict and reserved), which Cargo refuses as package
 /// names, and the crates a plugin crate's name would shadow.
+#[rustfmt::skip]
 const RUST_RESERVED: &[&str] = &[
     "abstract", "as", "async", "await", "become", "box", "break", "const", "continue", "crate",
     "do", "dyn", "else", "enum", "extern", "false", "final", "fn", "for", "gen", "if", "impl", "in",
@@ -26,9 +27,7 @@ pub fn problem(name: &str, lang: Lang) -> Option<String> {
         .chars()
         .find(|c| !(c.is_ascii_alphanumeric() || *c == '-' || *c == '_'))
     {
-        return Some(format!(
-            "{c:?} is not allowed: letters, digits, '-' and '_' only"
-        ));
+        return Some(format!("{c:?} is not allowed: letters, digits, '-' and '_' only"));
     }
     if name.len() > 64 {
         return Some("it is longer than 64 characters".into());
@@ -38,9 +37,9 @@ pub fn problem(name: &str, lang: Lang) -> Option<String> {
         return Some("it is the SDK's own name".into());
     }
     match lang {
-        Lang::Rust if RUST_RESERVED.contains(&krate.as_str()) => {
-            Some(format!("Cargo refuses {krate:?} (a Rust keyword or standard crate)"))
-        }
+        Lang::Rust if RUST_RESERVED.contains(&krate.as_str()) => Some(format!(
+            "Cargo refuses {krate:?} (a Rust keyword or standard crate)"
+        )),
         Lang::Js if name.chars().any(|c| c.is_ascii_uppercase()) => {
             Some("npm package names are lowercase".into())
         }
@@ -94,7 +93,10 @@ mod tests {
             ("Hello", Lang::Js, "lowercase"),
         ] {
             let err = check(bad, lang).unwrap_err().to_string();
-            assert!(err.contains(why) && err.contains("not a valid plugin name"), "{bad}: {err}");
+            assert!(
+                err.contains(why) && err.contains("not a valid plugin name"),
+                "{bad}: {err}"
+            );
         }
         assert!(check(&"a".repeat(65), Lang::Rust).is_err());
     }
