@@ -86,7 +86,12 @@ pub fn js_tools() -> &'static Path {
     DIR.get_or_init(|| {
         let dir = tools().join("js");
         let have = |p: &str| dir.join("node_modules").join(p).join("package.json").is_file();
-        let all = ["@bytecodealliance/componentize-js", "@bytecodealliance/preview2-shim", "esbuild", "typescript"];
+        let all = [
+            "@bytecodealliance/componentize-js",
+            "@bytecodealliance/preview2-shim",
+            "esbuild",
+            "typescript",
+        ];
         if !all.iter().all(|p| have(p)) {
             std::fs::create_dir_all(&dir).unwrap();
             std::fs::write(dir.join("package.json"), "{\"private\": true}\n").unwrap();
