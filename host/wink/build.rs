@@ -9,8 +9,11 @@
 //!
 //! Writes `$OUT_DIR/embedded_sdk.rs`: `SDK_HASH` (a short hash of the
 //! files' paths, modes and contents) and `SDK_FILES` (path, executable,
-//! bytes via `include_bytes!`). Reruns when an embedded file changes or a
-//! file appears in one of the source folders.
+//! bytes via `include_bytes!`). Reruns when an embedded file changes, or a
+//! file appears in one of the source folders other than Python's (those
+//! get `__pycache__` written into them by every build, which would rebuild
+//! wink: a new Python module is picked up with the next change to an
+//! embedded file, such as the `__init__.py` that imports it).
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};

@@ -31,7 +31,17 @@ struct Sandbox {
 
 impl Sandbox {
     fn new(test: &str) -> Sandbox {
-        let dir = std::env::temp_dir().join(format!("wink-new-anywhere-{test}-{}", std::process::id()));
+        // The same folder on every run from this checkout: the Rust build's
+        // paths (the project's, the installed SDK's) stay the same, so the
+        // shared target folder reuses its build of them instead of gaining
+        // another copy each run.
+        use std::hash::{Hash, Hasher};
+        let mut checkout = std::collections::hash_map::DefaultHasher::new();
+        root().hash(&mut checkout);
+        let dir = std::env::temp_dir().join(format!(
+            "wink-new-anywhere-{test}-{:08x}",
+            checkout.finish() as u32
+        ));
         let _ = std::fs::remove_dir_all(&dir);
         for sub in ["home", "data", "work"] {
             std::fs::create_dir_all(dir.join(sub)).unwrap();

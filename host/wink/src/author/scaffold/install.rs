@@ -22,7 +22,9 @@
 //! its copy. A tree that is present is checked against the embedded files
 //! (every file there, with the same bytes; files added beside them, such as
 //! Python's `__pycache__`, are fine) and reused; a damaged one is moved
-//! aside and installed again.
+//! aside and installed again. Owns the trees under `<data>/wink/sdk/` (and
+//! its temporary `.<tree>.tmp-*` / `.<tree>.damaged-*` siblings); it never
+//! removes another version's tree.
 
 use anyhow::bail;
 use std::ffi::OsString;
