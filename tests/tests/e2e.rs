@@ -34,6 +34,7 @@ mod manifests;
 mod new_anywhere;
 mod plugins_act;
 mod policy_reports;
+mod readme_paths;
 mod runtime_limits;
 mod runtime_recovery;
 mod runtime_tier_up;
