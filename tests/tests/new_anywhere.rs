@@ -291,8 +291,31 @@ fn modified(p: &Path) -> SystemTime {
 fn the_installed_sdk_is_reused_repaired_and_errors_are_clear() {
     let sb = Sandbox::new("reuse");
     let work = sb.work();
-    let out = sb.wink(&work, &["new", "a"]);
-    assert!(out.status.success(), "{}", text(&out));
+    // Three at once into an empty data folder: each sees one whole tree.
+    let children: Vec<_> = ["a", "a2", "a3"]
+        .iter()
+        .map(|name| {
+            let mut c = sb.command(wink_bin(), &work);
+            c.args(["new", name]).stdout(std::process::Stdio::piped());
+            c.stderr(std::process::Stdio::piped()).spawn().unwrap()
+        })
+        .collect();
+    let mut paths = Vec::new();
+    for child in children {
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success(), "{}", text(&out));
+    }
+    for name in ["a", "a2", "a3"] {
+        let cargo = std::fs::read_to_string(work.join(name).join("Cargo.toml")).unwrap();
+        paths.push(
+            cargo
+                .lines()
+                .find(|l| l.starts_with("wink-sdk"))
+                .unwrap()
+                .to_string(),
+        );
+    }
+    assert!(paths.iter().all(|p| *p == paths[0]), "{paths:?}");
     let tree = sb.tree();
     assert!(tree.starts_with(sb.data().join("wink/sdk")));
     for f in [

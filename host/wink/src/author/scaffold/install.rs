@@ -83,11 +83,39 @@ fn check(dest: &Path) -> Result<(), Problem> {
 }
 
 /// A name for a temporary sibling of the tree, unique to this process and
-/// moment.
+/// moment (the time too: a data folder shared by machines shares no pids).
 fn sibling(base: &Path, what: &str) -> PathBuf {
     static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    base.join(format!(".{}.{what}-{}-{n}", tree_name(), std::process::id()))
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    base.join(format!(
+        ".{}.{what}-{}-{nanos:x}-{n}",
+        tree_name(),
+        std::process::id()
+    ))
+}
+
+/// Remove temporary siblings of any tree left by a `wink new` that was
+/// killed while installing (older than an hour: not one still at work).
+fn sweep(base: &Path) {
+    let Ok(entries) = std::fs::read_dir(base) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let temporary = name.starts_with('.') && (name.contains(".tmp-") || name.contains(".damaged-"));
+        let old = e
+            .metadata()
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.elapsed().ok())
+            .is_some_and(|age| age > std::time::Duration::from_secs(3600));
+        if temporary && old {
+            remove(&e.path());
+        }
+    }
 }
 
 /// Write every embedded file under `dir` (which must not exist).
@@ -139,6 +167,7 @@ pub fn install(base: &Path) -> anyhow::Result<PathBuf> {
             }
         };
         std::fs::create_dir_all(base).map_err(unwritable)?;
+        sweep(base);
         let tmp = sibling(base, "tmp");
         if let Err(e) = write_tree(&tmp) {
             remove(&tmp);
@@ -259,6 +288,25 @@ mod tests {
         assert_eq!(install(&base).unwrap(), tree);
         assert!(check(&tree).is_ok());
         assert_eq!(std::fs::read_dir(&base).unwrap().count(), 1);
+        std::fs::remove_dir_all(&base).unwrap();
+    }
+
+    #[test]
+    fn leftovers_of_a_killed_install_are_swept() {
+        let base = temp("sweep");
+        let old = base.join(format!(".{}.tmp-1-0-0", tree_name()));
+        let fresh = base.join(format!(".{}.tmp-2-0-0", tree_name()));
+        for d in [&old, &fresh] {
+            std::fs::create_dir_all(d.join("sdk")).unwrap();
+        }
+        let hours_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(7200);
+        std::fs::File::open(&old)
+            .unwrap()
+            .set_modified(hours_ago)
+            .unwrap();
+        install(&base).unwrap();
+        assert!(!old.exists(), "an old leftover is removed");
+        assert!(fresh.exists(), "a recent one may be another wink's at work");
         std::fs::remove_dir_all(&base).unwrap();
     }
 
