@@ -7,9 +7,8 @@
 //! componentize-js, at the SDK's versions, beside the `file:` SDK: npm
 //! installs none of a linked folder's dependencies, so the project's own
 //! `npm install` brings them, as the examples of `plugins/js` do),
-//! `tsconfig.json`. Both get
-//! `config.example.json`, `wink-test.yaml` and a `.gitignore` for what the
-//! build makes.
+//! `tsconfig.json`. Both get `config.example.json`, `wink-test.yaml` and a
+//! `.gitignore` for what the build makes.
 //!
 //! The SDK is `--sdk PATH`, else `sdk/python` or `sdk/js` of the wink
 //! checkout DIR is in, else the copy this binary carries, installed once
