@@ -48,6 +48,7 @@ mod status;
 mod store;
 mod table;
 mod validate;
+mod validate_events;
 mod watch;
 mod write;
 mod write_mode;

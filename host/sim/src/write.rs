@@ -80,7 +80,7 @@ pub fn create(
     if let Some(e) = valid_name(&name, def.plural == "namespaces") {
         return Err(ApiError::invalid(&q, &def.kind, &name, &[e]));
     }
-    let errs = validate::values(def, &body);
+    let errs = validate::values(def, &body, None);
     if !errs.is_empty() {
         return Err(ApiError::invalid(&q, &def.kind, &name, &errs));
     }
@@ -211,10 +211,6 @@ pub fn update(
     decode::check(def, version, &body).map_err(|why| decode::bad_request(def, version, &body, &why))?;
     check_identity(def, ns, &mut body, Some(name))?;
     let mut body = events::to_storage(def, body);
-    let errs = validate::values(def, &body);
-    if !errs.is_empty() {
-        return Err(ApiError::invalid(&q, &def.kind, name, &errs));
-    }
     let k = key(ns.filter(|_| def.namespaced), name);
     let table = st.table(&def.storage()).ok_or_else(ApiError::no_route)?;
     let old = table
@@ -226,6 +222,10 @@ pub fn update(
         && parse_rv(rv)? != old.rv
     {
         return Err(ApiError::conflict(&q, name));
+    }
+    let errs = validate::values(def, &body, Some(&old.value));
+    if !errs.is_empty() {
+        return Err(ApiError::invalid(&q, &def.kind, name, &errs));
     }
     let mut new = if status {
         // The status strategy keeps everything but status.
