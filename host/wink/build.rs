@@ -183,31 +183,74 @@ fn standalone_manifest(sdk: &str, ws: &str) -> String {
             continue;
         }
         let wsv = lookup(&deps, key);
-        let mut inner = if wsv.starts_with('"') {
-            format!("version = {wsv}")
+        // The workspace's keys, then the member's besides `workspace = true`
+        // (`optional`, ...); `features` add to the workspace's.
+        let mut pairs = if wsv.starts_with('"') {
+            vec![("version".to_string(), wsv.clone())]
         } else {
-            wsv[1..wsv.len() - 1].trim().to_string()
+            inline_table(&wsv)
         };
-        // The member's own keys besides `workspace = true` (optional,
-        // features: features add to the workspace's).
-        if value.starts_with('{') {
-            let extra: Vec<&str> = value[1..value.len() - 1]
-                .split(',')
-                .map(str::trim)
-                .filter(|kv| !kv.is_empty() && !kv.starts_with("workspace"))
-                .collect();
-            assert!(
-                !extra.iter().any(|kv| kv.starts_with("features")),
-                "sdk/Cargo.toml adds features to {key}: merge them in build.rs"
-            );
-            for kv in extra {
-                inner.push_str(", ");
-                inner.push_str(kv);
+        let own = if value.starts_with('{') {
+            inline_table(value)
+        } else {
+            Vec::new()
+        };
+        for (k, v) in own.into_iter().filter(|(k, _)| k != "workspace") {
+            match pairs.iter_mut().find(|(pk, _)| *pk == k) {
+                Some((_, pv)) if k == "features" => {
+                    let mut all = array_items(pv);
+                    for f in array_items(&v) {
+                        if !all.contains(&f) {
+                            all.push(f);
+                        }
+                    }
+                    *pv = format!("[{}]", all.join(", "));
+                }
+                Some((_, pv)) => *pv = v,
+                None => pairs.push((k, v)),
             }
         }
+        let inner: Vec<String> = pairs.iter().map(|(k, v)| format!("{k} = {v}")).collect();
+        let inner = inner.join(", ");
         out.push_str(&format!("{key} = {{ {inner} }}\n"));
     }
     out
+}
+
+/// The `key = value` pairs of a one-line TOML inline table (`{ ... }`),
+/// splitting on the commas outside arrays and strings.
+fn inline_table(text: &str) -> Vec<(String, String)> {
+    let body = text.trim().trim_start_matches('{').trim_end_matches('}');
+    let (mut parts, mut cur, mut depth, mut quoted) = (Vec::new(), String::new(), 0, false);
+    for c in body.chars() {
+        match c {
+            '"' => quoted = !quoted,
+            '[' if !quoted => depth += 1,
+            ']' if !quoted => depth -= 1,
+            ',' if !quoted && depth == 0 => {
+                parts.push(std::mem::take(&mut cur));
+                continue;
+            }
+            _ => {}
+        }
+        cur.push(c);
+    }
+    parts.push(cur);
+    parts
+        .iter()
+        .filter_map(|p| p.split_once('='))
+        .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
+        .collect()
+}
+
+/// The items of a one-line TOML array of strings, as written (quoted).
+fn array_items(text: &str) -> Vec<String> {
+    let body = text.trim().trim_start_matches('[').trim_end_matches(']');
+    body.split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(String::from)
+        .collect()
 }
 
 /// FNV-1a, 64 bits: an identity for the embedded files, not a checksum
