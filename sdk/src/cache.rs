@@ -130,7 +130,7 @@ mod tests {
     /// Type-checked, never run (the host's imports exist only in a
     /// component): every selector form an existing caller passes still
     /// compiles, and the new ones do.
-    #[allow(dead_code, unused_must_use)]
+    #[allow(dead_code, unused_must_use, clippy::needless_borrows_for_generic_args)]
     fn every_selector_form_is_accepted(r: &Resource) {
         list_objects(r, None, None);
         list_objects(r, Some("default"), Some("app=web"));

@@ -142,6 +142,7 @@ mod tests {
     }
 
     #[test]
+    #[allow(clippy::needless_borrows_for_generic_args)] // the borrowed forms are the point
     fn every_form_converts_to_the_same_selector() {
         let built = Selector::new().eq("app", "web").exists("tier");
         let text = "app=web,tier";
