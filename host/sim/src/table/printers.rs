@@ -371,6 +371,40 @@ mod tests {
     }
 
     #[test]
+    fn events_print_as_the_real_printer_in_either_group() {
+        let ago = |secs: i64| (Utc::now() - chrono::Duration::seconds(secs)).to_rfc3339();
+        let recorded = json!({"apiVersion": "events.k8s.io/v1", "metadata": {"name": "web.1"},
+            "eventTime": ago(300), "reportingController": "wink.dev/x", "reportingInstance": "wink-x",
+            "reason": "MissingLabel", "note": " needs team ", "type": "Warning",
+            "regarding": {"kind": "Deployment", "name": "web"},
+            "series": {"count": 4, "lastObservedTime": ago(30)}});
+        let c = cells("events.k8s.io", "events", &recorded);
+        assert_eq!(
+            c[1..7],
+            [
+                json!("Warning"),
+                json!("MissingLabel"),
+                json!("deployment/web"),
+                json!(""),
+                json!("wink.dev/x, wink-x"),
+                json!("needs team")
+            ]
+        );
+        assert_eq!(
+            (&c[0], &c[7], &c[8], &c[9]),
+            (&json!("30s"), &json!("5m"), &json!(4), &json!("web.1"))
+        );
+        let kubelet = json!({"apiVersion": "v1", "involvedObject": {"kind": "Node"}, "count": 0,
+            "source": {"component": "kubelet", "host": "node-1"}, "firstTimestamp": ago(120)});
+        let c = cells("", "events", &kubelet);
+        assert_eq!(
+            (&c[0], &c[3], &c[5], &c[8]),
+            (&json!("2m"), &json!("node"), &json!("kubelet, node-1"), &json!(1))
+        );
+        assert!(!find("", "events").unwrap().named() && find("", "pods").unwrap().named());
+    }
+
+    #[test]
     fn workloads_and_data_counts() {
         let d = json!({"spec": {"replicas": 3, "selector": {"matchLabels": {"app": "web"}},
             "template": {"spec": {"containers": [{"name": "nginx", "image": "nginx"}]}}},
