@@ -126,9 +126,25 @@ fn walk(root: &Path, src: &Path, suffixes: &[&str], files: &mut Vec<(String, Pat
     }
 }
 
+/// Sections of `sdk/Cargo.toml` for developing the SDK in the checkout
+/// (examples, tests, benches and their dependencies), whose files are not
+/// embedded: left out of the installed manifest.
+fn dropped(section: &str) -> bool {
+    [
+        "[[example]]",
+        "[[test]]",
+        "[[bench]]",
+        "[[bin]]",
+        "[dev-dependencies]",
+    ]
+    .contains(&section)
+        || section.starts_with("[dev-dependencies.")
+}
+
 /// `sdk/Cargo.toml` with every `workspace = true` value replaced by the
 /// workspace's own (`[workspace.package]`, `[workspace.dependencies]`), so
-/// the crate builds outside the workspace.
+/// the crate builds outside the workspace, and without what [`dropped`]
+/// names.
 fn standalone_manifest(sdk: &str, ws: &str) -> String {
     let table = |name: &str| -> Vec<(String, String)> {
         let mut in_table = false;
@@ -169,6 +185,21 @@ fn standalone_manifest(sdk: &str, ws: &str) -> String {
         let t = line.trim();
         if t.starts_with('[') {
             section = t.to_string();
+            if dropped(&section) {
+                // With the comment lines that introduce it.
+                while out.ends_with('\n') {
+                    let last = out[..out.len() - 1].rfind('\n').map_or(0, |i| i + 1);
+                    let prev = out[last..].trim();
+                    if !(prev.starts_with('#') || prev.is_empty()) {
+                        break;
+                    }
+                    out.truncate(last);
+                }
+                out.push('\n');
+            }
+        }
+        if dropped(&section) {
+            continue;
         }
         let inherits = t.contains("workspace = true") || t.contains(".workspace = true");
         let Some((key, value)) = t.split_once('=').filter(|_| inherits && !t.starts_with('#')) else {

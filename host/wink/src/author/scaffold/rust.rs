@@ -1,6 +1,8 @@
 //! `wink new DIR`: a plugin crate that builds and passes its `wink test`
-//! case as generated: `Cargo.toml`, `src/lib.rs` (a handler logging Pod
-//! events, with a config), `config.example.json` and `wink-test.yaml`.
+//! case as generated: `Cargo.toml` (wink-sdk its one dependency: serde
+//! comes through its re-export, as in the examples), `src/lib.rs` (a
+//! handler logging Pod events, with a config), `config.example.json` and
+//! `wink-test.yaml`.
 //! Inside the wink workspace's `plugins/` it is a workspace member; anywhere
 //! else it is a workspace of its own, whose wink-sdk is `--sdk PATH`, else
 //! the `sdk/` of the wink checkout it is in, else the crate this binary
@@ -19,11 +21,11 @@ const LIB: &str = r#"//! NAME: a wink plugin. It watches v1 Pods and logs each e
 //! `wink test wink-test.yaml`; run: drop the `.wasm` into wink's plugin
 //! directory.
 
-use serde::Deserialize;
+use wink_sdk::serde::Deserialize;
 use wink_sdk::{Handler, Object, Registration, Watch};
 
 #[derive(Deserialize)]
-#[serde(default, deny_unknown_fields)]
+#[serde(crate = "wink_sdk::serde", default, deny_unknown_fields)]
 struct Config {
     greeting: String,
 }
@@ -154,7 +156,7 @@ pub fn create(dir: &Path, sdk: Option<&Path>) -> anyhow::Result<String> {
     // A TOML basic string holds the path as a JSON string would.
     let sdk_path = serde_json::to_string(&sdk_path)?;
     let cargo = format!(
-        "[package]\nname = \"{name}\"\nversion = \"0.1.0\"\nedition = \"2024\"\npublish = false\n\n[lib]\ncrate-type = [\"cdylib\"]\n\n[dependencies]\nwink-sdk = {{ path = {sdk_path} }}\nserde = {{ version = \"1\", features = [\"derive\"] }}\nserde_json = \"1\"\n{workspace}"
+        "[package]\nname = \"{name}\"\nversion = \"0.1.0\"\nedition = \"2024\"\npublish = false\n\n[lib]\ncrate-type = [\"cdylib\"]\n\n[dependencies]\nwink-sdk = {{ path = {sdk_path} }}\n{workspace}"
     );
     let krate = name.replace('-', "_");
     std::fs::create_dir_all(dir.join("src"))?;
