@@ -138,7 +138,7 @@ async fn a_recorded_event_is_listed_by_kubectl_and_described_with_its_deployment
     let created = ok(
         &client,
         "POST",
-        GROUP,
+        &format!("{GROUP}?fieldManager=wink-require-labels"),
         &recorded("web.1", &web, "MissingLabels", note),
     )
     .await;
@@ -183,6 +183,14 @@ async fn a_recorded_event_is_listed_by_kubectl_and_described_with_its_deployment
     assert_eq!(core["reportingComponent"], "wink.dev/require-labels");
     assert_eq!(core["source"], json!({}));
     assert_eq!(core["firstTimestamp"], Value::Null);
+    // (kubectl hides managedFields: read them with the client.)
+    let raw = ok(&client, "GET", &format!("{CORE}/web.1"), &Value::Null).await;
+    let managed = &raw["metadata"]["managedFields"][0];
+    assert_eq!(
+        (&managed["manager"], &managed["apiVersion"]),
+        (&json!("wink-require-labels"), &json!("events.k8s.io/v1")),
+        "the write's own version"
+    );
     for k in ["uid", "resourceVersion", "creationTimestamp"] {
         assert_eq!(core["metadata"][k], created["metadata"][k], "{k}");
     }

@@ -19,7 +19,7 @@ use super::resources::ResourceDef;
 use super::response::{Resp, error_response, json_response, qparam, selectors, value_response};
 use super::scale;
 use super::status::ApiError;
-use super::store::{ListQuery, Obj};
+use super::store::{ListQuery, Obj, WriteMode};
 use super::table::{self, TableRequest};
 use super::watch::{self, WatchQuery, json_as};
 use super::write::{self, Preconditions};
@@ -235,6 +235,10 @@ fn serve_resource(
         _ => None,
     };
     let api_version = def.api_version(&rp.version);
+    let mode = WriteMode {
+        api_version: Some(api_version.clone()),
+        ..mode
+    };
     let ns = rp.ns.as_deref();
     if let (Some("scale"), Some(name)) = (rp.sub.as_deref(), rp.name.as_deref()) {
         return serve_scale(shared, method, &def, ns, name, ct, &body);

@@ -156,6 +156,9 @@ pub struct WriteMode {
     pub dry_run: bool,
     /// The manager and its operation (`Update` or `Apply`).
     pub field_manager: Option<(String, &'static str)>,
+    /// The apiVersion the write came through, which its managedFields
+    /// entry names (None: the object's own).
+    pub api_version: Option<String>,
 }
 
 /// The store locked for one write in a [`WriteMode`], reset when dropped.
@@ -181,11 +184,11 @@ impl Drop for WriteGuard<'_> {
 }
 
 /// Replace `manager`'s entry of `operation` in `metadata.managedFields`.
-fn record_manager(value: &mut Value, manager: &str, operation: &str) {
+fn record_manager(value: &mut Value, manager: &str, operation: &str, api_version: Option<&str>) {
     let entry = serde_json::json!({
         "manager": manager,
         "operation": operation,
-        "apiVersion": value["apiVersion"],
+        "apiVersion": api_version.map_or(value["apiVersion"].clone(), |v| json!(v)),
         "time": super::meta::now(),
         "fieldsType": "FieldsV1",
         "fieldsV1": {},
@@ -274,7 +277,7 @@ impl State {
             return Obj::new(value, rv);
         }
         if let (Some((manager, operation)), false) = (&self.mode.field_manager, ty == EvType::Deleted) {
-            record_manager(&mut value, manager, operation);
+            record_manager(&mut value, manager, operation, self.mode.api_version.as_deref());
         }
         self.rv += 1;
         let rv = self.rv;
