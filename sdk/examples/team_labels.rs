@@ -64,7 +64,7 @@ impl Handler for TeamLabels {
 fn app_pods(namespace: Option<&str>, app: &str) -> Result<Vec<Object>, CacheError> {
     let pods = Resource::new("v1", "Pod");
     // The same query in Kubernetes syntax: `format!("app={app}").as_str()`.
-    cache::list_objects(&pods, namespace, &Selector::new().eq("app", app))
+    cache::list_objects(&pods, namespace, Selector::new().eq("app", app))
 }
 
 impl TeamLabels {
