@@ -15,6 +15,7 @@
 //! let web: Option<Deployment> = cache::get("default/web").unwrap();
 //! let owned: Vec<Pod> = cache::by_index("owner", "uid-of-a-replicaset").unwrap();
 //! let front: Vec<Pod> = cache::list(Some("default"), &Selector::new().eq("tier", "front")).unwrap();
+//! let same: Vec<Pod> = cache::list(Some("default"), "tier=front").unwrap();
 //! # }
 //! ```
 
@@ -23,6 +24,7 @@ use crate::{Kind, Object, Resource};
 use serde::de::DeserializeOwned;
 
 pub use crate::bindings::wink::plugin::types::CacheError;
+pub use crate::selector::Selector;
 
 /// A failed typed query.
 #[derive(Debug)]
@@ -57,59 +59,6 @@ fn decode_all<K: DeserializeOwned>(objects: Vec<Object>) -> Result<Vec<K>, Error
         .collect()
 }
 
-/// A label selector builder: `Selector::new().eq("app", "web").not_in("tier", ["db"])`.
-#[derive(Debug, Clone, Default)]
-pub struct Selector {
-    parts: Vec<String>,
-}
-
-impl Selector {
-    /// Matches everything.
-    pub fn new() -> Self {
-        Self::default()
-    }
-    /// `key=value`.
-    pub fn eq(mut self, key: &str, value: &str) -> Self {
-        self.parts.push(format!("{key}={value}"));
-        self
-    }
-    /// `key!=value`.
-    pub fn ne(mut self, key: &str, value: &str) -> Self {
-        self.parts.push(format!("{key}!={value}"));
-        self
-    }
-    /// `key in (v1,v2)`.
-    pub fn is_in<'a>(mut self, key: &str, values: impl IntoIterator<Item = &'a str>) -> Self {
-        self.parts.push(format!(
-            "{key} in ({})",
-            values.into_iter().collect::<Vec<_>>().join(",")
-        ));
-        self
-    }
-    /// `key notin (v1,v2)`.
-    pub fn not_in<'a>(mut self, key: &str, values: impl IntoIterator<Item = &'a str>) -> Self {
-        self.parts.push(format!(
-            "{key} notin ({})",
-            values.into_iter().collect::<Vec<_>>().join(",")
-        ));
-        self
-    }
-    /// `key` (the label exists).
-    pub fn exists(mut self, key: &str) -> Self {
-        self.parts.push(key.to_string());
-        self
-    }
-    /// `!key` (the label does not exist).
-    pub fn missing(mut self, key: &str) -> Self {
-        self.parts.push(format!("!{key}"));
-        self
-    }
-    /// The selector in Kubernetes syntax.
-    pub fn to_selector_string(&self) -> String {
-        self.parts.join(",")
-    }
-}
-
 /// The cached object of kind `K` under `key`, decoded.
 pub fn get<K: Kind + DeserializeOwned>(key: &str) -> Result<Option<K>, Error> {
     match get_object(&Resource::of::<K>(), key)? {
@@ -118,13 +67,13 @@ pub fn get<K: Kind + DeserializeOwned>(key: &str) -> Result<Option<K>, Error> {
     }
 }
 
-/// Cached objects of kind `K`, optionally in one namespace, matching `selector`.
+/// Cached objects of kind `K`, optionally in one namespace, matching
+/// `selector` (a [`Selector`], `&str` or `Option<&str>`: see [`Selector`]).
 pub fn list<K: Kind + DeserializeOwned>(
     namespace: Option<&str>,
-    selector: &Selector,
+    selector: impl Into<Selector>,
 ) -> Result<Vec<K>, Error> {
-    let s = selector.to_selector_string();
-    decode_all(list_objects(&Resource::of::<K>(), namespace, Some(&s))?)
+    decode_all(list_objects(&Resource::of::<K>(), namespace, selector)?)
 }
 
 /// Cached objects of kind `K` whose index `index` holds `value`, decoded.
@@ -138,16 +87,19 @@ pub fn get_object(resource: &Resource, key: &str) -> Result<Option<Object>, Cach
 }
 
 /// Every cached object of `resource`, optionally in one namespace and
-/// matching a label selector (Kubernetes syntax), sorted by key.
+/// matching a label selector, sorted by key. The selector is anything that
+/// converts into a [`Selector`]: `None`, `Some("app=web")`, `"app=web"`,
+/// `&Selector::new().eq("app", "web")`.
 pub fn list_objects(
     resource: &Resource,
     namespace: Option<&str>,
-    label_selector: Option<&str>,
+    label_selector: impl Into<Selector>,
 ) -> Result<Vec<Object>, CacheError> {
+    let selector = label_selector.into().into_query();
     Ok(Object::from_answer(wit::list(
         resource.as_wit(),
         namespace,
-        label_selector,
+        selector.as_deref(),
     )?))
 }
 
@@ -169,4 +121,39 @@ pub fn index_keys(resource: &Resource, index: &str, value: &str) -> Result<Vec<S
 /// Every value index `index` holds, sorted.
 pub fn list_index_values(resource: &Resource, index: &str) -> Result<Vec<String>, CacheError> {
     wit::list_index_values(resource.as_wit(), index)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Type-checked, never run (the host's imports exist only in a
+    /// component): every selector form an existing caller passes still
+    /// compiles, and the new ones do.
+    #[allow(dead_code, unused_must_use, clippy::needless_borrows_for_generic_args)]
+    fn every_selector_form_is_accepted(r: &Resource) {
+        list_objects(r, None, None);
+        list_objects(r, Some("default"), Some("app=web"));
+        list_objects(r, None, "app=web");
+        list_objects(r, None, String::from("app=web"));
+        list_objects(r, None, &Selector::new().eq("app", "web"));
+        list_objects(r, None, Selector::new().exists("app"));
+        let text: Option<&str> = None;
+        list_objects(r, None, text);
+        #[derive(serde::Deserialize)]
+        struct Pod {}
+        impl Kind for Pod {
+            const API_VERSION: &'static str = "v1";
+            const KIND: &'static str = "Pod";
+        }
+        list::<Pod>(None, &Selector::new());
+        list::<Pod>(None, "app=web");
+        list::<Pod>(None, None);
+    }
+
+    #[test]
+    fn queries_take_every_selector_form() {
+        // The check is the function above compiling.
+        let _ = every_selector_form_is_accepted;
+    }
 }

@@ -63,6 +63,7 @@ pub mod bindings {
 mod keys;
 mod object;
 mod registration;
+mod selector;
 
 #[doc(hidden)]
 pub mod batch;
@@ -75,6 +76,21 @@ pub mod write;
 
 pub use object::Object;
 pub use registration::{Change, IndexBy, Registration, Resource, Verb, Watch};
+pub use selector::Selector;
+
+/// k8s-openapi, as this crate's `k8s-openapi` feature enables it (the
+/// `latest` API version): the typed queries' types, with no dependency of
+/// the plugin's own.
+#[cfg(feature = "k8s-openapi")]
+pub use k8s_openapi;
+/// serde, as this crate uses it (with `derive`): a plugin needs no serde
+/// dependency of its own. Derives through this path name it:
+/// `#[derive(wink_sdk::serde::Deserialize)]` plus
+/// `#[serde(crate = "wink_sdk::serde")]` (the derive's code otherwise looks
+/// for a crate called `serde`).
+pub use serde;
+/// serde_json, as this crate uses it (`Value`, `json!`, `from_str`).
+pub use serde_json;
 
 /// A Kubernetes kind known at compile time: its apiVersion and kind.
 /// Implemented for every `k8s-openapi` type with the `k8s-openapi` feature;

@@ -96,9 +96,10 @@ impl Watch {
         self
     }
 
-    /// Only objects matching a label selector (`app=web,tier!=db`).
-    pub fn label_selector(mut self, selector: impl Into<String>) -> Self {
-        self.label_selector = Some(selector.into());
+    /// Only objects matching a label selector: `"app=web,tier!=db"`, or a
+    /// [`Selector`](crate::Selector) (`&Selector::new().eq("app", "web")`).
+    pub fn label_selector(mut self, selector: impl Into<crate::Selector>) -> Self {
+        self.label_selector = selector.into().into_query();
         self
     }
 

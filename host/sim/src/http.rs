@@ -10,6 +10,7 @@ use super::Shared;
 use super::authz;
 use super::decode;
 use super::discovery;
+use super::events;
 use super::limits;
 use super::list;
 use super::openapi;
@@ -18,7 +19,7 @@ use super::resources::ResourceDef;
 use super::response::{Resp, error_response, json_response, qparam, selectors, value_response};
 use super::scale;
 use super::status::ApiError;
-use super::store::{ListQuery, Obj};
+use super::store::{ListQuery, Obj, WriteMode};
 use super::table::{self, TableRequest};
 use super::watch::{self, WatchQuery, json_as};
 use super::write::{self, Preconditions};
@@ -234,6 +235,10 @@ fn serve_resource(
         _ => None,
     };
     let api_version = def.api_version(&rp.version);
+    let mode = WriteMode {
+        api_version: Some(api_version.clone()),
+        ..mode
+    };
     let ns = rp.ns.as_deref();
     if let (Some("scale"), Some(name)) = (rp.sub.as_deref(), rp.name.as_deref()) {
         return serve_scale(shared, method, &def, ns, name, ct, &body);
@@ -265,7 +270,7 @@ fn serve_resource(
             let st = shared.store.lock();
             let key = super::store::key(ns, name);
             let o = st
-                .table(&def.qualified())
+                .table(&def.storage())
                 .and_then(|t| t.objects.get(&key))
                 .ok_or_else(|| ApiError::not_found(&def.qualified(), name))?;
             if let Some(req) = table {
@@ -288,7 +293,15 @@ fn serve_resource(
         }
         (&Method::PUT, Some(name)) => {
             let v = parse_body(ct, &body)?;
-            let o = write::update(&mut shared.store.lock_for_write(mode), &def, ns, name, v, status)?;
+            let mut st = shared.store.lock_for_write(mode);
+            let o = match write::update(&mut st, &def, ns, name, v.clone(), status) {
+                // Events allow create on update (their strategy's AllowCreateOnUpdate).
+                Err(e) if e.code == 404 && events::is_event(&def) && !status => {
+                    let created = write::create(&mut st, &def, ns, &api_version, v)?;
+                    return Ok(obj_response(201, &created, &api_version));
+                }
+                o => o?,
+            };
             Ok(obj_response(200, &o, &api_version))
         }
         (&Method::PATCH, Some(name)) => {
@@ -300,13 +313,17 @@ fn serve_resource(
             let mut st = shared.store.lock_for_write(mode);
             let key = super::store::key(ns.filter(|_| def.namespaced), name);
             let current = st
-                .table(&def.qualified())
+                .table(&def.storage())
                 .and_then(|t| t.objects.get(&key))
                 .cloned();
             let o = match current {
                 Some(cur) => {
                     let p = parsed?;
-                    let mut new = p.apply(&cur.value)?;
+                    // Patched as the URL's version serves it (an Event through events.k8s.io).
+                    let mut new = match events::is_events_group(&def) {
+                        true => p.apply(&events::from_core(&cur.value))?,
+                        false => p.apply(&cur.value)?,
+                    };
                     decode::check(&def, &rp.version, &new).map_err(|why| undecodable(&new, &why))?;
                     // A patch without resourceVersion is unconditional.
                     if p.resource_version().is_none() {

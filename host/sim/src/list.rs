@@ -44,11 +44,7 @@ pub fn table_response(
 ) -> Resp {
     let values: Vec<Value> = items
         .iter()
-        .map(|o| {
-            let mut v = o.value.clone();
-            v["apiVersion"] = json!(api_version);
-            v
-        })
+        .map(|o| super::events::as_version(&o.value, api_version))
         .collect();
     let refs: Vec<&Value> = values.iter().collect();
     value_response(200, &table::table(printer, &refs, req, meta))
@@ -152,7 +148,7 @@ pub fn list(
     };
     let page = st
         .list(
-            &def.qualified(),
+            &def.storage(),
             &ListQuery {
                 ns,
                 labels: Some(&labels),
@@ -164,7 +160,7 @@ pub fn list(
         )
         .map_err(|e| match (from_continue, snapshot) {
             (false, Some(n)) if e.code == 410 => {
-                ApiError::too_old(n, st.table(&def.qualified()).map_or(0, |t| t.compacted_rv))
+                ApiError::too_old(n, st.table(&def.storage()).map_or(0, |t| t.compacted_rv))
             }
             _ => e,
         })?;

@@ -87,7 +87,20 @@ impl ResourceDef {
     /// Field selector labels this resource accepts besides metadata.name/namespace
     /// (the real server's per-type field label conversion functions).
     pub fn field_labels(&self) -> &'static [&'static str] {
+        if super::events::is_events_group(self) {
+            return super::events::EVENTS_FIELD_LABELS;
+        }
         wink_selector::field_labels(&self.group, &self.kind)
+    }
+
+    /// The key of the table this type's objects are stored in: its own
+    /// ([`ResourceDef::qualified`]), or the one of the type it shares a
+    /// storage with (events.k8s.io Events are core Events).
+    pub fn storage(&self) -> String {
+        match super::events::is_events_group(self) {
+            true => "events".to_string(),
+            false => self.qualified(),
+        }
     }
 }
 
@@ -144,9 +157,9 @@ pub fn builtins() -> Vec<ResourceDef> {
             false,
         ),
         builtin("", "v1", "events", "Event", true, &["ev"], false),
-        // The events API of client-go's current recorder (kept apart from
-        // core/v1 Events here; a real server serves both views of one store).
-        builtin("events.k8s.io", "v1", "events", "Event", true, &[], false),
+        // The events API of client-go's current recorder: the same objects
+        // as core/v1 Events (one storage, `events`), converted.
+        builtin("events.k8s.io", "v1", "events", "Event", true, &["ev"], false),
         builtin("apps", "v1", "deployments", "Deployment", true, &["deploy"], true),
         builtin("apps", "v1", "replicasets", "ReplicaSet", true, &["rs"], true),
         builtin("apps", "v1", "statefulsets", "StatefulSet", true, &["sts"], true),
@@ -392,6 +405,12 @@ mod tests {
         );
         assert_eq!(r.by_kind("apps/v1", "ReplicaSet").unwrap().plural, "replicasets");
         assert!(!r.by_kind("v1", "Namespace").unwrap().namespaced);
+        let events = r.by_path("events.k8s.io", "v1", "events").unwrap();
+        assert_eq!(
+            (events.qualified(), events.storage()),
+            ("events.events.k8s.io".into(), "events".into())
+        );
+        assert_eq!(r.get("pods").unwrap().storage(), "pods");
     }
 
     #[test]

@@ -3,6 +3,7 @@
 //! JSON responses, Status errors with their Retry-After, and the selectors of
 //! a query. Owns no routing and no state.
 
+use super::fields::Fields;
 use super::resources::ResourceDef;
 use super::status::ApiError;
 use axum::body::Body;
@@ -10,7 +11,7 @@ use axum::http::{Response, header};
 use bytes::Bytes;
 use serde_json::Value;
 use std::collections::HashMap;
-use wink_selector::{FieldSelector, LabelSelector};
+use wink_selector::LabelSelector;
 
 /// An answer of the simulated server.
 pub type Resp = Response<Body>;
@@ -54,9 +55,8 @@ pub fn qparam<'a>(q: &'a HashMap<String, String>, k: &str) -> Option<&'a str> {
 pub fn selectors(
     def: &ResourceDef,
     q: &HashMap<String, String>,
-) -> Result<(LabelSelector, FieldSelector), ApiError> {
+) -> Result<(LabelSelector, Fields), ApiError> {
     let l = LabelSelector::parse(qparam(q, "labelSelector").unwrap_or("")).map_err(ApiError::bad_request)?;
-    let f = FieldSelector::parse(qparam(q, "fieldSelector").unwrap_or(""), def.field_labels())
-        .map_err(ApiError::bad_request)?;
+    let f = Fields::parse(def, qparam(q, "fieldSelector").unwrap_or("")).map_err(ApiError::bad_request)?;
     Ok((l, f))
 }

@@ -7,6 +7,7 @@
 //! history reads and compaction. Must not touch: HTTP, request semantics
 //! (validation, defaulting, finalizers live in `write`), watch streams.
 
+use super::fields::Fields;
 use super::resources::{Registry, ResourceDef};
 use super::status::ApiError;
 use bytes::Bytes;
@@ -15,7 +16,7 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::ops::Bound;
 use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::watch;
-use wink_selector::{FieldSelector, LabelSelector};
+use wink_selector::LabelSelector;
 
 /// One stored version of an object: the value and its JSON, serialized once.
 #[derive(Debug)]
@@ -123,7 +124,7 @@ pub struct Page {
 pub struct ListQuery<'a> {
     pub ns: Option<&'a str>,
     pub labels: Option<&'a LabelSelector>,
-    pub fields: Option<&'a FieldSelector>,
+    pub fields: Option<&'a Fields>,
     /// Snapshot resourceVersion; None = current.
     pub snapshot: Option<u64>,
     pub start_after: Option<&'a str>,
@@ -155,6 +156,9 @@ pub struct WriteMode {
     pub dry_run: bool,
     /// The manager and its operation (`Update` or `Apply`).
     pub field_manager: Option<(String, &'static str)>,
+    /// The apiVersion the write came through, which its managedFields
+    /// entry names (None: the object's own).
+    pub api_version: Option<String>,
 }
 
 /// The store locked for one write in a [`WriteMode`], reset when dropped.
@@ -180,11 +184,11 @@ impl Drop for WriteGuard<'_> {
 }
 
 /// Replace `manager`'s entry of `operation` in `metadata.managedFields`.
-fn record_manager(value: &mut Value, manager: &str, operation: &str) {
+fn record_manager(value: &mut Value, manager: &str, operation: &str, api_version: Option<&str>) {
     let entry = serde_json::json!({
         "manager": manager,
         "operation": operation,
-        "apiVersion": value["apiVersion"],
+        "apiVersion": api_version.map_or(value["apiVersion"].clone(), |v| json!(v)),
         "time": super::meta::now(),
         "fieldsType": "FieldsV1",
         "fieldsV1": {},
@@ -212,6 +216,7 @@ impl State {
         let registry = Registry::with_builtins();
         let tables = registry
             .all()
+            .filter(|d| d.storage() == d.qualified())
             .map(|d| (d.qualified(), Table::new(d.clone(), rv)))
             .collect();
         State {
@@ -272,7 +277,7 @@ impl State {
             return Obj::new(value, rv);
         }
         if let (Some((manager, operation)), false) = (&self.mode.field_manager, ty == EvType::Deleted) {
-            record_manager(&mut value, manager, operation);
+            record_manager(&mut value, manager, operation, self.mode.api_version.as_deref());
         }
         self.rv += 1;
         let rv = self.rv;

@@ -1,7 +1,7 @@
 //! Value checks the API server's validation makes on some built-in kinds
 //! (422 Invalid, one cause per field), beyond names and namespaces
 //! (`meta`) and types (`decode`): a Lease's durations, the keys of a
-//! ConfigMap's and a Secret's data.
+//! ConfigMap's and a Secret's data, Events (`validate_events`).
 //!
 //! Owns: these checks and their wording. Must not touch: the store,
 //! HTTP, when a write is checked (`write`).
@@ -9,9 +9,12 @@
 use super::resources::ResourceDef;
 use serde_json::Value;
 
-/// The `field: detail` messages of what `body` (of `def`) gets wrong.
-pub fn values(def: &ResourceDef, body: &Value) -> Vec<String> {
+/// The `field: detail` messages of what `body` (of `def`, in its stored
+/// form) gets wrong; `old` is the object an update replaces.
+pub fn values(def: &ResourceDef, body: &Value, old: Option<&Value>) -> Vec<String> {
     match (def.group.as_str(), def.plural.as_str()) {
+        ("", "events") => super::validate_events::check(body, None),
+        ("events.k8s.io", "events") => super::validate_events::check(body, Some(old)),
         ("coordination.k8s.io", "leases") => lease(body),
         ("", "configmaps") => keys(body, &["data", "binaryData"]),
         ("", "secrets") => keys(body, &["data", "stringData"]),
@@ -78,7 +81,7 @@ mod tests {
     use serde_json::json;
 
     fn check(qualified: &str, body: Value) -> Vec<String> {
-        values(Registry::with_builtins().get(qualified).unwrap(), &body)
+        values(Registry::with_builtins().get(qualified).unwrap(), &body, None)
     }
 
     #[test]

@@ -10,6 +10,8 @@
 //! writes to the store, routing, discovery.
 
 use super::Shared;
+use super::events;
+use super::fields::Fields;
 use super::limits;
 use super::meta::parse_rv;
 use super::resources::ResourceDef;
@@ -22,7 +24,7 @@ use serde_json::Value;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::mpsc;
-use wink_selector::{FieldSelector, LabelSelector};
+use wink_selector::LabelSelector;
 
 /// Watch query parameters.
 #[derive(Debug, Default)]
@@ -33,7 +35,7 @@ pub struct WatchQuery {
     pub bookmarks: bool,
     pub timeout: Option<Duration>,
     pub labels: LabelSelector,
-    pub fields: FieldSelector,
+    pub fields: Fields,
     /// Events' objects as one-row Tables (`Accept: ...;as=Table`).
     pub table: Option<TableRequest>,
 }
@@ -42,7 +44,7 @@ pub struct WatchQuery {
 struct Filter {
     prefix: Option<String>,
     labels: LabelSelector,
-    fields: FieldSelector,
+    fields: Fields,
 }
 
 impl Filter {
@@ -89,7 +91,6 @@ fn push_line(buf: &mut BytesMut, ty: &str, obj: &[u8]) {
     buf.extend_from_slice(b"}\n");
 }
 
-/// An object's JSON as `api_version` (a served version other than the stored one).
 /// How a watcher writes each event's object: as JSON in the requested
 /// version, or as a one-row Table.
 struct Encoder {
@@ -102,8 +103,7 @@ impl Encoder {
         match &self.table {
             None => json_as(obj, &self.api_version),
             Some((req, printer)) => {
-                let mut v = obj.value.clone();
-                v["apiVersion"] = Value::String(self.api_version.clone());
+                let v = events::as_version(&obj.value, &self.api_version);
                 let meta = serde_json::json!({"resourceVersion": obj.rv.to_string()});
                 Bytes::from(table::table(printer, &[&v], *req, meta).to_string())
             }
@@ -111,12 +111,13 @@ impl Encoder {
     }
 }
 
+/// An object's JSON as `api_version` (a served version other than the
+/// stored one; an Event read through events.k8s.io is converted).
 pub fn json_as(obj: &Obj, api_version: &str) -> Bytes {
     if obj.value.get("apiVersion").and_then(Value::as_str) == Some(api_version) {
         return obj.json.clone();
     }
-    let mut v = obj.value.clone();
-    v["apiVersion"] = Value::String(api_version.to_string());
+    let v = events::as_version(&obj.value, api_version);
     Bytes::from(serde_json::to_vec(&v).expect("json"))
 }
 
@@ -176,6 +177,7 @@ pub fn start(
         None => requested.is_none(),
     };
     let qualified = def.qualified();
+    let storage = def.storage();
     let filter = Filter {
         prefix: ns.filter(|_| def.namespaced).map(|n| format!("{n}/")),
         labels: q.labels,
@@ -185,7 +187,7 @@ pub fn start(
     let mut first = BytesMut::new();
     let (cursor, notify, encoder) = {
         let st = shared.store.lock();
-        let table = st.table(&qualified).ok_or_else(ApiError::no_route)?;
+        let table = st.table(&storage).ok_or_else(ApiError::no_route)?;
         let notify = table.notify.subscribe();
         let encoder = Encoder {
             api_version: api_version.clone(),
@@ -218,7 +220,7 @@ pub fn start(
             (st.rv, notify, encoder)
         } else {
             let r = requested.unwrap_or(st.rv);
-            if let Err(e) = st.events_after(&qualified, r, 0, false) {
+            if let Err(e) = st.events_after(&storage, r, 0, false) {
                 push_line(&mut first, "ERROR", e.to_json().to_string().as_bytes());
                 drop(st);
                 let _ = tx.try_send(first.freeze());
@@ -233,9 +235,9 @@ pub fn start(
     }
     shared.stats.watch_opened(&qualified);
     let w = Watcher {
-        _guard: OpenGuard(shared.clone(), qualified.clone()),
+        _guard: OpenGuard(shared.clone(), qualified),
         shared: shared.clone(),
-        qualified,
+        storage,
         kind: def.kind.clone(),
         api_version,
         filter,
@@ -262,7 +264,8 @@ fn body(rx: mpsc::Receiver<Bytes>) -> Body {
 struct Watcher {
     _guard: OpenGuard,
     shared: Arc<Shared>,
-    qualified: String,
+    /// The table read (events.k8s.io Events: core Events').
+    storage: String,
     kind: String,
     api_version: String,
     filter: Filter,
@@ -309,7 +312,7 @@ impl Watcher {
             loop {
                 let drained = {
                     let st = self.shared.store.lock();
-                    st.events_after(&self.qualified, cursor, BATCH, true)
+                    st.events_after(&self.storage, cursor, BATCH, true)
                         .map(|ev| (ev, st.rv))
                 };
                 let (events, now) = match drained {

@@ -8,6 +8,7 @@
 //! Must not touch: the history/MVCC internals (`store`) or HTTP (`http`).
 
 use super::decode;
+use super::events;
 use super::meta::{
     check_identity, fold_string_data, meta, mstr, now, parse_rv, spec_part, suffix, uid, valid_name,
 };
@@ -30,6 +31,10 @@ pub fn create(
     let version = api_version.rsplit('/').next().unwrap_or(api_version);
     decode::check(def, version, &body).map_err(|why| decode::bad_request(def, version, &body, &why))?;
     check_identity(def, ns, &mut body, None)?;
+    let (mut body, api_version) = (
+        events::to_storage(def, body),
+        events::stored_api_version(def, api_version),
+    );
     if def.namespaced {
         let ns = ns.ok_or_else(|| ApiError::bad_request("the namespace of the object is required"))?;
         let Some(namespace) = st.table("namespaces").and_then(|t| t.objects.get(ns)) else {
@@ -51,7 +56,7 @@ pub fn create(
             "Internal error occurred: resourceVersion should not be set on objects to be created",
         ));
     }
-    let table = st.table(&q).ok_or_else(ApiError::no_route)?;
+    let table = st.table(&def.storage()).ok_or_else(ApiError::no_route)?;
     let name = match (mstr(&body, "name"), mstr(&body, "generateName")) {
         (Some(n), _) => n.to_string(),
         (None, Some(g)) => loop {
@@ -75,7 +80,7 @@ pub fn create(
     if let Some(e) = valid_name(&name, def.plural == "namespaces") {
         return Err(ApiError::invalid(&q, &def.kind, &name, &[e]));
     }
-    let errs = validate::values(def, &body);
+    let errs = validate::values(def, &body, None);
     if !errs.is_empty() {
         return Err(ApiError::invalid(&q, &def.kind, &name, &errs));
     }
@@ -111,7 +116,7 @@ pub fn create(
     if let Some(nd) = new_def.filter(|_| !st.mode.dry_run) {
         st.add_table(nd);
     }
-    Ok(st.commit(&q, k, EvType::Added, body))
+    Ok(st.commit(&def.storage(), k, EvType::Added, body))
 }
 
 /// What the real per-type strategies do to a new object's status and spec.
@@ -205,12 +210,9 @@ pub fn update(
     let version = &def.versions[0];
     decode::check(def, version, &body).map_err(|why| decode::bad_request(def, version, &body, &why))?;
     check_identity(def, ns, &mut body, Some(name))?;
-    let errs = validate::values(def, &body);
-    if !errs.is_empty() {
-        return Err(ApiError::invalid(&q, &def.kind, name, &errs));
-    }
+    let mut body = events::to_storage(def, body);
     let k = key(ns.filter(|_| def.namespaced), name);
-    let table = st.table(&q).ok_or_else(ApiError::no_route)?;
+    let table = st.table(&def.storage()).ok_or_else(ApiError::no_route)?;
     let old = table
         .objects
         .get(&k)
@@ -220,6 +222,10 @@ pub fn update(
         && parse_rv(rv)? != old.rv
     {
         return Err(ApiError::conflict(&q, name));
+    }
+    let errs = validate::values(def, &body, Some(&old.value));
+    if !errs.is_empty() {
+        return Err(ApiError::invalid(&q, &def.kind, name, &errs));
     }
     let mut new = if status {
         // The status strategy keeps everything but status.
@@ -289,7 +295,7 @@ pub fn update(
     if new.pointer("/metadata/deletionTimestamp").is_some() && finalizers_empty {
         return Ok(remove(st, def, k, new));
     }
-    Ok(st.commit(&q, k, EvType::Modified, new))
+    Ok(st.commit(&def.storage(), k, EvType::Modified, new))
 }
 
 /// Delete preconditions (`DeleteOptions.preconditions`) and the
@@ -324,7 +330,7 @@ fn hold_for(st: &mut State, def: &ResourceDef, k: Arc<str>, old: &Obj, finalizer
         m.insert("deletionTimestamp".into(), json!(now()));
         m.insert("deletionGracePeriodSeconds".into(), json!(0));
     }
-    st.commit(&def.qualified(), k, EvType::Modified, new)
+    st.commit(&def.storage(), k, EvType::Modified, new)
 }
 
 /// A namespace being deleted with the control plane on: Terminating, held
@@ -344,7 +350,7 @@ fn terminate_namespace(st: &mut State, def: &ResourceDef, k: Arc<str>, old: &Obj
     }
     new["status"]["phase"] = json!("Terminating");
     meta(&mut new).insert("deletionTimestamp".into(), json!(now()));
-    st.commit(&def.qualified(), k, EvType::Modified, new)
+    st.commit(&def.storage(), k, EvType::Modified, new)
 }
 
 /// Namespaces the real server's NamespaceLifecycle admission refuses to
@@ -365,7 +371,7 @@ pub fn delete(
         return Err(ApiError::forbidden(&q, name, "this namespace may not be deleted"));
     }
     let k = key(ns.filter(|_| def.namespaced), name);
-    let table = st.table(&q).ok_or_else(ApiError::no_route)?;
+    let table = st.table(&def.storage()).ok_or_else(ApiError::no_route)?;
     let old = table
         .objects
         .get(&k)
@@ -421,7 +427,7 @@ pub fn delete(
         if let Some(g) = m.get("generation").and_then(Value::as_i64) {
             m.insert("generation".into(), json!(g + 1));
         }
-        return Ok((st.commit(&q, k, EvType::Modified, new), false));
+        return Ok((st.commit(&def.storage(), k, EvType::Modified, new), false));
     }
     let last = old.value.clone();
     Ok((remove(st, def, k, last), true))
@@ -462,7 +468,7 @@ fn remove(st: &mut State, def: &Arc<ResourceDef>, k: Arc<str>, last: Value) -> A
         }
         st.remove_table(crd);
     }
-    st.commit(&def.qualified(), k, EvType::Deleted, last)
+    st.commit(&def.storage(), k, EvType::Deleted, last)
 }
 
 #[cfg(test)]

@@ -36,6 +36,7 @@ pub fn of(q: &HashMap<String, String>, method: &Method, content_type: &str) -> R
     Ok(WriteMode {
         dry_run,
         field_manager,
+        api_version: None,
     })
 }
 

@@ -5,6 +5,7 @@
 
 use std::time::Duration;
 use wink_sdk::cache;
+use wink_sdk::serde_json;
 use wink_sdk::{Handler, Object, Registration, Resource, Watch};
 
 struct DeploymentLister;

@@ -5,13 +5,14 @@
 //! Config: `{"data": {"owner": "platform"}}` (default: `{"data": {}}`).
 //! It declares `create` on ConfigMaps; the operator grants it.
 
-use serde::Deserialize;
 use std::collections::BTreeMap;
+use wink_sdk::serde::Deserialize;
+use wink_sdk::serde_json;
 use wink_sdk::write::{self, WriteError, Written};
 use wink_sdk::{Handler, Object, Registration, Resource, Verb, Watch};
 
 #[derive(Deserialize, Default)]
-#[serde(default, deny_unknown_fields)]
+#[serde(crate = "wink_sdk::serde", default, deny_unknown_fields)]
 struct Config {
     data: BTreeMap<String, String>,
 }

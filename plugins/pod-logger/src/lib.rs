@@ -6,6 +6,7 @@
 //! `{"tag": "t", "instance_id": true}` prints `OnAdd:t#<random id> <name>`,
 //! so tests can tell two instances of the same component and config apart.
 
+use wink_sdk::serde_json;
 use wink_sdk::{Handler, Object, Registration, Watch};
 
 struct PodLogger {

@@ -26,14 +26,14 @@
 mod rules;
 
 use rules::{Check, Level};
-use serde::Deserialize;
 use wink_sdk::report::{self, Finding, Outcome, Severity};
+use wink_sdk::serde::Deserialize;
 use wink_sdk::{Handler, Object, Registration, Watch};
 
 const CATEGORY: &str = "Pod Security Standards (Baseline)";
 
 #[derive(Default, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(crate = "wink_sdk::serde", deny_unknown_fields)]
 struct Config {}
 
 struct PodSecurity;

@@ -8,8 +8,8 @@
 //! `false` (`0` for a host port) passes; capabilities are compared by their
 //! exact names, so `CAP_CHOWN` or `chown` is not the allowed `CHOWN`.
 
-use serde::de::IgnoredAny;
-use serde::{Deserialize, Deserializer};
+use wink_sdk::serde::de::IgnoredAny;
+use wink_sdk::serde::{Deserialize, Deserializer};
 
 pub const PRIVILEGED_CONTAINERS: &str = "privileged-containers";
 pub const HOST_NAMESPACES: &str = "host-namespaces";
@@ -57,13 +57,14 @@ fn nullable<'de, D: Deserializer<'de>, T: Deserialize<'de> + Default>(d: D) -> R
 
 /// The parts of a Pod the rules read.
 #[derive(Debug, Default, Deserialize)]
+#[serde(crate = "wink_sdk::serde")]
 pub struct Pod {
     #[serde(default, deserialize_with = "nullable")]
     pub spec: PodSpec,
 }
 
 #[derive(Debug, Default, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(crate = "wink_sdk::serde", rename_all = "camelCase")]
 pub struct PodSpec {
     #[serde(default, deserialize_with = "nullable")]
     containers: Vec<Container>,
@@ -83,7 +84,7 @@ pub struct PodSpec {
 
 /// A container, init container or ephemeral container.
 #[derive(Debug, Default, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(crate = "wink_sdk::serde", rename_all = "camelCase")]
 struct Container {
     #[serde(default, deserialize_with = "nullable")]
     name: String,
@@ -94,6 +95,7 @@ struct Container {
 }
 
 #[derive(Debug, Default, Deserialize)]
+#[serde(crate = "wink_sdk::serde")]
 struct SecurityContext {
     #[serde(default, deserialize_with = "nullable")]
     privileged: bool,
@@ -102,20 +104,21 @@ struct SecurityContext {
 }
 
 #[derive(Debug, Default, Deserialize)]
+#[serde(crate = "wink_sdk::serde")]
 struct Capabilities {
     #[serde(default, deserialize_with = "nullable")]
     add: Vec<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(crate = "wink_sdk::serde", rename_all = "camelCase")]
 struct Port {
     #[serde(default, deserialize_with = "nullable")]
     host_port: i64,
 }
 
 #[derive(Debug, Default, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(crate = "wink_sdk::serde", rename_all = "camelCase")]
 struct Volume {
     #[serde(default, deserialize_with = "nullable")]
     name: String,
@@ -288,7 +291,7 @@ fn host_ports(spec: &PodSpec) -> Check {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use wink_sdk::serde_json::{self, json};
 
     fn checks(pod: serde_json::Value) -> [Check; 5] {
         let pod: Pod = serde_json::from_value(pod).expect("a pod");

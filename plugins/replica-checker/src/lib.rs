@@ -3,9 +3,9 @@
 //! indexes in the host's indexer) and log when the count differs from
 //! `spec.replicas`. ReplicaSets are only read (`reads`), never handled.
 
-use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
-use k8s_openapi::api::core::v1::Pod;
 use wink_sdk::cache;
+use wink_sdk::k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
+use wink_sdk::k8s_openapi::api::core::v1::Pod;
 use wink_sdk::{Handler, IndexBy, Object, Registration, Watch};
 
 struct ReplicaChecker;

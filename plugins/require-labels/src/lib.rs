@@ -14,13 +14,14 @@
 //! Config (these are the defaults): `{"labels": ["team"], "default": "unassigned"}`.
 //! It declares `patch` on Deployments and Events; the operator grants them.
 
-use serde::Deserialize;
 use wink_sdk::report::{self, Outcome, Severity};
+use wink_sdk::serde::Deserialize;
+use wink_sdk::serde_json;
 use wink_sdk::write::{self, WriteError, Written};
 use wink_sdk::{Handler, Object, Registration, Resource, Verb, Watch, events};
 
 #[derive(Deserialize)]
-#[serde(default, deny_unknown_fields)]
+#[serde(crate = "wink_sdk::serde", default, deny_unknown_fields)]
 struct Config {
     labels: Vec<String>,
     default: String,

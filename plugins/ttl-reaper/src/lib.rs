@@ -6,15 +6,16 @@
 //!
 //! Config: `{"resync_seconds": 1}` (default 10).
 
-use serde::Deserialize;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use wink_sdk::serde::Deserialize;
+use wink_sdk::serde_json;
 use wink_sdk::write::{self, DeleteOptions, WriteError, Written};
 use wink_sdk::{Handler, Object, Registration, Resource, Verb, Watch};
 
 const TTL: &str = "wink.dev/ttl";
 
 #[derive(Deserialize)]
-#[serde(default, deny_unknown_fields)]
+#[serde(crate = "wink_sdk::serde", default, deny_unknown_fields)]
 struct Config {
     resync_seconds: u64,
 }

@@ -24,13 +24,15 @@
  *      set through its `JIT_OPTION_*` environment at build time (the
  *      snapshot keeps it).
  *
- * esbuild and @bytecodealliance/componentize-js come from this package's
- * dependencies, or from the node_modules folder named by $WINK_JS_TOOLS.
+ * esbuild and @bytecodealliance/componentize-js come from the project's
+ * node_modules (a project lists them beside `wink-sdk`: npm installs no
+ * dependencies of a `file:` SDK outside the project), else this package's,
+ * else the node_modules folder named by $WINK_JS_TOOLS.
  * The WIT defaults to the wink checkout this SDK is in (`../../wit`).
  */
 
 import { spawnSync } from "node:child_process";
-import { existsSync, mkdirSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync } from "node:fs";
 import fsPromises from "node:fs/promises";
 import { createRequire, syncBuiltinESMExports } from "node:module";
 import { dirname, join, resolve } from "node:path";
@@ -60,22 +62,40 @@ function parse(argv) {
   return opts;
 }
 
-/** Where tools are looked for: this package (and the folders above it), then $WINK_JS_TOOLS. */
-function bases() {
+/** A folder and the folders above it. @param {string} from */
+function upwards(from) {
   const dirs = [];
-  for (let d = resolve(here, ".."); ; d = dirname(d)) {
+  for (let d = resolve(from); ; d = dirname(d)) {
     dirs.push(d);
-    if (dirname(d) === d) break;
+    if (dirname(d) === d) return dirs;
   }
+}
+
+/**
+ * Where tools are looked for: the project being built (the current folder,
+ * where `npm run build` runs, and the folders above it: its own `npm
+ * install` put them there), this package (and the folders above it), then
+ * $WINK_JS_TOOLS.
+ */
+function bases() {
+  const dirs = [...upwards(process.cwd()), ...upwards(resolve(here, ".."))];
   if (process.env.WINK_JS_TOOLS) dirs.push(resolve(process.env.WINK_JS_TOOLS));
   return dirs;
 }
+
+/** The versions of the tools this SDK is built and tested with (its package.json). */
+const pinned = JSON.parse(readFileSync(join(here, "..", "package.json"), "utf8")).dependencies;
 
 /** The folder of an installed tool package. @param {string} spec */
 function tool(spec) {
   for (const base of bases()) {
     const dir = join(base, "node_modules", spec);
-    if (existsSync(join(dir, "package.json"))) return dir;
+    if (!existsSync(join(dir, "package.json"))) continue;
+    const { version } = JSON.parse(readFileSync(join(dir, "package.json"), "utf8"));
+    if (pinned[spec] && version !== pinned[spec]) {
+      console.warn(`wink-build: ${spec} ${version} (in ${base}); this SDK is tested with ${pinned[spec]}`);
+    }
+    return dir;
   }
   console.error(`wink-build: cannot find ${spec}: run npm install (or set WINK_JS_TOOLS to a node_modules' parent)`);
   process.exit(1);

@@ -14,9 +14,11 @@ use std::sync::{Mutex, OnceLock};
 
 /// componentize-py, from PyPI.
 pub const COMPONENTIZE_PY: &str = "componentize-py==0.25.1";
-/// componentize-js and esbuild (the build), TypeScript (`tsc --noEmit`), from npm.
-pub const NPM_TOOLS: [&str; 3] = [
+/// componentize-js and esbuild (the build), TypeScript (`tsc --noEmit`), from npm;
+/// preview2-shim, which componentize-js imports without declaring it (`sdk/js/README.md`).
+pub const NPM_TOOLS: [&str; 4] = [
     "@bytecodealliance/componentize-js@0.23.0",
+    "@bytecodealliance/preview2-shim@0.25.0",
     "esbuild@0.25.12",
     "typescript@5.9.3",
 ];
@@ -84,7 +86,13 @@ pub fn js_tools() -> &'static Path {
     DIR.get_or_init(|| {
         let dir = tools().join("js");
         let have = |p: &str| dir.join("node_modules").join(p).join("package.json").is_file();
-        if !(have("@bytecodealliance/componentize-js") && have("esbuild") && have("typescript")) {
+        let all = [
+            "@bytecodealliance/componentize-js",
+            "@bytecodealliance/preview2-shim",
+            "esbuild",
+            "typescript",
+        ];
+        if !all.iter().all(|p| have(p)) {
             std::fs::create_dir_all(&dir).unwrap();
             std::fs::write(dir.join("package.json"), "{\"private\": true}\n").unwrap();
             run(

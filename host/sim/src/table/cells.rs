@@ -253,32 +253,55 @@ pub fn node_cells(o: &Value, now: DateTime<Utc>) -> Vec<Value> {
     ]
 }
 
+/// An Event of either group, read as the core printer reads it: first seen
+/// is firstTimestamp or else eventTime, last seen lastTimestamp or else
+/// first seen, a series' last observation and count win; the source is the
+/// source's, or the reporting controller and instance.
 pub fn event_cells(o: &Value, now: DateTime<Utc>) -> Vec<Value> {
-    let last = ["/lastTimestamp", "/eventTime", "/metadata/creationTimestamp"]
-        .iter()
-        .find_map(|p| o.pointer(p).filter(|v| v.is_string()));
-    let first = ["/firstTimestamp", "/eventTime", "/metadata/creationTimestamp"]
-        .iter()
-        .find_map(|p| o.pointer(p).filter(|v| v.is_string()));
-    let object = format!(
-        "{}/{}",
-        s(o, "/involvedObject/kind").to_lowercase(),
-        s(o, "/involvedObject/name")
-    );
-    let source = match (s(o, "/source/component"), s(o, "/source/host")) {
-        (c, "") => c.to_string(),
+    let o = crate::events::core_view(o);
+    let o = o.as_ref();
+    let time = |p: &str| o.pointer(p).filter(|v| v.as_str().is_some_and(|t| !t.is_empty()));
+    let first = match time("/firstTimestamp") {
+        Some(t) => age(Some(t), now),
+        None => age(time("/eventTime"), now),
+    };
+    let mut last = match time("/lastTimestamp") {
+        Some(t) => age(Some(t), now),
+        None => first.clone(),
+    };
+    let mut count = n(o, "/count");
+    if o.get("series").is_some_and(|v| !v.is_null()) {
+        last = age(time("/series/lastObservedTime"), now);
+        count = n(o, "/series/count");
+    } else if count == 0 {
+        count = 1; // singleton events of the newer API have no count
+    }
+    let (kind, name) = (s(o, "/involvedObject/kind"), s(o, "/involvedObject/name"));
+    let object = match name {
+        "" => kind.to_lowercase(),
+        _ => format!("{}/{name}", kind.to_lowercase()),
+    };
+    let first_non_empty = |a: &'static str, b: &'static str| match s(o, a) {
+        "" => s(o, b).to_string(),
+        x => x.to_string(),
+    };
+    let source = match (
+        first_non_empty("/source/component", "/reportingComponent"),
+        first_non_empty("/source/host", "/reportingInstance"),
+    ) {
+        (c, h) if h.is_empty() => c,
         (c, h) => format!("{c}, {h}"),
     };
     vec![
-        json!(age(last, now)),
+        json!(last),
         json!(s(o, "/type")),
         json!(s(o, "/reason")),
         json!(object),
         json!(s(o, "/involvedObject/fieldPath")),
         json!(source),
         json!(s(o, "/message").trim()),
-        json!(age(first, now)),
-        json!(n(o, "/count").max(1)),
+        json!(first),
+        json!(count),
         json!(s(o, "/metadata/name")),
     ]
 }

@@ -144,11 +144,14 @@ impl Printer {
     fn columns(&self) -> Vec<Column> {
         match self {
             Printer::Builtin(p) => {
-                let mut c = vec![name_column()];
+                let mut c = match p.named() {
+                    true => vec![name_column()],
+                    false => vec![],
+                };
                 c.extend(
-                    p.columns
-                        .iter()
-                        .map(|(n, t, pr, d)| Column::new(n, t, "", *pr, d)),
+                    p.columns.iter().map(|(n, t, pr, d)| {
+                        Column::new(n, t, if *n == "Name" { "name" } else { "" }, *pr, d)
+                    }),
                 );
                 c
             }
@@ -168,6 +171,7 @@ impl Printer {
         );
         let mut cells = vec![name];
         match self {
+            Printer::Builtin(p) if !p.named() => return (p.cells)(obj, now),
             Printer::Builtin(p) => cells.extend((p.cells)(obj, now)),
             Printer::Crd(cols) => cells.extend(crd::cells(cols, obj, now)),
             Printer::Default => cells.push(

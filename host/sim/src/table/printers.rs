@@ -63,6 +63,20 @@ const IMAGES: (&str, &str, i64, &str) = (
 );
 const SELECTOR: (&str, &str, i64, &str) = ("Selector", "string", 1, "Label selector for pods.");
 
+/// Events' columns (both groups').
+const EVENT_COLUMNS: &[(&str, &str, i64, &str)] = &[
+    col!("Last Seen", "string"),
+    col!("Type", "string"),
+    col!("Reason", "string"),
+    col!("Object", "string"),
+    col!("Subobject", "string", wide),
+    col!("Source", "string", wide),
+    col!("Message", "string"),
+    col!("First Seen", "string", wide),
+    col!("Count", "string", wide),
+    col!("Name", "string", wide),
+];
+
 static PRINTERS: &[Printer] = &[
     Printer {
         group: "",
@@ -240,18 +254,14 @@ static PRINTERS: &[Printer] = &[
     Printer {
         group: "",
         plural: "events",
-        columns: &[
-            col!("Last Seen", "string"),
-            col!("Type", "string"),
-            col!("Reason", "string"),
-            col!("Object", "string"),
-            col!("Subobject", "string", wide),
-            col!("Source", "string", wide),
-            col!("Message", "string"),
-            col!("First Seen", "string", wide),
-            col!("Count", "string", wide),
-            col!("Name", "string", wide),
-        ],
+        columns: EVENT_COLUMNS,
+        cells: event_cells,
+    },
+    // The same printer: kube-apiserver serves both from one storage.
+    Printer {
+        group: "events.k8s.io",
+        plural: "events",
+        columns: EVENT_COLUMNS,
         cells: event_cells,
     },
     Printer {
@@ -309,6 +319,14 @@ pub fn find(group: &str, plural: &str) -> Option<&'static Printer> {
     PRINTERS.iter().find(|p| p.group == group && p.plural == plural)
 }
 
+impl Printer {
+    /// Whether rows start with the Name column: every type's but Events',
+    /// whose printer starts with Last Seen and puts Name last (wide).
+    pub fn named(&self) -> bool {
+        self.plural != "events"
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -350,6 +368,40 @@ mod tests {
             cells("", "pods", &pending)[..3],
             [json!("0/1"), json!("Pending"), json!("0")]
         );
+    }
+
+    #[test]
+    fn events_print_as_the_real_printer_in_either_group() {
+        let ago = |secs: i64| (Utc::now() - chrono::Duration::seconds(secs)).to_rfc3339();
+        let recorded = json!({"apiVersion": "events.k8s.io/v1", "metadata": {"name": "web.1"},
+            "eventTime": ago(300), "reportingController": "wink.dev/x", "reportingInstance": "wink-x",
+            "reason": "MissingLabel", "note": " needs team ", "type": "Warning",
+            "regarding": {"kind": "Deployment", "name": "web"},
+            "series": {"count": 4, "lastObservedTime": ago(30)}});
+        let c = cells("events.k8s.io", "events", &recorded);
+        assert_eq!(
+            c[1..7],
+            [
+                json!("Warning"),
+                json!("MissingLabel"),
+                json!("deployment/web"),
+                json!(""),
+                json!("wink.dev/x, wink-x"),
+                json!("needs team")
+            ]
+        );
+        assert_eq!(
+            (&c[0], &c[7], &c[8], &c[9]),
+            (&json!("30s"), &json!("5m"), &json!(4), &json!("web.1"))
+        );
+        let kubelet = json!({"apiVersion": "v1", "involvedObject": {"kind": "Node"}, "count": 0,
+            "source": {"component": "kubelet", "host": "node-1"}, "firstTimestamp": ago(120)});
+        let c = cells("", "events", &kubelet);
+        assert_eq!(
+            (&c[0], &c[3], &c[5], &c[8]),
+            (&json!("2m"), &json!("node"), &json!("kubelet, node-1"), &json!(1))
+        );
+        assert!(!find("", "events").unwrap().named() && find("", "pods").unwrap().named());
     }
 
     #[test]

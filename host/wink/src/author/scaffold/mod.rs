@@ -3,12 +3,20 @@
 //! the Rust crate of [`rust`]. Python: `app.py`, `build.sh`
 //! (componentize-py through the SDK's `wink_build.py`); TypeScript:
 //! `src/app.ts`, `package.json` (its `build` script runs the SDK's
-//! `wink-build`), `tsconfig.json`. Both get `config.example.json`,
-//! `wink-test.yaml` and a `.gitignore` for what the build makes.
+//! `wink-build`; it lists the SDK's own dependencies, esbuild and
+//! componentize-js, at the SDK's versions, beside the `file:` SDK: npm
+//! installs none of a linked folder's dependencies, so the project's own
+//! `npm install` brings them, as the examples of `plugins/js` do),
+//! `tsconfig.json`. Both get `config.example.json`, `wink-test.yaml` and a
+//! `.gitignore` for what the build makes.
 //!
-//! The SDK is `sdk/python` or `sdk/js` of the wink checkout DIR is in, or
-//! `--sdk PATH`. Owns only the files it writes; it never overwrites one.
+//! The SDK is `--sdk PATH`, else `sdk/python` or `sdk/js` of the wink
+//! checkout DIR is in, else the copy this binary carries, installed once
+//! per user ([`install`]). The name must suit the language ([`name`]).
+//! Owns only the files it writes; it never overwrites one.
 
+pub mod install;
+pub mod name;
 pub mod rust;
 
 use anyhow::{Context, bail};
@@ -122,11 +130,11 @@ const PACKAGE_JSON: &str = r#"{
   "private": true,
   "type": "module",
   "scripts": {
-    "build": "wink-build src/app.ts -o build/CRATE.wasm",
+    "build": "wink-build src/app.ts -o build/CRATE.wasm --wit \"SDK/../../wit\"",
     "check": "tsc --noEmit -p ."
   },
   "devDependencies": {
-    "typescript": "^5.9.0",
+TOOLS    "typescript": "^5.9.0",
     "wink-sdk": "file:SDK"
   }
 }
@@ -146,8 +154,9 @@ plugin: build/CRATE.wasm
 "#;
 
 /// The SDK folder of `lang` for a project in `dir`: `--sdk`, else the one of
-/// the wink checkout `dir` is in; as written into the project (relative when
-/// found in the checkout, so the project moves with it).
+/// the wink checkout `dir` is in, else the installed copy this binary
+/// carries; as written into the project (relative when found in the
+/// checkout, so the project moves with it).
 pub(crate) fn sdk_for(dir: &Path, lang: Lang, sdk: Option<&Path>) -> anyhow::Result<String> {
     let sub = if lang == Lang::Python {
         "sdk/python"
@@ -166,10 +175,44 @@ pub(crate) fn sdk_for(dir: &Path, lang: Lang, sdk: Option<&Path>) -> anyhow::Res
             return Ok(format!("{}{sub}", "../".repeat(up + 1)));
         }
     }
-    bail!(
-        "{} is not in a wink checkout: give --sdk PATH (the {sub} folder of a wink checkout)",
-        dir.display()
-    )
+    Ok(install::installed()?.join(sub).display().to_string())
+}
+
+/// The JavaScript SDK's own dependencies (its `package.json`), as lines of
+/// the project's `devDependencies`.
+fn js_tools(sdk: &Path) -> anyhow::Result<String> {
+    let file = sdk.join("package.json");
+    let text =
+        std::fs::read_to_string(&file).with_context(|| format!("the JavaScript SDK's {}", file.display()))?;
+    let package: serde_json::Value =
+        serde_json::from_str(&text).with_context(|| format!("the JavaScript SDK's {}", file.display()))?;
+    let mut lines = String::new();
+    if let Some(deps) = package["dependencies"].as_object() {
+        for (name, version) in deps {
+            lines.push_str(&format!("    {}: {version},\n", serde_json::to_string(name)?));
+        }
+    }
+    Ok(lines)
+}
+
+/// `template` with each of `words` replaced by its value, in one pass (a
+/// value is not searched again: a name or a path may hold "SDK").
+pub(crate) fn fill_in(template: &str, words: &[(&str, &str)]) -> String {
+    let mut out = String::with_capacity(template.len());
+    let mut rest = template;
+    'text: while !rest.is_empty() {
+        for (word, value) in words {
+            if let Some(after) = rest.strip_prefix(word) {
+                out.push_str(value);
+                rest = after;
+                continue 'text;
+            }
+        }
+        let c = rest.chars().next().unwrap();
+        out.push(c);
+        rest = &rest[c.len_utf8()..];
+    }
+    out
 }
 
 /// Write the new Python or TypeScript plugin project into `dir` (which must
@@ -178,30 +221,23 @@ pub fn create(dir: &Path, lang: Lang, sdk: Option<&Path>) -> anyhow::Result<Stri
     if dir.exists() {
         bail!("{} exists: wink new writes a new directory", dir.display());
     }
-    let (name, parent) = rust::name_and_parent(
-        dir,
-        |n| {
-            n.chars().next().is_some_and(|c| c.is_ascii_alphabetic())
-                && n.chars()
-                    .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
-        },
-        "the directory's name is the plugin's: a letter, then letters, digits, '-' and '_'",
-    )?;
+    let (name, parent) = rust::name_and_parent(dir, lang)?;
     let dir: PathBuf = parent.join(&name);
     let sdk = sdk_for(&dir, lang, sdk)?;
     let krate = name.replace('-', "_");
-    let fill = |t: &str| {
-        t.replace("NAME", &name)
-            .replace("CRATE", &krate)
-            .replace("SDK", &sdk)
-    };
+    // In JSON files the SDK's path is a JSON string's text.
+    let json = serde_json::to_string(&sdk)?;
+    let json = &json[1..json.len() - 1];
+    let fill_with = |t: &str, sdk: &str| fill_in(t, &[("NAME", &name), ("CRATE", &krate), ("SDK", sdk)]);
+    let fill = |t: &str| fill_with(t, &sdk);
     std::fs::create_dir_all(&dir)?;
     let build = match lang {
         Lang::Python => {
             std::fs::write(dir.join("app.py"), fill(APP_PY))?;
+            let quoted = PYTHON_BUILD.replace("SDK/wink_build.py", "'SDK/wink_build.py'");
             std::fs::write(
                 dir.join("build.sh"),
-                fill(&BUILD_SH.replace("PYTHON_BUILD", PYTHON_BUILD)),
+                fill(&BUILD_SH.replace("PYTHON_BUILD", &quoted)),
             )?;
             std::fs::write(dir.join(".gitignore"), "build/\n__pycache__/\n")?;
             "sh build.sh"
@@ -209,8 +245,9 @@ pub fn create(dir: &Path, lang: Lang, sdk: Option<&Path>) -> anyhow::Result<Stri
         Lang::Js => {
             std::fs::create_dir_all(dir.join("src"))?;
             std::fs::write(dir.join("src/app.ts"), fill(APP_TS))?;
-            std::fs::write(dir.join("package.json"), fill(PACKAGE_JSON))?;
-            std::fs::write(dir.join("tsconfig.json"), fill(TSCONFIG))?;
+            let package = PACKAGE_JSON.replace("TOOLS", &js_tools(&dir.join(&sdk))?);
+            std::fs::write(dir.join("package.json"), fill_with(&package, json))?;
+            std::fs::write(dir.join("tsconfig.json"), fill_with(TSCONFIG, json))?;
             std::fs::write(dir.join(".gitignore"), "build/\nnode_modules/\n")?;
             "npm install && npm run build"
         }
@@ -219,7 +256,10 @@ pub fn create(dir: &Path, lang: Lang, sdk: Option<&Path>) -> anyhow::Result<Stri
     std::fs::write(dir.join("config.example.json"), "{\"greeting\": \"hello\"}\n")?;
     std::fs::write(
         dir.join("wink-test.yaml"),
-        fill(&format!("{CASE}{}", rust::CASE_STEPS)).replace("BUILD", build),
+        fill_in(
+            &format!("{CASE}{}", rust::CASE_STEPS),
+            &[("CRATE", &krate), ("BUILD", build)],
+        ),
     )?;
     Ok(name)
 }

@@ -1,10 +1,15 @@
 //! `wink new DIR`: a plugin crate that builds and passes its `wink test`
-//! case as generated: `Cargo.toml`, `src/lib.rs` (a handler logging Pod
-//! events, with a config), `config.example.json` and `wink-test.yaml`.
+//! case as generated: `Cargo.toml` (wink-sdk its one dependency: serde
+//! comes through its re-export, as in the examples), `src/lib.rs` (a
+//! handler logging Pod events, with a config), `config.example.json` and
+//! `wink-test.yaml`.
 //! Inside the wink workspace's `plugins/` it is a workspace member; anywhere
-//! else it is a workspace of its own and `--sdk` names the wink-sdk crate.
+//! else it is a workspace of its own, whose wink-sdk is `--sdk PATH`, else
+//! the `sdk/` of the wink checkout it is in, else the crate this binary
+//! carries, installed once per user ([`super::install`]).
 //! Owns only the files it writes; it never overwrites one.
 
+use super::{Lang, fill_in, install, name};
 use anyhow::{Context, bail};
 use std::path::{Path, PathBuf};
 
@@ -16,11 +21,11 @@ const LIB: &str = r#"//! NAME: a wink plugin. It watches v1 Pods and logs each e
 //! `wink test wink-test.yaml`; run: drop the `.wasm` into wink's plugin
 //! directory.
 
-use serde::Deserialize;
+use wink_sdk::serde::Deserialize;
 use wink_sdk::{Handler, Object, Registration, Watch};
 
 #[derive(Deserialize)]
-#[serde(default, deny_unknown_fields)]
+#[serde(crate = "wink_sdk::serde", default, deny_unknown_fields)]
 struct Config {
     greeting: String,
 }
@@ -84,19 +89,19 @@ expect:
     - "INFO hi default/web-2: deleted (missed while the watch was down)"
 "#;
 
-/// A new project's name (its directory's, which `valid` accepts, else the
-/// error says `rule`) and its parent directory, created and made absolute.
-pub(crate) fn name_and_parent(
-    dir: &Path,
-    valid: impl Fn(&str) -> bool,
-    rule: &'static str,
-) -> anyhow::Result<(String, PathBuf)> {
+/// A new `lang` project's name (its directory's, checked by [`name`]) and
+/// its parent directory, created and made absolute.
+pub(crate) fn name_and_parent(dir: &Path, lang: Lang) -> anyhow::Result<(String, PathBuf)> {
     let name = dir
         .file_name()
-        .and_then(|n| n.to_str())
-        .filter(|n| !n.is_empty() && valid(n))
-        .context(rule)?
-        .to_string();
+        .map(|n| n.to_string_lossy().into_owned())
+        .with_context(|| {
+            format!(
+                "{}: give the new project's directory (its name is the plugin's)",
+                dir.display()
+            )
+        })?;
+    name::check(&name, lang)?;
     let parent = dir
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
@@ -119,15 +124,9 @@ pub fn create(dir: &Path, sdk: Option<&Path>) -> anyhow::Result<String> {
     if dir.exists() {
         bail!("{} exists: wink new writes a new directory", dir.display());
     }
-    let (name, parent) = name_and_parent(
-        dir,
-        |n| {
-            n.chars()
-                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
-        },
-        "the directory's name is the crate's: letters, digits, '-' and '_'",
-    )?;
-    let member = workspace_of(&parent.join(&name)).filter(|ws| parent == ws.join("plugins"));
+    let (name, parent) = name_and_parent(dir, Lang::Rust)?;
+    let checkout = workspace_of(&parent.join(&name));
+    let member = checkout.clone().filter(|ws| parent == ws.join("plugins"));
     let (sdk_path, workspace, target) = match (&member, sdk) {
         (Some(_), None) => ("../../sdk".to_string(), "", "../../target"),
         (_, Some(sdk)) => {
@@ -145,24 +144,31 @@ pub fn create(dir: &Path, sdk: Option<&Path>) -> anyhow::Result<String> {
                 },
             )
         }
-        (None, None) => bail!(
-            "{} is not in a wink workspace's plugins/: give --sdk PATH (the wink-sdk crate, the sdk/ folder of a wink checkout)",
-            dir.display()
-        ),
+        // Elsewhere in a checkout its sdk/; outside one the installed copy.
+        (None, None) => {
+            let sdk = match checkout {
+                Some(ws) => ws.join("sdk"),
+                None => install::installed()?.join("sdk"),
+            };
+            (sdk.display().to_string(), "\n[workspace]\n", "target")
+        }
     };
+    // A TOML basic string holds the path as a JSON string would.
+    let sdk_path = serde_json::to_string(&sdk_path)?;
     let cargo = format!(
-        "[package]\nname = \"{name}\"\nversion = \"0.1.0\"\nedition = \"2024\"\npublish = false\n\n[lib]\ncrate-type = [\"cdylib\"]\n\n[dependencies]\nwink-sdk = {{ path = \"{sdk_path}\" }}\nserde = {{ version = \"1\", features = [\"derive\"] }}\nserde_json = \"1\"\n{workspace}"
+        "[package]\nname = \"{name}\"\nversion = \"0.1.0\"\nedition = \"2024\"\npublish = false\n\n[lib]\ncrate-type = [\"cdylib\"]\n\n[dependencies]\nwink-sdk = {{ path = {sdk_path} }}\n{workspace}"
     );
     let krate = name.replace('-', "_");
     std::fs::create_dir_all(dir.join("src"))?;
     std::fs::write(dir.join("Cargo.toml"), cargo)?;
-    std::fs::write(dir.join("src/lib.rs"), LIB.replace("NAME", &name))?;
+    std::fs::write(dir.join("src/lib.rs"), fill_in(LIB, &[("NAME", &name)]))?;
     std::fs::write(dir.join("config.example.json"), "{\"greeting\": \"hello\"}\n")?;
     std::fs::write(
         dir.join("wink-test.yaml"),
-        format!("{CASE}{CASE_STEPS}")
-            .replace("TARGET", target)
-            .replace("CRATE", &krate),
+        fill_in(
+            &format!("{CASE}{CASE_STEPS}"),
+            &[("TARGET", target), ("CRATE", &krate)],
+        ),
     )?;
     Ok(name)
 }
