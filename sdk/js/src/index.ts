@@ -208,11 +208,11 @@ export function onBatch(h: Handler, events: Event[], objects: types.Object[]): v
 const dispose: symbol = (Symbol as { dispose?: symbol }).dispose ?? Symbol.for("dispose");
 
 /**
- * End the borrows of a batch's objects. componentize-js 0.23 ends those of
- * an export's `borrow<object>` arguments when it returns, but not those in a
- * `list<borrow<object>>` (the host would find them still lent and trap): a
- * handle's dispose is the same `resource.drop` it calls, and leaves the
- * handle unset, so a version that ends them itself finds nothing left.
+ * End the borrows of a batch's objects. The bindings of componentize-js 0.23
+ * end those of an export's `borrow<object>` arguments when it returns, but do
+ * not track those in a `list<borrow<object>>`: the SDK ends them itself. A
+ * handle's dispose is the same `resource.drop` the bindings call, and it
+ * leaves the handle unset, so bindings that end them too find nothing left.
  */
 function release(objects: types.Object[]): void {
   for (const o of objects) (o as unknown as Record<symbol, (() => void) | undefined>)[dispose]?.();
