@@ -274,7 +274,8 @@ export function plugin(cls: new () => Handler): HandlerExport {
     },
     mapToKeys: (watch, obj) => [...instance().mapToKeys(KubeObject.ofEvent(obj, undefined, watch))],
   };
-  Object.defineProperty(handler, WORLD, { value: { handler, admission, reconciler } });
+  // Enumerable, so a module exporting `{ ...plugin(X), init() {...} }` keeps it.
+  Object.defineProperty(handler, WORLD, { value: { handler, admission, reconciler }, enumerable: true });
   return handler;
 }
 

@@ -227,6 +227,13 @@ test("a plugin that neither admits nor reconciles gets allowing, done defaults f
   const own = { validate: () => ALLOWED, mutate: () => ({ verdict: ALLOWED }) };
   assert.equal(worldExports({ handler: plugin(Plain), admission: own }).admission, own, "a module's own export wins");
   assert.throws(() => worldExports({}), /exports no `handler`/);
+  class Denies extends Plain {
+    validate() {
+      return admission.deny("no");
+    }
+  }
+  const wrapped = { ...plugin(Denies), onSynced() {} };
+  assert.equal(worldExports({ handler: wrapped }).admission.validate(request(undefined)).allowed, false, "a spread handler keeps its plugin's hooks");
 });
 
 test("the hooks answer for the plugin: verdicts, mutations, actions, keys", () => {
