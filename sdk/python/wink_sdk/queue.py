@@ -69,4 +69,3 @@ def add_after(key: str, delay: Delay) -> None:
 
 
 __all__ = ["Action", "Delay", "add", "add_after"]
-
