@@ -4,10 +4,11 @@ It watches apps/v1 Deployments; one missing a required label gets a Warning
 Event (``MissingLabel``) and the label, set to its default by a merge patch.
 Every Deployment it checks gets one policy result per required label, in
 category ``Labels`` with severity medium: rule ``require-label-<label>``,
-``fail`` ("missing label team") or ``pass`` ("has label team"). It logs
-what the patch did: ``labeled <key>``, or, when the plugin runs in audit mode
-and the patch was a server-side dry run, ``would label <key> (audit mode: dry
-run)``.
+``fail`` ("missing label team") or ``pass`` ("has label team"). Its log
+line and Event say what the patch did: ``missing label team: set to
+"unassigned"`` (action ``Labeled``), or, when the plugin runs in audit mode and
+the patch was a server-side dry run, ``... would be set to (audit mode: nothing
+changed) "unassigned"`` (action ``WouldLabel``).
 
 Config (these are the defaults): ``{"labels": ["team"], "default": "unassigned"}``.
 """
@@ -68,30 +69,33 @@ class RequireLabels(wink_sdk.Handler):
         self.check(new)
 
     def check(self, obj: Object) -> None:
-        """Report, then record an Event and patch for each missing label."""
+        """Report, patch the missing labels, then log and record an Event for
+        each, saying what the patch did."""
         missing = [label for label in self.labels if obj.label(label) is None]
         self.report(obj, missing)
         if not missing:
             return
-        for label in missing:
-            log.info("require-labels: %s missing %s", obj.key, label)
-            note = f"missing label {label}: set to {json.dumps(self.default)}"
-            try:
-                events.warning(obj, "MissingLabel", "Labeled", note)
-            except WinkError as e:
-                log.warning("require-labels: Event about %s not recorded: %s", obj.key, describe(e))
         patch = {"metadata": {"labels": {label: self.default for label in missing}}}
+        # In audit mode the patch is a dry run: say what would have been done.
         try:
-            done = write.merge_patch(DEPLOYMENTS, obj.key, patch)
+            written = write.merge_patch(DEPLOYMENTS, obj.key, patch)
         except NotFound:
-            pass  # deleted meanwhile: nothing to label
+            return  # deleted meanwhile: nothing to label
         except WinkError as e:
             log.warning("require-labels: %s not labeled: %s", obj.key, describe(e))
+            action, done = "NotLabeled", "could not be set to"
         else:
-            if done.dry_run:
-                log.info("require-labels: would label %s (audit mode: dry run)", obj.key)
+            if written.dry_run:
+                action, done = "WouldLabel", "would be set to (audit mode: nothing changed)"
             else:
-                log.info("require-labels: labeled %s", obj.key)
+                action, done = "Labeled", "set to"
+        for label in missing:
+            note = f"missing label {label}: {done} {json.dumps(self.default)}"
+            log.info("require-labels: %s: %s", obj.key, note)
+            try:
+                events.warning(obj, "MissingLabel", action, note)
+            except WinkError as e:
+                log.warning("require-labels: Event about %s not recorded: %s", obj.key, describe(e))
 
     def report(self, obj: Object, missing: List[str]) -> None:
         """One result per required label: ``fail`` when missing, else ``pass``."""

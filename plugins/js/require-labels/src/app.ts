@@ -5,10 +5,11 @@
  * Warning Event (`MissingLabel`) and the label, set to its default by a
  * merge patch. Every Deployment it checks gets one policy result per
  * required label, in category `Labels` with severity medium: rule
- * `require-label-<label>`, `fail` ("missing label team") or `pass`. It logs
- * what the patch did: `labeled <key>`, or, when the plugin runs in audit
- * mode and the patch was a server-side dry run, `would label <key> (audit
- * mode: dry run)`.
+ * `require-label-<label>`, `fail` ("missing label team") or `pass`. Its log
+ * line and Event say what the patch did: `missing label team: set to
+ * "unassigned"` (action `Labeled`), or, when the plugin runs in audit mode
+ * and the patch was a server-side dry run, `... would be set to (audit mode:
+ * nothing changed) "unassigned"` (action `WouldLabel`).
  *
  * Config (these are the defaults): `{"labels": ["team"], "default": "unassigned"}`.
  */
@@ -65,28 +66,31 @@ class RequireLabels extends Handler {
     this.report(obj, missing);
     if (missing.length === 0) return;
     const labels: Record<string, string> = {};
-    for (const label of missing) {
-      log.info(`require-labels: ${obj.key} missing ${label}`);
-      const note = `missing label ${label}: set to ${JSON.stringify(this.default)}`;
-      try {
-        events.warning(obj, "MissingLabel", "Labeled", note);
-      } catch (e) {
-        if (!(e instanceof WinkError)) throw e;
-        log.warn(`require-labels: Event about ${obj.key} not recorded: ${describe(e)}`);
-      }
-      labels[label] = this.default;
-    }
-    let done: write.Written;
+    for (const label of missing) labels[label] = this.default;
+    // In audit mode the patch is a dry run: say what would have been done.
+    let action: string;
+    let done: string;
     try {
-      done = write.mergePatch(DEPLOYMENTS, obj.key, { metadata: { labels } });
+      const written = write.mergePatch(DEPLOYMENTS, obj.key, { metadata: { labels } });
+      [action, done] = written.dryRun
+        ? ["WouldLabel", "would be set to (audit mode: nothing changed)"]
+        : ["Labeled", "set to"];
     } catch (e) {
       if (e instanceof NotFound) return; // deleted meanwhile: nothing to label
       if (!(e instanceof WinkError)) throw e;
       log.warn(`require-labels: ${obj.key} not labeled: ${describe(e)}`);
-      return;
+      [action, done] = ["NotLabeled", "could not be set to"];
     }
-    if (done.dryRun) log.info(`require-labels: would label ${obj.key} (audit mode: dry run)`);
-    else log.info(`require-labels: labeled ${obj.key}`);
+    for (const label of missing) {
+      const note = `missing label ${label}: ${done} ${JSON.stringify(this.default)}`;
+      log.info(`require-labels: ${obj.key}: ${note}`);
+      try {
+        events.warning(obj, "MissingLabel", action, note);
+      } catch (e) {
+        if (!(e instanceof WinkError)) throw e;
+        log.warn(`require-labels: Event about ${obj.key} not recorded: ${describe(e)}`);
+      }
+    }
   }
 
   report(obj: KubeObject, missing: string[]): void {
