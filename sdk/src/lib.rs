@@ -158,8 +158,7 @@ pub fn is_resync(old: &Object, new: &Object) -> bool {
 
 /// Export a [`Handler`] implementation as the plugin's exports: `handler`
 /// (and its batches), and `admission` and `reconciler` with their defaults
-/// (allow; done) until the plugin declares webhooks or a queue. The plugin's
-/// name is its crate's (`CARGO_PKG_NAME`) unless its registration names it.
+/// (allow; done) until the plugin declares webhooks or a queue.
 #[macro_export]
 macro_rules! export_plugin {
     ($handler:ty) => {
@@ -190,7 +189,7 @@ macro_rules! export_plugin {
                 ) -> ::std::result::Result<__wink_types::Registration, ::std::string::String> {
                     let (handler, registration) = <$handler as $crate::Handler>::init(&config)?;
                     __WINK_STATE.with(|state| *state.borrow_mut() = Some(handler));
-                    Ok(registration.into_wit(env!("CARGO_PKG_NAME")))
+                    Ok(registration.into_wit())
                 }
                 fn on_add(
                     watch: u32,
@@ -236,15 +235,31 @@ macro_rules! export_plugin {
                     objects: ::std::vec::Vec<__wink_types::Object>,
                 ) {
                     $crate::batch::deliver(events, objects, |event| match event {
-                        $crate::batch::One::Add { watch, key, obj, in_initial_list } => {
+                        $crate::batch::One::Add {
+                            watch,
+                            key,
+                            obj,
+                            in_initial_list,
+                        } => {
                             <__WinkGuest as __wink_handler::Guest>::on_add(watch, key, &obj, in_initial_list)
                         }
-                        $crate::batch::One::Update { watch, key, old, new } => {
-                            <__WinkGuest as __wink_handler::Guest>::on_update(watch, key, &old, &new)
-                        }
-                        $crate::batch::One::Delete { watch, key, obj, final_state_unknown } => {
-                            <__WinkGuest as __wink_handler::Guest>::on_delete(watch, key, &obj, final_state_unknown)
-                        }
+                        $crate::batch::One::Update {
+                            watch,
+                            key,
+                            old,
+                            new,
+                        } => <__WinkGuest as __wink_handler::Guest>::on_update(watch, key, &old, &new),
+                        $crate::batch::One::Delete {
+                            watch,
+                            key,
+                            obj,
+                            final_state_unknown,
+                        } => <__WinkGuest as __wink_handler::Guest>::on_delete(
+                            watch,
+                            key,
+                            &obj,
+                            final_state_unknown,
+                        ),
                     });
                 }
             }
@@ -259,7 +274,7 @@ macro_rules! export_plugin {
                         object: None,
                     }
                 }
-            }
+    }
 
             impl __wink_reconciler::Guest for __WinkGuest {
                 fn reconcile(

@@ -177,16 +177,17 @@ impl Default for Registration {
 
 impl Registration {
     /// An empty registration. Its deliveries wait for every watch and read
-    /// to list (see [`Registration::deliver_while_listing`]); its name is the
-    /// crate's (see [`Registration::name`]).
+    /// to list (see [`Registration::deliver_while_listing`]); it is named
+    /// after its file (see [`Registration::name`]).
     pub fn new() -> Self {
         Self::default()
     }
 
     /// The plugin's one name, in grants, reports, Events, field managers,
-    /// metrics and logs: a DNS label. [`export_plugin!`](crate::export_plugin)
-    /// gives the crate's name (`team-label-guard`, as in `Cargo.toml`) when
-    /// none is set.
+    /// metrics and logs: a DNS label. Without one the plugin is named after
+    /// its component file (`team_label_guard.wasm`: `team_label_guard`), so
+    /// one component installed under two file names (with two configs) is two
+    /// plugins; a plugin that declares its name is one, wherever its file is.
     pub fn name(mut self, name: impl Into<String>) -> Self {
         self.name = Some(name.into());
         self
@@ -232,9 +233,9 @@ impl Registration {
     }
 
     #[doc(hidden)]
-    pub fn into_wit(self, default_name: &str) -> types::Registration {
+    pub fn into_wit(self) -> types::Registration {
         types::Registration {
-            name: self.name.or_else(|| Some(default_name.to_string())),
+            name: self.name,
             watches: self.watches.into_iter().map(Watch::into_wit).collect(),
             reads: self.reads.into_iter().map(Watch::into_read).collect(),
             writes: self.writes,

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use wink_sim::{Sim, SimConfig};
 
 /// The value of one sample of `/metrics`, by name and labels.
-fn sample(text: &str, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
+pub(crate) fn sample(text: &str, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
     let scrape = prometheus_parse::Scrape::parse(text.lines().map(|l| Ok(l.to_string()))).unwrap();
     scrape
         .samples
@@ -93,7 +93,7 @@ async fn health_readiness_metrics_and_plugin_status() {
         .unwrap();
     wink.wait_for_line("[good] OnAdd: bomb", WAIT);
     wink.wait_for_line("plugin trapped", WAIT);
-    wink.wait_for_line("require-labels: default/web missing team", WAIT);
+    wink.wait_for_line("require-labels: default/web: missing label team", WAIT);
 
     let deadline = Instant::now() + WAIT;
     let text = loop {

@@ -19,6 +19,7 @@ mod admin_limits;
 mod author;
 mod cache_plugins;
 mod cache_scope;
+mod contract;
 mod daemon_start;
 mod dev;
 mod grant_escapes;

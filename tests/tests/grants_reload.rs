@@ -55,7 +55,7 @@ async fn a_changed_grants_file_is_read_again_and_in_force_at_once() {
     let file = s.plugins.parent().unwrap().join("grants.yaml");
     std::fs::write(&file, "plugins: {}\n").unwrap();
     let wink = s.run(&["--grants", file.to_str().unwrap()]);
-    wink.wait_for_line("require-labels: default/web missing team", WAIT);
+    wink.wait_for_line("require-labels: default/web: missing label team", WAIT);
     let advice = format!(
         "To allow them, merge into {} (re-read when it changes)",
         file.display()

@@ -169,7 +169,7 @@ fn the_python_sdk_unit_tests_pass_against_the_generated_bindings() {
         .unwrap();
     let text = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{text}");
-    assert!(text.contains("Ran 6 tests"), "{text}");
+    assert!(text.contains("Ran 17 tests"), "{text}");
 }
 
 #[test]
@@ -189,7 +189,7 @@ fn the_js_sdk_unit_tests_pass_against_stubs_of_the_host() {
         "{text}\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    assert!(text.lines().any(|l| l == "# pass 43"), "{text}");
+    assert!(text.lines().any(|l| l == "# pass 51"), "{text}");
     assert!(text.lines().any(|l| l == "# fail 0"), "{text}");
 }
 
@@ -358,7 +358,10 @@ async fn require_labels(lang: Option<Lang>) -> Vec<String> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn require_labels_in_python_and_js_acts_as_the_rust_one() {
     let rust = require_labels(None).await;
-    assert_eq!(rust, ["require-labels: default/web missing team"]);
+    assert_eq!(
+        rust,
+        [r#"require-labels: default/web: missing label team: set to "unassigned""#]
+    );
     for lang in LANGS {
         assert_eq!(require_labels(Some(lang)).await, rust, "{lang:?}");
     }

@@ -62,7 +62,7 @@ async fn require_labels_labels_records_an_event_and_converges() {
     let (s, deployments, _) = require_labels_setup(&sim, "act_require_labels").await;
     let file = grants(&s, REQUIRE_LABELS_GRANT);
     let wink = s.run(&["--grants", &file]);
-    wink.wait_for_line("require-labels: default/web missing team", WAIT);
+    wink.wait_for_line("require-labels: default/web: missing label team", WAIT);
     eventually("the label", || async {
         let d = deployments.get("web").await.unwrap();
         d.labels().get("team").map(String::as_str) == Some("unassigned")
@@ -90,7 +90,7 @@ async fn require_labels_labels_records_an_event_and_converges() {
     assert_eq!(sim.request_count("patch", "deployments"), 1, "one patch, no loop");
     let misses = wink.plugin_lines("require-labels");
     assert_eq!(
-        misses.iter().filter(|l| l.contains("missing team")).count(),
+        misses.iter().filter(|l| l.contains("missing label team")).count(),
         1,
         "{misses:#?}"
     );
@@ -105,12 +105,41 @@ async fn in_audit_mode_nothing_changes_but_the_event_is_recorded() {
         &REQUIRE_LABELS_GRANT.replace("    events: true", "    events: true\n    mode: audit"),
     );
     let wink = s.run(&["--grants", &file]);
-    wink.wait_for_line("require-labels: default/web missing team", WAIT);
+    wink.wait_for_line("require-labels: default/web: missing label team", WAIT);
     eventually("the Event", || async {
         !events_about(&sim, "web").await.is_empty()
     })
     .await;
-    wink.wait_for_line("audit: would PATCH", WAIT);
+    // wink's own line shows the patch body; the plugin was told it was a
+    // dry run, so it says what would have been done, and its Event is marked.
+    wink.wait_for_line(r#"{"metadata":{"labels":{"team":"unassigned"}}}"#, WAIT);
+    let would = wink.plugin_lines("require-labels");
+    assert!(
+        would
+            .iter()
+            .any(|l| l.contains("missing label team: would be set to (audit mode: nothing changed)")),
+        "{would:#?}"
+    );
+    let events = events_about(&sim, "web").await;
+    assert_eq!(events[0].action.as_deref(), Some("WouldLabel"), "{events:#?}");
+    assert!(
+        events[0]
+            .note
+            .as_deref()
+            .unwrap_or_default()
+            .starts_with("[audit] "),
+        "{events:#?}"
+    );
+    assert_eq!(
+        events[0]
+            .metadata
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get("wink.dev/mode"))
+            .map(String::as_str),
+        Some("audit"),
+        "{events:#?}"
+    );
     let after = deployments.get("web").await.unwrap();
     assert_eq!(
         after.resource_version(),
@@ -134,8 +163,8 @@ async fn without_a_grant_nothing_changes_and_the_refusal_is_logged_once() {
         .await
         .unwrap();
     let wink = s.run(&[]);
-    wink.wait_for_line("require-labels: default/web missing team", WAIT);
-    wink.wait_for_line("require-labels: default/api missing team", WAIT);
+    wink.wait_for_line("require-labels: default/web: missing label team", WAIT);
+    wink.wait_for_line("require-labels: default/api: missing label team", WAIT);
     tokio::time::sleep(Duration::from_millis(500)).await;
     let lines = wink.lines();
     let snippet = lines

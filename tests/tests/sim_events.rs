@@ -571,7 +571,7 @@ async fn kubectl_describe_shows_the_event_the_daemon_recorded() {
     let audit = REQUIRE_LABELS_GRANT.replace("    events: true", "    events: true\n    mode: audit");
     std::fs::write(&grants, audit).unwrap();
     let wink = s.run(&["--grants", grants.to_str().unwrap()]);
-    wink.wait_for_line("require-labels: default/web missing team", WAIT);
+    wink.wait_for_line("require-labels: default/web: missing label team", WAIT);
     let deadline = std::time::Instant::now() + WAIT;
     let described = loop {
         let out = e.ok(&["describe", "deployment", "web"]).await;

@@ -45,7 +45,11 @@ impl UpdateFilter {
             }
             Change::Annotation(key) => {
                 let (o, n) = doc();
-                let get = |v: &Value| v.pointer("/metadata/annotations").and_then(|a| a.get(key)).cloned();
+                let get = |v: &Value| {
+                    v.pointer("/metadata/annotations")
+                        .and_then(|a| a.get(key))
+                        .cloned()
+                };
                 get(o) != get(n)
             }
             Change::Field(path) => {
@@ -77,8 +81,10 @@ mod tests {
     use wink_informer::object::{CachePolicy, CachedObject};
 
     fn obj(rv: u64, labels: &[(&str, &str)], generation: u64, phase: &str) -> ObjRef {
-        let labels: serde_json::Map<String, Value> =
-            labels.iter().map(|(k, v)| (k.to_string(), Value::from(*v))).collect();
+        let labels: serde_json::Map<String, Value> = labels
+            .iter()
+            .map(|(k, v)| (k.to_string(), Value::from(*v)))
+            .collect();
         let obj: DynamicObject = serde_json::from_value(serde_json::json!({
             "metadata": {"namespace": "ns", "name": "p", "uid": "u", "resourceVersion": rv.to_string(),
                          "labels": labels, "generation": generation, "annotations": {"a": phase}},
@@ -114,7 +120,10 @@ mod tests {
 
     #[test]
     fn field_paths_become_json_pointers() {
-        assert_eq!(field_pointer("metadata.ownerReferences"), "/metadata/ownerReferences");
+        assert_eq!(
+            field_pointer("metadata.ownerReferences"),
+            "/metadata/ownerReferences"
+        );
         assert_eq!(field_pointer("a/b.c~d"), "/a~1b/c~0d");
     }
 }

@@ -16,9 +16,9 @@
 
 use super::bindings::types::Registration;
 use super::bindings::{Plugin, v3};
-use super::loader::ComponentPre;
 use super::capabilities::{CacheScope, CallClock, HostState, ReportScope, WriteScope};
 use super::engine::{Limits, WinkEngine};
+use super::loader::ComponentPre;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -165,8 +165,16 @@ impl PluginInstance {
             reason: format!("{e:#}"),
         };
         let instance = match &self.pre {
-            ComponentPre::Current(pre) => Guest::Current(pre.instantiate_async(&mut store).await.map_err(instantiate_error)?),
-            ComponentPre::V3(pre) => Guest::V3(pre.instantiate_async(&mut store).await.map_err(instantiate_error)?),
+            ComponentPre::Current(pre) => Guest::Current(
+                pre.instantiate_async(&mut store)
+                    .await
+                    .map_err(instantiate_error)?,
+            ),
+            ComponentPre::V3(pre) => Guest::V3(
+                pre.instantiate_async(&mut store)
+                    .await
+                    .map_err(instantiate_error)?,
+            ),
         };
         store.set_epoch_deadline(1);
         store.data_mut().clock = CallClock::start();
@@ -175,7 +183,11 @@ impl PluginInstance {
             reason: format!("{e:?}"),
         };
         let registration = match &instance {
-            Guest::Current(p) => p.wink_plugin_handler().call_init(&mut store, &self.config).await.map_err(trap)?,
+            Guest::Current(p) => p
+                .wink_plugin_handler()
+                .call_init(&mut store, &self.config)
+                .await
+                .map_err(trap)?,
             Guest::V3(p) => p
                 .wink_plugin_handler()
                 .call_init(&mut store, &self.config)
@@ -423,23 +435,35 @@ impl Call<'_> {
         let borrow = |i: usize| Resource::new_borrow(lent[i]);
         match (plugin, self) {
             (Guest::Current(p), &Call::Add(w, _, initial)) => {
-                p.wink_plugin_handler().call_on_add(&mut *store, w, key, borrow(0), initial).await?
+                p.wink_plugin_handler()
+                    .call_on_add(&mut *store, w, key, borrow(0), initial)
+                    .await?
             }
             (Guest::Current(p), &Call::Update(w, ..)) => {
-                p.wink_plugin_handler().call_on_update(&mut *store, w, key, borrow(0), borrow(1)).await?
+                p.wink_plugin_handler()
+                    .call_on_update(&mut *store, w, key, borrow(0), borrow(1))
+                    .await?
             }
             (Guest::Current(p), &Call::Delete(w, _, unknown)) => {
-                p.wink_plugin_handler().call_on_delete(&mut *store, w, key, borrow(0), unknown).await?
+                p.wink_plugin_handler()
+                    .call_on_delete(&mut *store, w, key, borrow(0), unknown)
+                    .await?
             }
             (Guest::Current(p), Call::Synced) => p.wink_plugin_handler().call_on_synced(&mut *store).await?,
             (Guest::V3(p), &Call::Add(_, _, initial)) => {
-                p.wink_plugin_handler().call_on_add(&mut *store, key, borrow(0), initial).await?
+                p.wink_plugin_handler()
+                    .call_on_add(&mut *store, key, borrow(0), initial)
+                    .await?
             }
             (Guest::V3(p), Call::Update(..)) => {
-                p.wink_plugin_handler().call_on_update(&mut *store, key, borrow(0), borrow(1)).await?
+                p.wink_plugin_handler()
+                    .call_on_update(&mut *store, key, borrow(0), borrow(1))
+                    .await?
             }
             (Guest::V3(p), &Call::Delete(_, _, unknown)) => {
-                p.wink_plugin_handler().call_on_delete(&mut *store, key, borrow(0), unknown).await?
+                p.wink_plugin_handler()
+                    .call_on_delete(&mut *store, key, borrow(0), unknown)
+                    .await?
             }
             (Guest::V3(p), Call::Synced) => p.wink_plugin_handler().call_on_synced(&mut *store).await?,
         }

@@ -24,7 +24,9 @@ pub enum LoadError {
     File(#[from] FileError),
     #[error("{path}: not a valid WebAssembly component: {reason}")]
     NotAComponent { path: PathBuf, reason: String },
-    #[error("{path}: not a wink:plugin@{CONTRACT_VERSION} (or @{PREVIOUS_CONTRACT_VERSION}) component: {reason}")]
+    #[error(
+        "{path}: not a wink:plugin@{CONTRACT_VERSION} (or @{PREVIOUS_CONTRACT_VERSION}) component: {reason}"
+    )]
     WrongWorld { path: PathBuf, reason: String },
 }
 
@@ -237,7 +239,10 @@ mod tests {
             .expect("refused")
             .to_string();
         assert!(err.contains("built against wink:plugin@0.2.0"), "{err}");
-        assert!(err.contains("this host serves wink:plugin@0.4.0 and @0.3.0"), "{err}");
+        assert!(
+            err.contains("this host serves wink:plugin@0.4.0 and @0.3.0"),
+            "{err}"
+        );
         assert!(err.contains("rebuild"), "{err}");
     }
 

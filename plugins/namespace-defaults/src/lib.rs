@@ -38,7 +38,9 @@ impl Handler for NamespaceDefaults {
             "data": self.config.data,
         });
         match write::create_json(&Resource::new("v1", "ConfigMap"), &body.to_string()) {
-            Ok(Written::Applied(_)) => wink_sdk::info!("namespace-defaults: created {}/wink-defaults", ns.name()),
+            Ok(Written::Applied(_)) => {
+                wink_sdk::info!("namespace-defaults: created {}/wink-defaults", ns.name())
+            }
             Ok(Written::DryRun(_)) => wink_sdk::info!(
                 "namespace-defaults: would create {}/wink-defaults (audit mode: dry run)",
                 ns.name()

@@ -37,9 +37,7 @@ impl Conflicts {
 
     /// Whether a write to `target` now retries a conflict (once per conflict).
     pub fn retrying(&mut self, target: &str) -> bool {
-        self.at
-            .remove(target)
-            .is_some_and(|t| t.elapsed() < RETRY_WINDOW)
+        self.at.remove(target).is_some_and(|t| t.elapsed() < RETRY_WINDOW)
     }
 }
 
@@ -64,6 +62,9 @@ mod tests {
             c.conflicted(format!("/t/{i}"));
         }
         assert!(c.at.len() <= MAX_TARGETS);
-        assert!(c.retrying(&format!("/t/{}", MAX_TARGETS + 9)), "the newest is kept");
+        assert!(
+            c.retrying(&format!("/t/{}", MAX_TARGETS + 9)),
+            "the newest is kept"
+        );
     }
 }

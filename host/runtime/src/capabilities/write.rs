@@ -293,7 +293,12 @@ impl HostState {
             }
             let query = access.query(force);
             let request = build(&resolved, namespace, &query)?;
-            let target = request.uri.split(['?', '#']).next().unwrap_or_default().to_string();
+            let target = request
+                .uri
+                .split(['?', '#'])
+                .next()
+                .unwrap_or_default()
+                .to_string();
             if access.conflicts.lock().unwrap().retrying(&target) {
                 access.pace_retry();
             } else {
@@ -461,12 +466,7 @@ impl write::Host for HostState {
         self.object_reply(result)
     }
 
-    fn delete(
-        &mut self,
-        resource: Resource_,
-        key: String,
-        options: DeleteOptions,
-    ) -> Reply<Deleted> {
+    fn delete(&mut self, resource: Resource_, key: String, options: DeleteOptions) -> Reply<Deleted> {
         let (ns, name) = split_key(&key);
         let result = self.perform(
             Verb::Delete,
@@ -508,9 +508,8 @@ impl write::Host for HostState {
             },
             false,
         );
-        let object = result.and_then(|(body, resolved, DryRun(dry_run))| {
-            Ok((answer_object(&body, &resolved.ar)?, dry_run))
-        });
+        let object = result
+            .and_then(|(body, resolved, DryRun(dry_run))| Ok((answer_object(&body, &resolved.ar)?, dry_run)));
         match object {
             Ok((obj, dry_run)) => Ok(Ok(Deleted {
                 object: obj.map(|o| self.push_object(&o)).transpose()?,

@@ -2,10 +2,10 @@
 //! the same records and variants field by field; what 0.3.0 lacks gets the
 //! value that keeps its meaning.
 
+use crate::bindings::types as t4;
 use crate::bindings::v3;
 use crate::bindings::v3::wink::plugin::{events as e3, report as r3, write as w3};
 use crate::bindings::wink::plugin::{events as e4, report as r4, write as w4};
-use crate::bindings::types as t4;
 use v3::types as t3;
 
 /// Same-named unit variants of two enums.

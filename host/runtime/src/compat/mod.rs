@@ -88,7 +88,11 @@ impl v3::wink::plugin::cache::Host for HostState {
         resource: v3::types::ResourceType,
         key: String,
     ) -> CacheReply<Option<Resource<ObjectHandle>>> {
-        cache_reply(current::wink::plugin::cache::Host::get(self, resource.into(), key))
+        cache_reply(current::wink::plugin::cache::Host::get(
+            self,
+            resource.into(),
+            key,
+        ))
     }
     fn list(
         &mut self,
@@ -116,7 +120,12 @@ impl v3::wink::plugin::cache::Host for HostState {
             value,
         ))
     }
-    fn index_keys(&mut self, resource: v3::types::ResourceType, index: String, value: String) -> CacheReply<String> {
+    fn index_keys(
+        &mut self,
+        resource: v3::types::ResourceType,
+        index: String,
+        value: String,
+    ) -> CacheReply<String> {
         cache_reply(current::wink::plugin::cache::Host::index_keys(
             self,
             resource.into(),
@@ -124,7 +133,11 @@ impl v3::wink::plugin::cache::Host for HostState {
             value,
         ))
     }
-    fn list_index_values(&mut self, resource: v3::types::ResourceType, index: String) -> CacheReply<Vec<String>> {
+    fn list_index_values(
+        &mut self,
+        resource: v3::types::ResourceType,
+        index: String,
+    ) -> CacheReply<Vec<String>> {
         cache_reply(current::wink::plugin::cache::Host::list_index_values(
             self,
             resource.into(),
@@ -146,10 +159,18 @@ use current::wink::plugin::write::Host as W4;
 use v3::wink::plugin::write as w3;
 
 impl w3::Host for HostState {
-    fn create(&mut self, resource: v3::types::ResourceType, body: String) -> WriteReply<Resource<ObjectHandle>> {
+    fn create(
+        &mut self,
+        resource: v3::types::ResourceType,
+        body: String,
+    ) -> WriteReply<Resource<ObjectHandle>> {
         write_reply(W4::create(self, resource.into(), body), |w| w.object)
     }
-    fn replace(&mut self, resource: v3::types::ResourceType, body: String) -> WriteReply<Resource<ObjectHandle>> {
+    fn replace(
+        &mut self,
+        resource: v3::types::ResourceType,
+        body: String,
+    ) -> WriteReply<Resource<ObjectHandle>> {
         write_reply(W4::replace(self, resource.into(), body), |w| w.object)
     }
     fn patch(
@@ -159,9 +180,10 @@ impl w3::Host for HostState {
         patch_type: w3::PatchType,
         body: String,
     ) -> WriteReply<Resource<ObjectHandle>> {
-        write_reply(W4::patch(self, resource.into(), key, patch_type.into(), body), |w| {
-            w.object
-        })
+        write_reply(
+            W4::patch(self, resource.into(), key, patch_type.into(), body),
+            |w| w.object,
+        )
     }
     fn delete(
         &mut self,
@@ -169,7 +191,9 @@ impl w3::Host for HostState {
         key: String,
         options: w3::DeleteOptions,
     ) -> WriteReply<Option<Resource<ObjectHandle>>> {
-        write_reply(W4::delete(self, resource.into(), key, options.into()), |d| d.object)
+        write_reply(W4::delete(self, resource.into(), key, options.into()), |d| {
+            d.object
+        })
     }
     fn replace_status(
         &mut self,
@@ -201,8 +225,14 @@ impl v3::wink::plugin::events::Host for HostState {
         action: String,
         note: String,
     ) -> WriteReply<()> {
-        let answer =
-            current::wink::plugin::events::Host::record_event(self, regarding, type_.into(), reason, action, note);
+        let answer = current::wink::plugin::events::Host::record_event(
+            self,
+            regarding,
+            type_.into(),
+            reason,
+            action,
+            note,
+        );
         write_reply(answer, drop)
     }
 }

@@ -354,8 +354,12 @@ impl PluginManager {
                 .compile(&m.engine, &m.linker, &path, bytes, digest.clone())
                 .await;
             let mut plugins = m.plugins.lock().await;
-            let current = plugins.values_mut().find(|r| r.path == path && r.digest == digest);
-            let name = current.as_ref().map_or_else(String::new, |r| r.instance.name().to_string());
+            let current = plugins
+                .values_mut()
+                .find(|r| r.path == path && r.digest == digest);
+            let name = current
+                .as_ref()
+                .map_or_else(String::new, |r| r.instance.name().to_string());
             match built {
                 Ok(_) => {
                     tracing::info!(
@@ -412,7 +416,13 @@ impl PluginManager {
         let path = loaded.path.clone();
         let limits = self.options.limits.for_language(loaded.language);
         let (mut instance, mut registration) = self
-            .start_instance(loaded.name.clone(), loaded.pre.clone(), engine, config.clone(), limits)
+            .start_instance(
+                loaded.name.clone(),
+                loaded.pre.clone(),
+                engine,
+                config.clone(),
+                limits,
+            )
             .await?;
         // A plugin's one name is the one it declares: its Store, field
         // manager and reports carry it from the start, so an instance
@@ -423,7 +433,8 @@ impl PluginManager {
                 .start_instance(declared.into(), loaded.pre.clone(), engine, config, limits)
                 .await?;
         }
-        naming::unserved(&registration).with_context(|| format!("{}: registration refused", path.display()))?;
+        naming::unserved(&registration)
+            .with_context(|| format!("{}: registration refused", path.display()))?;
         if let Some(other) = self.grants().other_spelling(instance.name()) {
             tracing::warn!(
                 plugin = %instance.name(),

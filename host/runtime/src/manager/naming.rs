@@ -15,7 +15,9 @@ pub const MAX_NAME: usize = 63;
 pub fn check(name: &str) -> anyhow::Result<()> {
     let ok = !name.is_empty()
         && name.len() <= MAX_NAME
-        && name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
         && !name.starts_with('-')
         && !name.ends_with('-');
     if ok {

@@ -12,8 +12,8 @@
 use super::PluginManager;
 use crate::bindings::types::{IndexBy, Registration, Verb as WitVerb};
 use crate::capabilities::WriteAccess;
-use crate::grants::{Declared, Missing, Permissions, Verb};
 use crate::filter::UpdateFilter;
+use crate::grants::{Declared, Missing, Permissions, Verb};
 use crate::instance::PluginInstance;
 use crate::leadership::Leadership;
 use anyhow::Context;

@@ -18,6 +18,13 @@
 //! }
 //! ```
 //!
+//! Registration options: `"name"` (the declared plugin name),
+//! `"deliver_while_listing": true`, a watch's `"updates_when"` (a list of
+//! `generation`, `labels`, `annotations`, `label:KEY`, `annotation:KEY`,
+//! `field:PATH`). With `"log_events": true` every delivery prints
+//! `event add KEY watch=N initial=B`, `event update KEY watch=N`,
+//! `event delete KEY watch=N`, and `on_synced` prints `synced`.
+//!
 //! Index specs: `label:KEY`, `annotation:KEY`, `owner-uid`, `owner-kind-name`,
 //! `field:PATH`. Each result line is `query N OP KIND: ok [keys]` or
 //! `query N OP KIND: error VARIANT: message`, where VARIANT is the WIT name of
@@ -25,11 +32,28 @@
 
 use serde_json::Value;
 use wink_sdk::cache::{self, CacheError};
-use wink_sdk::{Handler, IndexBy, Object, Registration, Resource, Watch};
+use wink_sdk::{Change, Handler, IndexBy, Object, Registration, Resource, Watch};
 
 struct Probe {
     trigger: String,
     queries: Vec<Value>,
+    log_events: bool,
+}
+
+fn change(spec: &str) -> Result<Change, String> {
+    Ok(match spec.split_once(':') {
+        Some(("label", k)) => Change::Label(k.into()),
+        Some(("annotation", k)) => Change::Annotation(k.into()),
+        Some(("field", p)) => Change::Field(p.into()),
+        None if spec == "generation" => Change::Generation,
+        None if spec == "labels" => Change::Labels,
+        None if spec == "annotations" => Change::Annotations,
+        _ => return Err(format!("bad change spec {spec:?}")),
+    })
+}
+
+fn watch_number(obj: &Object) -> String {
+    obj.watch().map_or_else(|| "none".into(), |w| w.to_string())
 }
 
 fn text<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
@@ -59,6 +83,14 @@ fn watch(v: &Value) -> Result<Watch, String> {
         for (name, spec) in indexes {
             w = w.index(name.clone(), index_by(spec.as_str().unwrap_or_default())?);
         }
+    }
+    for spec in v
+        .get("updates_when")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        w = w.updates_when(change(spec.as_str().unwrap_or_default())?);
     }
     Ok(w)
 }
@@ -119,14 +151,46 @@ impl Handler for Probe {
         for r in list_of(&config, "reads") {
             registration = registration.read(watch(&r)?);
         }
+        if let Some(name) = text(&config, "name") {
+            registration = registration.name(name);
+        }
+        if config.get("deliver_while_listing") == Some(&Value::Bool(true)) {
+            registration = registration.deliver_while_listing();
+        }
         let probe = Probe {
             trigger: text(&config, "trigger").unwrap_or("probe").to_string(),
             queries: list_of(&config, "queries"),
+            log_events: config.get("log_events") == Some(&Value::Bool(true)),
         };
         Ok((probe, registration))
     }
 
-    fn on_add(&mut self, obj: &Object, _in_initial_list: bool) {
+    fn on_update(&mut self, _old: &Object, new: &Object) {
+        if self.log_events {
+            println!("event update {} watch={}", new.key(), watch_number(new));
+        }
+    }
+
+    fn on_delete(&mut self, obj: &Object, _final_state_unknown: bool) {
+        if self.log_events {
+            println!("event delete {} watch={}", obj.key(), watch_number(obj));
+        }
+    }
+
+    fn on_synced(&mut self) {
+        if self.log_events {
+            println!("synced");
+        }
+    }
+
+    fn on_add(&mut self, obj: &Object, in_initial_list: bool) {
+        if self.log_events {
+            println!(
+                "event add {} watch={} initial={in_initial_list}",
+                obj.key(),
+                watch_number(obj)
+            );
+        }
         if obj.name() != self.trigger {
             return;
         }

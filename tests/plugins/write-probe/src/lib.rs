@@ -2,6 +2,7 @@
 //! ConfigMaps (and reads Deployments); when a ConfigMap named `trigger`
 //! is added it runs the configured writes and prints one line per answer,
 //! then `probe done`. `on-synced` prints how many adds came before it.
+//! `"name"` in the config is the plugin name it declares.
 //!
 //! ```json
 //! {
@@ -163,6 +164,9 @@ impl Handler for Probe {
         }
         if config.get("events").and_then(Value::as_bool) == Some(true) {
             registration = registration.records_events();
+        }
+        if let Some(name) = config.get("name").and_then(Value::as_str) {
+            registration = registration.name(name);
         }
         let ops = config
             .get("ops")

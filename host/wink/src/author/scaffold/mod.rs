@@ -58,7 +58,7 @@ class Plugin(wink_sdk.Handler):
         self.greeting = wink_sdk.config(config, {"greeting": "hello"})["greeting"]
         # Deliveries start once every watch has listed (wait_for_sync=True,
         # the default); obj.watch in a handler is the index of its watch.
-        return Registration(name="NAME", watches=[Watch("v1", "Pod")])
+        return Registration(watches=[Watch("v1", "Pod")])
 
     def on_add(self, obj: Object, in_initial_list: bool) -> None:
         when = "listed" if in_initial_list else "added"
@@ -105,7 +105,7 @@ class Plugin extends Handler {
     this.greeting = config(text, { greeting: "hello" }).greeting;
     // Deliveries start once every watch has listed (waitForSync: true, the
     // default); obj.watch in a handler is the index of its watch.
-    return { name: "NAME", watches: [{ apiVersion: "v1", kind: "Pod" }] };
+    return { watches: [{ apiVersion: "v1", kind: "Pod" }] };
   }
 
   onAdd(obj: KubeObject, inInitialList: boolean): void {

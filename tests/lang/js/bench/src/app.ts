@@ -49,7 +49,7 @@ export const handler: HandlerExport = {
     bare = text.includes('"bare"');
     return sdk.init(text);
   },
-  onUpdate(key, oldObj, newObj) {
-    if (!bare) sdk.onUpdate(key, oldObj, newObj);
+  onUpdate(watch, key, oldObj, newObj) {
+    if (!bare) sdk.onUpdate(watch, key, oldObj, newObj);
   },
 };
