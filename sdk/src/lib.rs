@@ -68,6 +68,7 @@ mod selector;
 #[doc(hidden)]
 pub mod batch;
 
+pub mod admission;
 pub mod cache;
 pub mod events;
 pub mod log;
@@ -139,6 +140,22 @@ pub trait Handler: Sized + 'static {
     /// delivered (client-go's HasSynced): the moment to act on the whole
     /// picture. Called once per instance.
     fn on_synced(&mut self) {}
+
+    /// Answer an admission request of the plugin's validating webhook
+    /// ([`admission::Webhook::validate`]). Default: allow. Runs on an
+    /// instance of its own (see [`admission`]).
+    fn validate(&mut self, request: &admission::Request) -> admission::Verdict {
+        let _ = request;
+        admission::Verdict::allow()
+    }
+
+    /// Answer an admission request of the plugin's mutating webhook
+    /// ([`admission::Webhook::mutate`]): the verdict and the changed object.
+    /// Default: allow, unchanged.
+    fn mutate(&mut self, request: &admission::Request) -> admission::Mutation {
+        let _ = request;
+        admission::Mutation::unchanged()
+    }
 }
 
 /// A plugin's config (the text `init` gets) as `T`: `T::default()` when the
@@ -265,16 +282,22 @@ macro_rules! export_plugin {
             }
 
             impl __wink_admission::Guest for __WinkGuest {
-                fn validate(_request: __wink_admission::Request<'_>) -> __wink_admission::Verdict {
-                    $crate::batch::allowed()
+                fn validate(request: __wink_admission::Request<'_>) -> __wink_admission::Verdict {
+                    // SAFETY: the request's borrows are valid for this call,
+                    // and `request` is dropped before it returns.
+                    let request = unsafe { $crate::admission::Request::lent(request) };
+                    let mut verdict = $crate::admission::Verdict::allow();
+                    __wink_with(|h| verdict = $crate::Handler::validate(h, &request));
+                    verdict.into_wit()
                 }
-                fn mutate(_request: __wink_admission::Request<'_>) -> __wink_admission::Mutation {
-                    __wink_admission::Mutation {
-                        verdict: $crate::batch::allowed(),
-                        object: None,
-                    }
+                fn mutate(request: __wink_admission::Request<'_>) -> __wink_admission::Mutation {
+                    // SAFETY: as in `validate`.
+                    let request = unsafe { $crate::admission::Request::lent(request) };
+                    let mut mutation = $crate::admission::Mutation::unchanged();
+                    __wink_with(|h| mutation = $crate::Handler::mutate(h, &request));
+                    mutation.into_wit()
                 }
-    }
+            }
 
             impl __wink_reconciler::Guest for __WinkGuest {
                 fn reconcile(

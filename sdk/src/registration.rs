@@ -160,6 +160,7 @@ pub struct Registration {
     writes: Vec<types::WriteDecl>,
     records_events: bool,
     wait_for_sync: bool,
+    admission: Vec<types::Webhook>,
 }
 
 impl Default for Registration {
@@ -171,6 +172,7 @@ impl Default for Registration {
             writes: Vec::new(),
             records_events: false,
             wait_for_sync: true,
+            admission: Vec::new(),
         }
     }
 }
@@ -190,6 +192,15 @@ impl Registration {
     /// plugins; a plugin that declares its name is one, wherever its file is.
     pub fn name(mut self, name: impl Into<String>) -> Self {
         self.name = Some(name.into());
+        self
+    }
+
+    /// Serve an admission webhook (at most one validating and one mutating):
+    /// wink registers it with the API server and calls
+    /// [`Handler::validate`](crate::Handler::validate) or
+    /// [`Handler::mutate`](crate::Handler::mutate) for each request it matches.
+    pub fn admission(mut self, webhook: crate::admission::Webhook) -> Self {
+        self.admission.push(webhook.0);
         self
     }
 
@@ -241,7 +252,7 @@ impl Registration {
             writes: self.writes,
             records_events: self.records_events,
             wait_for_sync: self.wait_for_sync,
-            admission: Vec::new(),
+            admission: self.admission,
             queue: None,
         }
     }

@@ -14,6 +14,10 @@
 //! gets the cache replayed). It does not decide what it watches and never
 //! reaches the API server.
 
+mod admit;
+
+pub use admit::{Answer, Asked, Door};
+
 use super::bindings::types::Registration;
 use super::bindings::{Plugin, v3};
 use super::capabilities::{CacheScope, CallClock, HostState, ReportScope, WriteScope};
@@ -102,6 +106,36 @@ impl PluginInstance {
         limits: Limits,
         crash_tx: Option<UnboundedSender<CrashReport>>,
     ) -> Result<(Arc<Self>, Registration), InitError> {
+        Self::start_in(name, pre, engine, config, limits, crash_tx, CacheScope::default())
+    }
+
+    /// Another instance of `handler`'s plugin for admission calls: the same
+    /// component, config and limits, answering cache queries from the same
+    /// stores; no writes, Events or reports, and its traps are its caller's
+    /// to handle.
+    pub fn start_sharing(handler: &PluginInstance) -> Result<Arc<Self>, InitError> {
+        let (instance, _) = Self::start_in(
+            handler.name.clone(),
+            handler.pre.clone(),
+            &handler.engine,
+            handler.config.clone(),
+            handler.limits,
+            None,
+            handler.cache.clone(),
+        )?;
+        instance.set_synced();
+        Ok(instance)
+    }
+
+    fn start_in(
+        name: Arc<str>,
+        pre: ComponentPre,
+        engine: &WinkEngine,
+        config: String,
+        limits: Limits,
+        crash_tx: Option<UnboundedSender<CrashReport>>,
+        cache: CacheScope,
+    ) -> Result<(Arc<Self>, Registration), InitError> {
         let instance = Arc::new(PluginInstance {
             id: NEXT_INSTANCE.fetch_add(1, Ordering::Relaxed),
             name,
@@ -109,7 +143,7 @@ impl PluginInstance {
             engine: engine.clone(),
             config,
             limits,
-            cache: CacheScope::default(),
+            cache,
             writes: WriteScope::default(),
             reports: ReportScope::default(),
             live: tokio::sync::Mutex::new(None),

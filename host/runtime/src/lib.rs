@@ -18,6 +18,7 @@
 //! Events come in only through [`wink_informer::EventHandler`]; guest
 //! queries go out only through the cache capability.
 
+pub mod admission;
 pub mod bindings;
 pub mod capabilities;
 pub mod compat;

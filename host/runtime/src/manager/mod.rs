@@ -10,6 +10,7 @@
 //! recovery (backoff, restart, quarantine) is in `recovery.rs`. It does not
 //! deliver events nor watch the directory.
 
+mod admitting;
 mod allowed;
 mod lifecycle;
 mod naming;
@@ -25,7 +26,8 @@ mod waiting;
 
 pub use lifecycle::{CrashPolicy, PluginState};
 
-use super::bindings::types::Registration;
+use super::admission::AdmissionPool;
+use super::bindings::types::{Registration, Webhook};
 use super::capabilities::HostState;
 use super::capabilities::cluster::{ClusterAccess, TokenBucket};
 use super::engine::{Compiler, Limits, WinkEngine};
@@ -55,6 +57,8 @@ struct LoadedPlugin {
     lifecycle: Lifecycle,
     /// What it declared: its writes, and whether it records Events.
     declared: (Vec<super::grants::Declared>, bool),
+    /// The webhooks it serves, and the instances that answer them.
+    admission: Option<(Vec<Webhook>, Arc<AdmissionPool>)>,
 }
 
 /// A plugin's status, for logs, readiness and tests.
@@ -450,6 +454,7 @@ impl PluginManager {
             let advice = self.grant_advice(instance.name(), &resolution.missing);
             tracing::warn!(plugin = %instance.name(), "{advice}");
         }
+        let admission = self.admission_pool(&instance, &registration).await?;
         let mut plugins = self.plugins.lock().await;
         if let Some(other) = plugins
             .get(instance.name())
@@ -504,6 +509,7 @@ impl PluginManager {
                 registered,
                 lifecycle,
                 declared,
+                admission,
             },
         );
         Ok(())

@@ -29,8 +29,9 @@ pub fn check(name: &str) -> anyhow::Result<()> {
     )
 }
 
-/// Refuse what the registration asks for that this host does not serve yet,
-/// rather than accept it and do nothing.
+/// Refuse what the registration asks for that this host does not serve yet
+/// (rather than accept it and do nothing), and webhooks the API server
+/// would refuse.
 pub fn unserved(registration: &Registration) -> anyhow::Result<()> {
     if registration.queue.is_some() {
         anyhow::bail!("it asks for a work queue (`queue`), which this wink does not serve yet");
@@ -46,8 +47,22 @@ pub fn unserved(registration: &Registration) -> anyhow::Result<()> {
             w.resource.kind
         );
     }
-    if !registration.admission.is_empty() {
-        anyhow::bail!("it declares admission webhooks, which this wink does not serve yet");
+    let mut hooks = Vec::new();
+    for w in &registration.admission {
+        if hooks.contains(&w.hook) {
+            anyhow::bail!("it declares two {:?} webhooks: at most one of each", w.hook);
+        }
+        hooks.push(w.hook);
+        if !(1..=30).contains(&w.timeout_seconds) {
+            anyhow::bail!(
+                "its {:?} webhook's timeout is {} s: the API server takes 1 to 30",
+                w.hook,
+                w.timeout_seconds
+            );
+        }
+        if w.rules.is_empty() {
+            anyhow::bail!("its {:?} webhook has no rules: it would match nothing", w.hook);
+        }
     }
     Ok(())
 }

@@ -1,0 +1,220 @@
+//! An `admission.k8s.io/v1` AdmissionRequest (JSON) as the guest's WIT
+//! request, and the guest's answer as a [`Decision`]: the verdict, and for
+//! a mutation the JSON Patch from the request's object to the changed one.
+//! Owns only these translations; it never calls a guest.
+
+use super::Decision;
+use crate::bindings::admission::{GroupVersionKind, GroupVersionResource, Request, UserInfo, Verdict};
+use crate::bindings::types::Operation;
+use crate::capabilities::ObjectHandle;
+use crate::instance::Asked;
+use wasmtime::component::Resource;
+use kube::api::{ApiResource, DynamicObject};
+use serde_json::Value;
+use wink_informer::ObjRef;
+use wink_informer::object::{CachePolicy, CachedObject};
+
+fn text<'a>(v: &'a Value, key: &str) -> &'a str {
+    v.get(key).and_then(Value::as_str).unwrap_or_default()
+}
+
+fn gvk(v: &Value) -> GroupVersionKind<'_> {
+    GroupVersionKind {
+        group: text(v, "group"),
+        version: text(v, "version"),
+        kind: text(v, "kind"),
+    }
+}
+
+fn gvr(v: &Value) -> GroupVersionResource<'_> {
+    GroupVersionResource {
+        group: text(v, "group"),
+        version: text(v, "version"),
+        resource: text(v, "resource"),
+    }
+}
+
+fn operation(op: &str) -> Result<Operation, String> {
+    Ok(match op {
+        "CREATE" => Operation::Create,
+        "UPDATE" => Operation::Update,
+        "DELETE" => Operation::Delete,
+        "CONNECT" => Operation::Connect,
+        other => return Err(format!("unknown operation {other:?}")),
+    })
+}
+
+/// An object of the request as a cache object, typed by the request's kind
+/// and resource.
+fn object(v: Option<&Value>, request: &Value) -> Result<Option<ObjRef>, String> {
+    let Some(v) = v.filter(|v| v.is_object()) else {
+        return Ok(None);
+    };
+    let kind = request.get("kind").cloned().unwrap_or_default();
+    let resource = request.get("resource").cloned().unwrap_or_default();
+    let (group, version) = (text(&kind, "group").to_string(), text(&kind, "version").to_string());
+    let ar = ApiResource {
+        api_version: if group.is_empty() { version.clone() } else { format!("{group}/{version}") },
+        group,
+        version,
+        kind: text(&kind, "kind").to_string(),
+        plural: text(&resource, "resource").to_string(),
+    };
+    let obj: DynamicObject =
+        serde_json::from_value(v.clone()).map_err(|e| format!("the request's object is not an object: {e}"))?;
+    Ok(Some(CachedObject::from_dynamic(obj, &ar, CachePolicy::default())))
+}
+
+/// The guest's request from an AdmissionRequest, or why it is malformed.
+pub fn asked(request: &Value) -> Result<Asked, String> {
+    Ok(Asked {
+        operation: operation(text(request, "operation"))?,
+        options: request.get("options").map_or_else(String::new, Value::to_string),
+        object: object(request.get("object"), request)?,
+        old_object: object(request.get("oldObject"), request)?,
+        request: request.clone(),
+    })
+}
+
+/// `userInfo.groups` of a request.
+pub fn groups(request: &Value) -> Vec<&str> {
+    let user = request.get("userInfo");
+    user.and_then(|u| u.get("groups"))
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .collect()
+}
+
+/// `userInfo.extra` of a request, as (key, values).
+pub fn extra(request: &Value) -> Vec<(&str, Vec<&str>)> {
+    let extra = request.get("userInfo").and_then(|u| u.get("extra")).and_then(Value::as_object);
+    extra
+        .into_iter()
+        .flatten()
+        .map(|(k, v)| {
+            let values = v.as_array().into_iter().flatten().filter_map(Value::as_str);
+            (k.as_str(), values.collect())
+        })
+        .collect()
+}
+
+/// The WIT request of `asked`, borrowing its text; `groups` and `extra`
+/// are [`groups`] and [`extra`] of its request.
+pub fn request<'a>(
+    asked: &'a Asked,
+    groups: &'a [&'a str],
+    extra: &'a [(&'a str, &'a [&'a str])],
+    object: Option<Resource<ObjectHandle>>,
+    old_object: Option<Resource<ObjectHandle>>,
+) -> Request<'a> {
+    let r = &asked.request;
+    let opt_text = |key: &str| Some(text(r, key)).filter(|s| !s.is_empty());
+    let user = r.get("userInfo").unwrap_or(&Value::Null);
+    Request {
+        uid: text(r, "uid"),
+        kind: gvk(r.get("kind").unwrap_or(&Value::Null)),
+        resource: gvr(r.get("resource").unwrap_or(&Value::Null)),
+        sub_resource: opt_text("subResource"),
+        request_kind: r.get("requestKind").map(gvk),
+        request_resource: r.get("requestResource").map(gvr),
+        name: opt_text("name"),
+        namespace: opt_text("namespace"),
+        operation: asked.operation,
+        user_info: UserInfo {
+            username: text(user, "username"),
+            uid: text(user, "uid"),
+            groups,
+            extra,
+        },
+        object,
+        old_object,
+        dry_run: r.get("dryRun").and_then(Value::as_bool).unwrap_or(false),
+        options: asked.options.as_str(),
+    }
+}
+
+/// The guest's verdict as a decision; `changed` (a mutation's whole object)
+/// becomes the JSON Patch from the request's object.
+pub fn decision(verdict: Verdict, changed: Option<String>, request: &Value) -> Result<Decision, String> {
+    let patch = match changed {
+        None => None,
+        Some(text) => {
+            let after: Value =
+                serde_json::from_str(&text).map_err(|e| format!("the mutated object is not JSON: {e}"))?;
+            let before = request.get("object").cloned().unwrap_or(Value::Null);
+            let patch = json_patch::diff(&before, &after);
+            (!patch.0.is_empty()).then(|| serde_json::to_value(patch).unwrap_or(Value::Null))
+        }
+    };
+    Ok(Decision {
+        allowed: verdict.allowed,
+        code: verdict.code.unwrap_or(if verdict.allowed { 200 } else { 403 }),
+        reason: verdict.reason.unwrap_or_default(),
+        message: verdict.message,
+        warnings: verdict.warnings,
+        audit_annotations: verdict.audit_annotations,
+        patch: patch.filter(|_| verdict.allowed),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn verdict(allowed: bool) -> Verdict {
+        Verdict {
+            allowed,
+            code: None,
+            reason: None,
+            message: "m".into(),
+            warnings: vec!["w".into()],
+            audit_annotations: vec![],
+        }
+    }
+
+    #[test]
+    fn a_mutation_becomes_the_json_patch_from_the_request_object() {
+        let request = json!({"object": {"metadata": {"name": "a", "labels": {"x": "1"}}}});
+        let changed = json!({"metadata": {"name": "a", "labels": {"x": "1", "team": "t"}}}).to_string();
+        let d = decision(verdict(true), Some(changed), &request).unwrap();
+        assert_eq!(
+            d.patch.unwrap(),
+            json!([{"op": "add", "path": "/metadata/labels/team", "value": "t"}])
+        );
+        let same = request["object"].to_string();
+        assert!(decision(verdict(true), Some(same), &request).unwrap().patch.is_none());
+        let denied = decision(verdict(false), None, &request).unwrap();
+        assert_eq!((denied.allowed, denied.code), (false, 403));
+        assert!(decision(verdict(true), Some("{".into()), &request).is_err());
+    }
+
+    #[test]
+    fn a_request_is_read_with_its_objects() {
+        let request = json!({
+            "uid": "u1", "operation": "CREATE", "namespace": "default", "name": "web",
+            "kind": {"group": "apps", "version": "v1", "kind": "Deployment"},
+            "resource": {"group": "apps", "version": "v1", "resource": "deployments"},
+            "userInfo": {"username": "alice", "groups": ["dev"], "extra": {"k": ["v"]}},
+            "object": {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web", "namespace": "default"}},
+            "dryRun": true,
+        });
+        let asked = asked(&request).unwrap();
+        assert_eq!(asked.object.as_ref().unwrap().key(), "default/web");
+        assert!(asked.old_object.is_none());
+        let groups = groups(&asked.request);
+        let extra_values = extra(&asked.request);
+        let extra: Vec<(&str, &[&str])> = extra_values.iter().map(|(k, v)| (*k, v.as_slice())).collect();
+        let r = request(&asked, &groups, &extra, None, None);
+        assert_eq!((r.uid, r.dry_run, r.user_info.username), ("u1", true, "alice"));
+        assert_eq!(r.user_info.groups, ["dev"]);
+        assert_eq!(r.user_info.extra, [("k", &["v"][..])]);
+        assert!(asked_err("BOGUS"));
+    }
+
+    fn asked_err(op: &str) -> bool {
+        asked(&json!({"operation": op})).is_err()
+    }
+}

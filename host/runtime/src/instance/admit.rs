@@ -1,0 +1,95 @@
+//! Admission calls into an instance: `admission.validate` and
+//! `admission.mutate` with the request's objects lent to the guest, under the
+//! same deadline, trap and poisoning rules as event calls. Owns only the
+//! call; which instance is asked, and what a failure means, is decided by
+//! [`crate::admission`].
+
+use super::{Guest, PluginInstance, trap_summary};
+use crate::admission::review;
+use crate::bindings::admission::{Mutation, Verdict};
+use crate::capabilities::CallClock;
+use std::sync::atomic::Ordering;
+use wasmtime::component::Resource;
+use wink_informer::ObjRef;
+
+/// Which admission export to call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Door {
+    Validate,
+    Mutate,
+}
+
+/// A guest's answer: a verdict, and for a mutation the changed object.
+pub type Answer = (Verdict, Option<String>);
+
+/// The request as the guest gets it: the AdmissionRequest's JSON, its
+/// operation, and its objects as cache objects, to be lent for the call.
+pub struct Asked {
+    pub request: serde_json::Value,
+    pub operation: crate::bindings::types::Operation,
+    /// `options` as JSON text, or empty.
+    pub options: String,
+    pub object: Option<ObjRef>,
+    pub old_object: Option<ObjRef>,
+}
+
+impl PluginInstance {
+    /// Ask the guest through `door`. An error is why it gave no answer (a
+    /// trap, its deadline, a 0.3.0 component); a trap poisons the instance,
+    /// which the caller replaces.
+    pub async fn admit(&self, door: Door, asked: Asked) -> Result<Answer, String> {
+        let mut live = self.live.lock().await;
+        let Some(l) = live.as_mut() else {
+            return Err("the instance is being replaced".into());
+        };
+        let Guest::Current(plugin) = &l.plugin else {
+            return Err("a wink:plugin@0.3.0 component cannot admit".into());
+        };
+        self.calls.fetch_add(1, Ordering::Relaxed);
+        let running = self.engine.call_started();
+        l.store.set_epoch_deadline(1);
+        l.store.data_mut().clock = CallClock::start();
+        let objects = &mut l.store.data_mut().objects;
+        let lent: Vec<u32> = [&asked.object, &asked.old_object]
+            .into_iter()
+            .map(|o| o.as_ref().map_or(u32::MAX, |o| objects.insert(o.clone())))
+            .collect();
+        let borrow = |rep: u32| (rep != u32::MAX).then(|| Resource::new_borrow(rep));
+        let groups = review::groups(&asked.request);
+        let extra_values = review::extra(&asked.request);
+        let extra: Vec<(&str, &[&str])> = extra_values.iter().map(|(k, v)| (*k, v.as_slice())).collect();
+        let request = review::request(&asked, &groups, &extra, borrow(lent[0]), borrow(lent[1]));
+        let admission = plugin.wink_plugin_admission();
+        let result = match door {
+            Door::Validate => admission
+                .call_validate(&mut l.store, request)
+                .await
+                .map(|v| (v, None)),
+            Door::Mutate => admission
+                .call_mutate(&mut l.store, request)
+                .await
+                .map(|Mutation { verdict, object }| (verdict, object)),
+        };
+        drop(running);
+        self.handler_time
+            .observe(l.store.data().clock.elapsed().as_secs_f64());
+        match result {
+            Ok(answer) => {
+                for rep in lent.into_iter().filter(|&r| r != u32::MAX) {
+                    l.store.data_mut().objects.remove(rep);
+                }
+                // Admission calls give no policy results.
+                l.store.data_mut().discard_reports();
+                Ok(answer)
+            }
+            Err(err) => {
+                *live = None;
+                self.traps.fetch_add(1, Ordering::Relaxed);
+                self.crashed.store(true, Ordering::Release);
+                let summary = trap_summary(&err);
+                tracing::error!(plugin = %self.name, call = ?door, "plugin trapped in an admission call: {summary}");
+                Err(summary)
+            }
+        }
+    }
+}

@@ -1,0 +1,86 @@
+//! The manager's side of admission: which plugin answers a request, and
+//! what the request gets when the plugin cannot (not loaded, not synced,
+//! quarantined, trapped), decided by its webhook's failure policy; a plugin
+//! in audit mode refuses nothing. Owns only that routing; the answers come
+//! from [`crate::admission`].
+
+use super::PluginManager;
+use super::lifecycle::PluginState;
+use crate::admission::{self, AdmissionPool, Decision, Unanswered};
+use crate::bindings::types::{Registration, Webhook};
+use crate::instance::{Door, PluginInstance};
+use std::sync::Arc;
+
+/// The webhooks one plugin serves.
+#[derive(Debug, Clone)]
+pub struct PluginWebhooks {
+    pub plugin: String,
+    pub webhooks: Vec<Webhook>,
+}
+
+impl PluginManager {
+    /// The instances answering `instance`'s webhooks, when it declares any.
+    pub(super) async fn admission_pool(
+        &self,
+        instance: &Arc<PluginInstance>,
+        registration: &Registration,
+    ) -> anyhow::Result<Option<(Vec<Webhook>, Arc<AdmissionPool>)>> {
+        if registration.admission.is_empty() {
+            return Ok(None);
+        }
+        let handler = instance.clone();
+        let pool = tokio::task::spawn_blocking(move || AdmissionPool::start(&handler)).await??;
+        Ok(Some((registration.admission.clone(), Arc::new(pool))))
+    }
+
+    /// Every plugin's webhooks (for the webhook configurations).
+    pub async fn webhooks(&self) -> Vec<PluginWebhooks> {
+        let plugins = self.plugins.lock().await;
+        plugins
+            .iter()
+            .filter_map(|(name, p)| {
+                p.admission.as_ref().map(|(webhooks, _)| PluginWebhooks {
+                    plugin: name.clone(),
+                    webhooks: webhooks.clone(),
+                })
+            })
+            .collect()
+    }
+
+    /// Ask `plugin` about an AdmissionRequest (its JSON) through `door`.
+    /// Always a decision: a plugin that cannot answer gets its webhook's
+    /// failure policy (Fail when it declares none).
+    pub async fn admit(&self, plugin: &str, door: Door, request: &serde_json::Value) -> Decision {
+        let (webhook, pool, audit) = {
+            let plugins = self.plugins.lock().await;
+            let Some(p) = plugins.get(plugin) else {
+                return admission::failed(None, &Unanswered::NotLoaded(plugin.to_string()));
+            };
+            let hook = admission::hook(door);
+            let found = p
+                .admission
+                .as_ref()
+                .and_then(|(hooks, pool)| hooks.iter().find(|w| w.hook == hook).map(|w| (w.clone(), pool.clone())));
+            let Some((webhook, pool)) = found else {
+                let what = if door == Door::Validate { "validating" } else { "mutating" };
+                return admission::failed(None, &Unanswered::NoWebhook(plugin.to_string(), what));
+            };
+            if let PluginState::Quarantined(why) = p.lifecycle.state() {
+                return admission::failed(Some(&webhook), &Unanswered::Quarantined(plugin.to_string(), why.clone()));
+            }
+            if !p.instance.has_synced() {
+                return admission::failed(Some(&webhook), &Unanswered::NotSynced(plugin.to_string()));
+            }
+            let audit = p.instance.write_scope().get().is_some_and(|a| a.audit());
+            (webhook, pool, audit)
+        };
+        let decision = match pool.ask(door, request).await {
+            Ok(decision) => decision,
+            Err(why) => {
+                tracing::warn!(plugin, "admission request not answered: {why}");
+                return admission::failed(Some(&webhook), &why);
+            }
+        };
+        if audit { admission::audited(plugin, decision) } else { decision }
+    }
+}
