@@ -21,11 +21,17 @@
 //! (`volumes` for `host-path-volumes`) lists them comma-separated. A Pod
 //! whose JSON does not decode gets `error` on every rule.
 //!
+//! The same rules guard the door: the plugin's validating webhook refuses
+//! a Pod being created that fails a `high` rule, naming the rules and the
+//! offenders, and warns (allowing it) about `medium` ones. Pods already
+//! running are only reported.
+//!
 //! No config.
 
 mod rules;
 
 use rules::{Check, Level};
+use wink_sdk::admission::{self, Operation, Rule, Verdict, Webhook};
 use wink_sdk::report::{self, Finding, Outcome, Severity};
 use wink_sdk::serde::Deserialize;
 use wink_sdk::{Handler, Object, Registration, Watch};
@@ -95,7 +101,29 @@ impl PodSecurity {
 impl Handler for PodSecurity {
     fn init(config: &str) -> Result<(Self, Registration), String> {
         let Config {} = wink_sdk::config(config)?;
-        Ok((PodSecurity, Registration::new().watch(Watch::new("v1", "Pod"))))
+        let door = Webhook::validate().rule(Rule::new(&[Operation::Create], "", "v1", "pods"));
+        let registration = Registration::new().watch(Watch::new("v1", "Pod")).admission(door);
+        Ok((PodSecurity, registration))
+    }
+
+    fn validate(&mut self, request: &admission::Request) -> Verdict {
+        let Some(Ok(pod)) = request.decode::<rules::Pod>() else {
+            return Verdict::deny("pod-security: the Pod does not decode");
+        };
+        let failed: Vec<Check> = rules::evaluate(&pod.spec).into_iter().filter(|c| !c.passed).collect();
+        let mut verdict = Verdict::allow();
+        let mut refused = Vec::new();
+        for check in failed {
+            let line = format!("{}: {}", check.rule, check.message);
+            match check.level {
+                Level::High => refused.push(line),
+                Level::Medium => verdict = verdict.warn(format!("pod-security: {line}")),
+            }
+        }
+        if !refused.is_empty() {
+            return Verdict::deny(format!("pod-security (Baseline): {}", refused.join("; ")));
+        }
+        verdict
     }
 
     fn on_add(&mut self, obj: &Object, _in_initial_list: bool) {

@@ -11,9 +11,15 @@
 //! it has it. The label it sets comes back as an update, which turns the
 //! result to `pass`.
 //!
+//! The same rule at the door: its mutating webhook sets a missing label to
+//! its default on every Deployment created or updated, with a warning
+//! naming it, so a new Deployment is stored with its labels; the event
+//! handler fixes those created while wink was away.
+//!
 //! Config (these are the defaults): `{"labels": ["team"], "default": "unassigned"}`.
 //! It declares `patch` on Deployments and Events; the operator grants them.
 
+use wink_sdk::admission::{self, Mutation, Operation, Rule, Webhook};
 use wink_sdk::report::{self, Outcome, Severity};
 use wink_sdk::serde::Deserialize;
 use wink_sdk::serde_json;
@@ -111,7 +117,10 @@ impl Handler for RequireLabels {
         let registration = Registration::new()
             .watch(Watch::new("apps/v1", "Deployment"))
             .writes(deployments(), &[Verb::Patch])
-            .records_events();
+            .records_events()
+            .admission(
+                Webhook::mutate().rule(Rule::new(&[Operation::Create, Operation::Update], "apps", "v1", "deployments")),
+            );
         Ok((RequireLabels { config }, registration))
     }
 
@@ -121,6 +130,34 @@ impl Handler for RequireLabels {
 
     fn on_update(&mut self, _old: &Object, new: &Object) {
         self.check(new);
+    }
+
+    fn mutate(&mut self, request: &admission::Request) -> Mutation {
+        let Some(Ok(mut deployment)) = request.decode::<serde_json::Value>() else {
+            return Mutation::unchanged();
+        };
+        let missing: Vec<&String> = self
+            .config
+            .labels
+            .iter()
+            .filter(|l| deployment["metadata"]["labels"].get(l.as_str()).is_none())
+            .collect();
+        if missing.is_empty() {
+            return Mutation::unchanged();
+        }
+        let labels = &mut deployment["metadata"]["labels"];
+        if !labels.is_object() {
+            *labels = serde_json::json!({});
+        }
+        let mut mutation = Mutation::unchanged();
+        for label in missing {
+            labels[label.as_str()] = self.config.default.clone().into();
+            mutation.verdict = mutation
+                .verdict
+                .warn(format!("require-labels: missing label {label}: set to {:?}", self.config.default));
+        }
+        mutation.object = Some(deployment);
+        mutation
     }
 }
 
