@@ -7,6 +7,7 @@
 //! through `write`/`State::list`), watch stream internals, the accept loop.
 
 use super::Shared;
+use super::admission::{self, flow};
 use super::authz;
 use super::decode;
 use super::discovery;
@@ -123,18 +124,28 @@ pub async fn handle(shared: Arc<Shared>, req: Request<hyper::body::Incoming>) ->
                 Ok(b) => b,
                 Err(e) => return error_response(&e),
             };
-            let off_thread = limits::off_thread(&ct, bytes.len());
+            // Admission webhooks are called from the blocking thread a write is served on.
+            let writing = matches!(parts.method, Method::POST | Method::PUT | Method::PATCH | Method::DELETE);
+            let adm = writing.then(|| admission::Ctx::new(&shared)).flatten();
+            let off_thread = limits::off_thread(&ct, bytes.len()) || adm.is_some();
             let accept = parts.headers.get(header::ACCEPT).and_then(|v| v.to_str().ok());
             let media = match table::requested(accept, &query) {
                 Ok(table) => Media { ct, table },
                 Err(e) => return error_response(&e),
             };
-            let (shared, method) = (shared.clone(), parts.method);
+            let (shared, method, ctx) = (shared.clone(), parts.method, adm.clone());
             let serve = move || {
                 super::depth::check(&media.ct, &bytes)?;
-                serve_resource(&shared, &method, rp, &query, &media, bytes, watching)
+                serve_resource(&shared, &method, rp, &query, &media, bytes, watching, ctx.as_deref())
             };
-            limits::serve_body(off_thread, serve).await
+            let served = limits::serve_body(off_thread, serve).await;
+            let mut resp = served.unwrap_or_else(|e| error_response(&e));
+            for w in admission::warning_headers(&adm.map(|a| a.warnings()).unwrap_or_default()) {
+                if let Ok(v) = header::HeaderValue::from_str(&w) {
+                    resp.headers_mut().append(header::WARNING, v);
+                }
+            }
+            Ok(resp)
         }
         (["version"], _) => Ok(value_response(200, &discovery::version())),
         (["healthz" | "livez" | "readyz", ..], _) => Ok(Response::new(Body::from("ok"))),
@@ -207,6 +218,7 @@ fn serve_resource(
     media: &Media,
     body: Bytes,
     watching: bool,
+    adm: Option<&admission::Ctx>,
 ) -> Result<Resp, ApiError> {
     let (ct, table) = (media.ct.as_str(), media.table);
     if let Some(review) = authz::review(&rp.group, &rp.version, &rp.plural) {
@@ -240,6 +252,13 @@ fn serve_resource(
         ..mode
     };
     let ns = rp.ns.as_deref();
+    let target = flow::Target {
+        def: &def,
+        version: &rp.version,
+        sub: rp.sub.as_deref(),
+        ns,
+        mode: &mode,
+    };
     if let (Some("scale"), Some(name)) = (rp.sub.as_deref(), rp.name.as_deref()) {
         return serve_scale(shared, method, &def, ns, name, ct, &body);
     }
@@ -288,12 +307,20 @@ fn serve_resource(
         }
         (&Method::POST, None) => {
             let v = parse_body(ct, &body)?;
-            let o = write::create(&mut shared.store.lock_for_write(mode), &def, ns, &api_version, v)?;
+            let v = match adm {
+                Some(a) => flow::create(shared, a, &target, v)?,
+                None => v,
+            };
+            let o = write::create(&mut shared.store.lock_for_write(mode.clone()), &def, ns, &api_version, v)?;
             Ok(obj_response(201, &o, &api_version))
         }
         (&Method::PUT, Some(name)) => {
             let v = parse_body(ct, &body)?;
-            let mut st = shared.store.lock_for_write(mode);
+            let v = match (adm, flow::current(shared, &target, name)) {
+                (Some(a), Some(old)) => flow::update(shared, a, &target, name, &old.value, v, false)?,
+                _ => v,
+            };
+            let mut st = shared.store.lock_for_write(mode.clone());
             let o = match write::update(&mut st, &def, ns, name, v.clone(), status) {
                 // Events allow create on update (their strategy's AllowCreateOnUpdate).
                 Err(e) if e.code == 404 && events::is_event(&def) && !status => {
@@ -310,7 +337,7 @@ fn serve_resource(
             })?;
             // Parsed before locking the store; a malformed patch matters once the object exists.
             let parsed = Patch::parse(&body, ty);
-            let mut st = shared.store.lock_for_write(mode);
+            let mut st = shared.store.lock_for_write(mode.clone());
             let key = super::store::key(ns.filter(|_| def.namespaced), name);
             let current = st
                 .table(&def.storage())
@@ -329,12 +356,24 @@ fn serve_resource(
                     if p.resource_version().is_none() {
                         new["metadata"]["resourceVersion"] = json!(cur.rv.to_string());
                     }
+                    if let Some(a) = adm {
+                        // Webhooks are called with the store unlocked; the
+                        // resourceVersion pinned above refuses a write in between.
+                        drop(st);
+                        new = flow::update(shared, a, &target, name, &cur.value, new, true)?;
+                        st = shared.store.lock_for_write(mode.clone());
+                    }
                     write::update(&mut st, &def, ns, name, new, status)?
                 }
                 None if ty == PatchType::Apply && !status => {
                     let mut v = parsed?.apply(&json!({}))?;
                     decode::check(&def, &rp.version, &v).map_err(|why| undecodable(&v, &why))?;
                     v["metadata"]["name"] = json!(name);
+                    if let Some(a) = adm {
+                        drop(st);
+                        v = flow::create(shared, a, &target, v)?;
+                        st = shared.store.lock_for_write(mode.clone());
+                    }
                     write::create(&mut st, &def, ns, &api_version, v)?
                 }
                 None => return Err(ApiError::not_found(&def.qualified(), name)),
@@ -343,7 +382,11 @@ fn serve_resource(
         }
         (&Method::DELETE, Some(name)) => {
             let pre = preconditions(&body, ct, q)?;
-            let mode = write_mode::with_delete_options(mode, &body);
+            let mode = write_mode::with_delete_options(mode.clone(), &body);
+            if let Some(a) = adm {
+                let target = flow::Target { mode: &mode, ..target };
+                flow::delete(shared, a, &target, name, &body)?;
+            }
             let (o, gone) = write::delete(&mut shared.store.lock_for_write(mode), &def, ns, name, &pre)?;
             let code = if gone { 200 } else { 202 };
             if returns_object(&def) || !gone {
@@ -363,6 +406,28 @@ fn serve_resource(
         (&Method::DELETE, None) => {
             let (labels, fields) = selectors(&def, q)?;
             let propagation = preconditions(&body, ct, q)?.propagation;
+            // Each object is admitted as its own DELETE; a refused one stays,
+            // the others go, and the first refusal is the answer.
+            let (mut refused, mut first_refusal) = (std::collections::HashSet::new(), None);
+            if let Some(a) = adm {
+                let mode = write_mode::with_delete_options(mode.clone(), &body);
+                let target = flow::Target { mode: &mode, ..target };
+                let names: Vec<(Option<String>, String)> = shared
+                    .store
+                    .lock()
+                    .list(&def.qualified(), &ListQuery { ns, labels: Some(&labels), fields: Some(&fields), ..Default::default() })?
+                    .items
+                    .iter()
+                    .map(|o| (o.value.pointer("/metadata/namespace").and_then(Value::as_str).map(String::from), o.name().to_string()))
+                    .collect();
+                for (ons, name) in names {
+                    let t = flow::Target { ns: ons.as_deref(), ..target };
+                    if let Err(e) = flow::delete(shared, a, &t, &name, &body) {
+                        first_refusal.get_or_insert(e);
+                        refused.insert((ons, name));
+                    }
+                }
+            }
             let mut st = shared.store.lock();
             let page = st.list(
                 &def.qualified(),
@@ -384,11 +449,17 @@ fn serve_resource(
                     propagation: propagation.clone(),
                     ..Default::default()
                 };
+                if refused.contains(&(ons.clone(), o.name().to_string())) {
+                    continue;
+                }
                 if let Ok((d, _)) = write::delete(&mut st, &def, ons.as_deref(), o.name(), &pre) {
                     out.push(d);
                 }
             }
             let rv = st.rv;
+            if let Some(e) = first_refusal {
+                return Err(e);
+            }
             Ok(list::list_response(&def, &api_version, &out, rv, None))
         }
         _ => Err(ApiError::method_not_allowed()),

@@ -23,6 +23,7 @@
 //! pre-scan of bodies). A handler that panics answers 500 with a Status.
 
 mod admin;
+mod admission;
 mod authz;
 mod control;
 mod decode;
@@ -53,6 +54,7 @@ mod watch;
 mod write;
 mod write_mode;
 
+pub use admission::testing as webhook_testing;
 pub use faults::Faults;
 pub use stats::ControlWork;
 
@@ -121,6 +123,7 @@ struct Shared {
     store: store::Store,
     faults: faults::FaultState,
     stats: stats::Stats,
+    admission: admission::Registry,
     port: u16,
     control: mpsc::UnboundedSender<Control>,
 }
@@ -175,6 +178,7 @@ impl Sim {
             store: store::Store::new(state),
             faults: Default::default(),
             stats: Default::default(),
+            admission: Default::default(),
             port,
             control,
         });
@@ -229,6 +233,21 @@ impl Sim {
     /// e.g. "pods"; "pods/status" for the subresource).
     pub fn request_count(&self, verb: &str, resource: &str) -> u64 {
         self.shared.stats.requests(verb, resource)
+    }
+
+    /// Calls made to the admission webhook `name` (each attempt, answered or
+    /// not; webhooks skipped by their rules or selectors are not called).
+    pub fn webhook_calls(&self, name: &str) -> u64 {
+        self.shared.admission.calls(name)
+    }
+
+    /// Route admission webhook calls for `clientConfig.service` `namespace/name`
+    /// on `port` (443 when the configuration names none) to `addr`: the
+    /// simulator has no Services or cluster DNS, so this stands in for them.
+    /// The server's certificate must be valid for `NAME.NAMESPACE.svc`. A
+    /// service without a route fails as an unknown host would.
+    pub fn route_service(&self, namespace: &str, name: &str, port: u16, addr: std::net::SocketAddr) {
+        self.shared.admission.route(namespace, name, port, addr);
     }
 
     /// Watch streams currently open on `resource` (plural).

@@ -18,6 +18,7 @@ pub fn values(def: &ResourceDef, body: &Value, old: Option<&Value>) -> Vec<Strin
         ("coordination.k8s.io", "leases") => lease(body),
         ("", "configmaps") => keys(body, &["data", "binaryData"]),
         ("", "secrets") => keys(body, &["data", "stringData"]),
+        ("admissionregistration.k8s.io", _) => super::admission::config::validate(def, body),
         _ => Vec::new(),
     }
 }

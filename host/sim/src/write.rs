@@ -80,6 +80,7 @@ pub fn create(
     if let Some(e) = valid_name(&name, def.plural == "namespaces") {
         return Err(ApiError::invalid(&q, &def.kind, &name, &[e]));
     }
+    super::admission::config::default(def, &mut body);
     let errs = validate::values(def, &body, None);
     if !errs.is_empty() {
         return Err(ApiError::invalid(&q, &def.kind, &name, &errs));
@@ -223,6 +224,7 @@ pub fn update(
     {
         return Err(ApiError::conflict(&q, name));
     }
+    super::admission::config::default(def, &mut body);
     let errs = validate::values(def, &body, Some(&old.value));
     if !errs.is_empty() {
         return Err(ApiError::invalid(&q, &def.kind, name, &errs));

@@ -310,6 +310,10 @@ pub fn serviceaccount_cells(o: &Value, now: DateTime<Utc>) -> Vec<Value> {
     vec![json!(list(o, "/secrets").len()), created(o, now)]
 }
 
+pub fn webhook_configuration_cells(o: &Value, now: DateTime<Utc>) -> Vec<Value> {
+    vec![json!(list(o, "/webhooks").len()), created(o, now)]
+}
+
 pub fn lease_cells(o: &Value, now: DateTime<Utc>) -> Vec<Value> {
     vec![or_none(s(o, "/spec/holderIdentity")), created(o, now)]
 }

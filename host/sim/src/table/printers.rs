@@ -311,6 +311,18 @@ static PRINTERS: &[Printer] = &[
         ],
         cells: pdb_cells,
     },
+    Printer {
+        group: "admissionregistration.k8s.io",
+        plural: "validatingwebhookconfigurations",
+        columns: &[col!("Webhooks", "integer"), AGE],
+        cells: webhook_configuration_cells,
+    },
+    Printer {
+        group: "admissionregistration.k8s.io",
+        plural: "mutatingwebhookconfigurations",
+        columns: &[col!("Webhooks", "integer"), AGE],
+        cells: webhook_configuration_cells,
+    },
 ];
 
 /// The printer of a built-in type, if it has one (others get the default

@@ -1,0 +1,219 @@
+//! The `admissionregistration.k8s.io/v1` webhook configurations as objects:
+//! the defaults the API server gives a `ValidatingWebhookConfiguration` or
+//! `MutatingWebhookConfiguration` (failurePolicy Fail, matchPolicy
+//! Equivalent, timeoutSeconds 10, empty selectors, rule scope `*`,
+//! reinvocationPolicy Never), the checks that matter (sideEffects,
+//! admissionReviewVersions, unique names, url xor service), and reading the
+//! stored objects into [`Hook`]s in the order the API server calls them.
+//!
+//! Owns: defaulting, validation and parsing of the configurations. Must not
+//! touch: matching requests (`matching`), calling webhooks (`call`).
+
+use super::super::resources::ResourceDef;
+use super::super::store::State;
+use serde_json::{Value, json};
+
+pub const GROUP: &str = "admissionregistration.k8s.io";
+pub const VALIDATING: &str = "validatingwebhookconfigurations";
+pub const MUTATING: &str = "mutatingwebhookconfigurations";
+
+/// The configuration types: served as built-ins, never sent to webhooks.
+pub fn is_configuration(def: &ResourceDef) -> bool {
+    def.group == GROUP
+}
+
+fn mutating(def: &ResourceDef) -> Option<bool> {
+    match (def.group.as_str(), def.plural.as_str()) {
+        (GROUP, VALIDATING) => Some(false),
+        (GROUP, MUTATING) => Some(true),
+        _ => None,
+    }
+}
+
+/// Apply the API server's defaults (`SetDefaults_*Webhook`, `SetDefaults_Rule`).
+pub fn default(def: &ResourceDef, body: &mut Value) {
+    let Some(mutating) = mutating(def) else { return };
+    let Some(hooks) = body.get_mut("webhooks").and_then(Value::as_array_mut) else {
+        return;
+    };
+    for h in hooks.iter_mut().filter_map(Value::as_object_mut) {
+        let mut set = |k: &str, v: Value| {
+            if h.get(k).is_none_or(Value::is_null) {
+                h.insert(k.into(), v);
+            }
+        };
+        set("failurePolicy", json!("Fail"));
+        set("matchPolicy", json!("Equivalent"));
+        set("namespaceSelector", json!({}));
+        set("objectSelector", json!({}));
+        set("timeoutSeconds", json!(10));
+        if mutating {
+            set("reinvocationPolicy", json!("Never"));
+        }
+        if let Some(svc) = h
+            .get_mut("clientConfig")
+            .and_then(|c| c.get_mut("service"))
+            .and_then(Value::as_object_mut)
+            && svc.get("port").is_none_or(Value::is_null)
+        {
+            svc.insert("port".into(), json!(443));
+        }
+        for r in h
+            .get_mut("rules")
+            .and_then(Value::as_array_mut)
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_object_mut)
+        {
+            if r.get("scope").is_none_or(Value::is_null) {
+                r.insert("scope".into(), json!("*"));
+            }
+        }
+    }
+}
+
+/// The `field: detail` causes of a 422 Invalid (`ValidateValidatingWebhookConfiguration`).
+pub fn validate(def: &ResourceDef, body: &Value) -> Vec<String> {
+    if mutating(def).is_none() {
+        return Vec::new();
+    }
+    let mut errs = Vec::new();
+    let hooks = body.get("webhooks").and_then(Value::as_array).cloned().unwrap_or_default();
+    let mut seen = std::collections::HashSet::new();
+    for (i, h) in hooks.iter().enumerate() {
+        let f = |k: &str| format!("webhooks[{i}].{k}");
+        let name = h.get("name").and_then(Value::as_str).unwrap_or("");
+        if name.is_empty() {
+            errs.push(format!("{}: Required value", f("name")));
+        } else if !seen.insert(name.to_string()) {
+            errs.push(format!("{}: Duplicate value: {name:?}", f("name")));
+        } else if name.split('.').count() < 3 {
+            errs.push(format!(
+                "{}: Invalid value: {name:?}: should be a domain with at least three segments separated by dots",
+                f("name")
+            ));
+        }
+        match h.get("sideEffects").and_then(Value::as_str) {
+            None => errs.push(format!(
+                "{}: Required value: must specify one of None, NoneOnDryRun",
+                f("sideEffects")
+            )),
+            Some("None" | "NoneOnDryRun") => {}
+            Some(s) => errs.push(format!(
+                "{}: Unsupported value: {s:?}: supported values: \"None\", \"NoneOnDryRun\"",
+                f("sideEffects")
+            )),
+        }
+        let versions: Vec<&str> = h
+            .get("admissionReviewVersions")
+            .and_then(Value::as_array)
+            .map(|v| v.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        if versions.is_empty() {
+            errs.push(format!(
+                "{}: Required value: must specify one of v1, v1beta1",
+                f("admissionReviewVersions")
+            ));
+        } else if !versions.iter().any(|v| *v == "v1" || *v == "v1beta1") {
+            errs.push(format!(
+                "{}: Invalid value: {}: must include at least one of v1, v1beta1",
+                f("admissionReviewVersions"),
+                serde_json::to_string(&versions).unwrap_or_default()
+            ));
+        }
+        let cc = h.get("clientConfig");
+        let url = cc.and_then(|c| c.get("url")).and_then(Value::as_str);
+        let svc = cc.and_then(|c| c.get("service")).filter(|s| !s.is_null());
+        match (url, svc) {
+            (Some(_), Some(_)) => errs.push(format!(
+                "{}: Required value: exactly one of url or service is required",
+                f("clientConfig")
+            )),
+            (None, None) => errs.push(format!(
+                "{}: Required value: exactly one of url or service is required",
+                f("clientConfig")
+            )),
+            (Some(u), None) if !u.starts_with("https://") => errs.push(format!(
+                "{}: Unsupported value: {:?}: supported values: \"https\"",
+                f("clientConfig.url"),
+                u.split("://").next().unwrap_or("")
+            )),
+            _ => {}
+        }
+        for k in ["failurePolicy"] {
+            if let Some(p) = h.get(k).and_then(Value::as_str).filter(|p| !matches!(*p, "Fail" | "Ignore")) {
+                errs.push(format!("{}: Unsupported value: {p:?}: supported values: \"Fail\", \"Ignore\"", f(k)));
+            }
+        }
+        if let Some(p) = h
+            .get("matchPolicy")
+            .and_then(Value::as_str)
+            .filter(|p| !matches!(*p, "Exact" | "Equivalent"))
+        {
+            errs.push(format!(
+                "{}: Unsupported value: {p:?}: supported values: \"Equivalent\", \"Exact\"",
+                f("matchPolicy")
+            ));
+        }
+        if let Some(t) = h.get("timeoutSeconds").and_then(Value::as_i64).filter(|t| !(1..=30).contains(t)) {
+            errs.push(format!(
+                "{}: Invalid value: {t}: the timeout value must be between 1 and 30 seconds",
+                f("timeoutSeconds")
+            ));
+        }
+    }
+    errs
+}
+
+/// One webhook of a stored configuration, as the dispatcher reads it.
+#[derive(Debug, Clone)]
+pub struct Hook {
+    pub name: String,
+    pub mutating: bool,
+    pub spec: Value,
+}
+
+impl Hook {
+    pub fn str(&self, k: &str) -> &str {
+        self.spec.get(k).and_then(Value::as_str).unwrap_or("")
+    }
+    pub fn ignore_failures(&self) -> bool {
+        self.str("failurePolicy") == "Ignore"
+    }
+    pub fn timeout(&self) -> std::time::Duration {
+        let s = self.spec.get("timeoutSeconds").and_then(Value::as_u64).unwrap_or(10);
+        std::time::Duration::from_secs(s.clamp(1, 30))
+    }
+}
+
+/// Every webhook of one kind, configurations in name order, each's webhooks in order.
+pub fn hooks(st: &State, mutating: bool) -> Vec<Hook> {
+    let table = format!("{}.{GROUP}", if mutating { MUTATING } else { VALIDATING });
+    let Some(t) = st.table(&table) else { return Vec::new() };
+    let mut configs: Vec<&Value> = t.objects.values().map(|o| &o.value).collect();
+    let name = |v: &Value| v.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("").to_string();
+    configs.sort_by_key(|v| name(v));
+    configs
+        .into_iter()
+        .flat_map(|c| {
+            c.get("webhooks")
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default()
+                .into_iter()
+                .map(move |spec| Hook {
+                    name: spec.get("name").and_then(Value::as_str).unwrap_or("").to_string(),
+                    mutating,
+                    spec,
+                })
+        })
+        .collect()
+}
+
+/// Whether any webhook configuration is stored (otherwise admission is skipped).
+pub fn any(st: &State) -> bool {
+    [MUTATING, VALIDATING].iter().any(|p| {
+        st.table(&format!("{p}.{GROUP}"))
+            .is_some_and(|t| !t.objects.is_empty())
+    })
+}
