@@ -33,13 +33,14 @@
 //! patch with its type and body). Watches get what their namespace, label
 //! and field selectors select ([`feed`]).
 
+mod admit;
 mod capture;
 mod diff;
 mod feed;
 mod panics;
 mod patch;
 
-use crate::informer::{EventHandler, ObjRef};
+use crate::informer::{EventHandler, Notification, ObjRef};
 use crate::reports::Aggregator;
 use crate::runtime::capabilities::WriteAccess;
 use crate::runtime::capabilities::cluster::ClusterAccess;
@@ -89,6 +90,8 @@ pub enum Step {
     Resync(bool),
     /// A relist with this full content: what is missing becomes a tombstone.
     Relist(Vec<Value>),
+    /// An admission request to the plugin's `validate` or `mutate`.
+    Admit(admit::Admit),
 }
 
 /// What the plugin must have done.
@@ -109,6 +112,9 @@ pub struct Expect {
     /// Its policy results at the end, as `key policy rule result`, sorted.
     #[serde(default)]
     pub reports: Vec<String>,
+    /// Its answers to `admit` steps, in order (see [`admit`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub admission: Vec<String>,
 }
 
 /// The verdict on one case.
@@ -176,26 +182,38 @@ pub fn run(path: &Path, case: &Case) -> anyhow::Result<Outcome> {
         if source.handles_events {
             let resync =
                 (source.resync_seconds > 0).then(|| Duration::from_secs(source.resync_seconds.into()));
-            listeners.push((informer, resync));
+            let filter = crate::runtime::filter::UpdateFilter::new(source.updates_when.to_vec());
+            listeners.push((informer, resync, source.watch, filter));
         }
     }
     // The initial list, then the plugin joins: its initial adds, then one
     // `on-synced` once every watch delivered its list.
     feed.replace_all(&case.objects)?;
-    let handler: Arc<dyn EventHandler> = Arc::new(Joined {
+    let joined = Arc::new(Joined {
         instance: instance.clone(),
         pending: std::sync::atomic::AtomicUsize::new(listeners.len()),
         faults: capture.faults.clone(),
     });
     // One watch at a time, so the log's order does not depend on threads.
-    for (informer, resync) in &listeners {
-        informer.add_listener(instance.name(), handler.clone(), *resync);
+    for (informer, resync, watch, filter) in listeners.iter().cloned() {
+        let handler: Arc<dyn EventHandler> = Arc::new(Watched {
+            joined: joined.clone(),
+            watch,
+            filter,
+        });
+        informer.add_listener(instance.name(), handler, resync);
         feed.settle()?;
     }
     if listeners.is_empty() {
         instance.on_synced();
     }
+    let mut admission = Vec::new();
+    let mut admitting = None;
     for step in &case.steps {
+        if let Step::Admit(a) = step {
+            admission.extend(admit::play(&instance, &mut admitting, a)?);
+            continue;
+        }
         feed.play(step)?;
         feed.settle()?;
     }
@@ -225,6 +243,7 @@ pub fn run(path: &Path, case: &Case) -> anyhow::Result<Outcome> {
         writes: capture.writes(),
         events: capture.events(),
         reports,
+        admission,
     };
     let passed = got == case.expect;
     let mut diff = String::new();
@@ -233,6 +252,7 @@ pub fn run(path: &Path, case: &Case) -> anyhow::Result<Outcome> {
         ("writes", &case.expect.writes, &got.writes),
         ("events", &case.expect.events, &got.events),
         ("reports", &case.expect.reports, &got.reports),
+        ("admission", &case.expect.admission, &got.admission),
     ];
     for (what, expected, got) in parts {
         if expected != got {
@@ -242,38 +262,64 @@ pub fn run(path: &Path, case: &Case) -> anyhow::Result<Outcome> {
     Ok(Outcome { got, passed, diff })
 }
 
-/// The plugin behind every watch's listener: events go through; its
-/// `on-synced` comes once, after the last watch delivered its initial list.
-/// A panic in a delivery (the harness's, on the delivery thread) is
-/// recorded in `faults`, and the delivery ends, so the case can end.
+/// The plugin behind every watch's listener: its `on-synced` comes once,
+/// after the last watch delivered its initial list. A panic in a delivery
+/// (the harness's, on the delivery thread) is recorded in `faults`, and the
+/// delivery ends, so the case can end.
 struct Joined {
     instance: Arc<PluginInstance>,
     pending: std::sync::atomic::AtomicUsize,
     faults: panics::Faults,
 }
 
-impl EventHandler for Joined {
+/// One watch's listener: its events go through with the watch's number, as
+/// `wink run` delivers them, and its update filter applied.
+struct Watched {
+    joined: Arc<Joined>,
+    watch: u32,
+    filter: crate::runtime::filter::UpdateFilter,
+}
+
+impl Watched {
+    fn deliver(&self, what: &str, n: Notification) {
+        let instance = &self.joined.instance;
+        let _ = self.joined.faults.guard(what, || {
+            futures::executor::block_on(instance.deliver(self.watch, &n))
+        });
+    }
+}
+
+impl EventHandler for Watched {
     fn on_add(&self, obj: &ObjRef, in_initial_list: bool) {
-        let _ = self
-            .faults
-            .guard("delivering an add", || self.instance.on_add(obj, in_initial_list));
+        let n = Notification::Add {
+            obj: obj.clone(),
+            in_initial_list,
+        };
+        self.deliver("delivering an add", n);
     }
     fn on_update(&self, old: &ObjRef, new: &ObjRef) {
-        let _ = self
-            .faults
-            .guard("delivering an update", || self.instance.on_update(old, new));
+        if self.filter.delivers(old, new) {
+            let n = Notification::Update {
+                old: old.clone(),
+                new: new.clone(),
+            };
+            self.deliver("delivering an update", n);
+        }
     }
     fn on_delete(&self, obj: &ObjRef, final_state_unknown: bool) {
-        let _ = self.faults.guard("delivering a delete", || {
-            self.instance.on_delete(obj, final_state_unknown)
-        });
+        let n = Notification::Delete {
+            obj: obj.clone(),
+            final_state_unknown,
+        };
+        self.deliver("delivering a delete", n);
     }
     fn on_synced(&self) {
         use std::sync::atomic::Ordering;
-        if self.pending.fetch_sub(1, Ordering::AcqRel) == 1 {
-            let _ = self
+        let joined = &self.joined;
+        if joined.pending.fetch_sub(1, Ordering::AcqRel) == 1 {
+            let _ = joined
                 .faults
-                .guard("delivering on-synced", || self.instance.on_synced());
+                .guard("delivering on-synced", || joined.instance.on_synced());
         }
     }
 }

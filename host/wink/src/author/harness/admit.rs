@@ -1,0 +1,68 @@
+//! Admission steps of a `wink test` case: `{admit: {door, request}}` asks
+//! the plugin's `validate` or `mutate` export about an AdmissionRequest (or
+//! a whole AdmissionReview), on an admission instance of its own as
+//! `wink run` does, and records the answer as `expect.admission` lines:
+//! `validate default/web: denied 403 Forbidden: MESSAGE`, `mutate
+//! default/web: allowed`, then `  warning: TEXT` and `  patch: JSON PATCH`
+//! lines. Owns only that; the translation of requests and answers is the
+//! runtime's ([`crate::runtime::admission::review`]).
+
+use crate::runtime::admission::review;
+use crate::runtime::instance::{Door, PluginInstance};
+use anyhow::{Context, bail};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::sync::Arc;
+
+/// An admission step.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Admit {
+    /// `validate` or `mutate`.
+    pub door: String,
+    /// An `admission.k8s.io/v1` AdmissionRequest, or an AdmissionReview
+    /// holding one in `request`.
+    pub request: Value,
+}
+
+/// Play one admission step against `instance`'s plugin; its lines.
+pub fn play(instance: &Arc<PluginInstance>, admitting: &mut Option<Arc<PluginInstance>>, step: &Admit) -> anyhow::Result<Vec<String>> {
+    let door = match step.door.as_str() {
+        "validate" => Door::Validate,
+        "mutate" => Door::Mutate,
+        other => bail!("admit: door must be validate or mutate, not {other:?}"),
+    };
+    let request = step.request.get("request").unwrap_or(&step.request);
+    let asked = review::asked(request).map_err(anyhow::Error::msg).context("admit")?;
+    let admitter = match admitting {
+        Some(a) if !a.is_crashed() => a.clone(),
+        _ => {
+            let fresh = PluginInstance::start_sharing(instance)?;
+            *admitting = Some(fresh.clone());
+            fresh
+        }
+    };
+    let key = match (request.get("namespace").and_then(Value::as_str), request.get("name").and_then(Value::as_str)) {
+        (Some(ns), Some(name)) if !ns.is_empty() => format!("{ns}/{name}"),
+        (_, Some(name)) => name.to_string(),
+        _ => "(no name)".to_string(),
+    };
+    let answer = futures::executor::block_on(admitter.admit(door, asked));
+    let (verdict, changed) = match answer {
+        Ok(answer) => answer,
+        Err(why) => return Ok(vec![format!("{} {key}: no answer: {why}", step.door)]),
+    };
+    let changed = changed.filter(|_| door == Door::Mutate);
+    let decision = review::decision(verdict, changed, request).map_err(anyhow::Error::msg)?;
+    let mut lines = vec![if decision.allowed {
+        format!("{} {key}: allowed", step.door)
+    } else {
+        let reason = if decision.reason.is_empty() { "Forbidden" } else { &decision.reason };
+        format!("{} {key}: denied {} {reason}: {}", step.door, decision.code, decision.message)
+    }];
+    lines.extend(decision.warnings.iter().map(|w| format!("  warning: {w}")));
+    if let Some(patch) = &decision.patch {
+        lines.push(format!("  patch: {patch}"));
+    }
+    Ok(lines)
+}
