@@ -35,7 +35,12 @@ struct Spec {
 
 /// The selector as label-selector text, or none when the Service has none.
 fn selector(service: &Service) -> Option<String> {
-    let pairs: Vec<String> = service.spec.selector.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    let pairs: Vec<String> = service
+        .spec
+        .selector
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect();
     (!pairs.is_empty()).then(|| pairs.join(","))
 }
 
@@ -50,8 +55,16 @@ struct Guard;
 
 impl Handler for Guard {
     fn init(_config: &str) -> Result<(Self, Registration), String> {
-        let door = Webhook::validate().rule(Rule::new(&[Operation::Create, Operation::Update], "", "v1", "services"));
+        let door = Webhook::validate().rule(Rule::new(
+            &[Operation::Create, Operation::Update],
+            "",
+            "v1",
+            "services",
+        ));
         let registration = Registration::new()
+            // One name everywhere (grants, reports, Events), whatever the
+            // file is called: cargo names it service_selector_guard.wasm.
+            .name("service-selector-guard")
             .watch(Watch::new("v1", "Service").resync(std::time::Duration::from_secs(300)))
             .read(Watch::new("v1", "Pod"))
             .admission(door);
@@ -84,7 +97,9 @@ impl Handler for Guard {
 }
 
 fn report_on(obj: &Object) {
-    let Ok(service) = obj.decode::<Service>() else { return };
+    let Ok(service) = obj.decode::<Service>() else {
+        return;
+    };
     let (outcome, message) = match (selector(&service), obj.namespace()) {
         (Some(selector), Some(ns)) => match matches_pods(ns, &selector) {
             Ok(true) => (Outcome::Pass, format!("the selector {selector} matches Pods")),
@@ -98,7 +113,10 @@ fn report_on(obj: &Object) {
         .severity(Severity::Medium)
         .category("Services");
     if let Err(e) = report::set(obj, &[finding]) {
-        wink_sdk::warn!("service-selector-guard: results about {} not given: {e}", obj.key());
+        wink_sdk::warn!(
+            "service-selector-guard: results about {} not given: {e}",
+            obj.key()
+        );
     }
 }
 

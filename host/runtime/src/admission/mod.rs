@@ -98,9 +98,10 @@ pub fn failed(webhook: Option<&Webhook>, why: &Unanswered) -> Decision {
 /// mutation is not applied.
 pub fn audited(plugin: &str, mut decision: Decision) -> Decision {
     if !decision.allowed {
-        decision
-            .warnings
-            .push(format!("wink audit: plugin {plugin} would deny this request: {}", decision.message));
+        decision.warnings.push(format!(
+            "wink audit: plugin {plugin} would deny this request: {}",
+            decision.message
+        ));
     }
     if decision.patch.is_some() {
         decision
@@ -193,7 +194,11 @@ mod tests {
         let why = Unanswered::Quarantined("p".into(), "crashed".into());
         let fail = failed(Some(&webhook(FailurePolicy::Fail)), &why);
         assert!(!fail.allowed);
-        assert!(fail.message.starts_with("wink: plugin p is quarantined"), "{}", fail.message);
+        assert!(
+            fail.message.starts_with("wink: plugin p is quarantined"),
+            "{}",
+            fail.message
+        );
         let ignore = failed(Some(&webhook(FailurePolicy::Ignore)), &why);
         assert!(ignore.allowed);
         assert!(ignore.warnings[0].contains("failurePolicy Ignore"));

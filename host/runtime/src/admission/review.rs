@@ -8,9 +8,9 @@ use crate::bindings::admission::{GroupVersionKind, GroupVersionResource, Request
 use crate::bindings::types::Operation;
 use crate::capabilities::ObjectHandle;
 use crate::instance::Asked;
-use wasmtime::component::Resource;
 use kube::api::{ApiResource, DynamicObject};
 use serde_json::Value;
+use wasmtime::component::Resource;
 use wink_informer::ObjRef;
 use wink_informer::object::{CachePolicy, CachedObject};
 
@@ -52,16 +52,23 @@ fn object(v: Option<&Value>, request: &Value) -> Result<Option<ObjRef>, String> 
     };
     let kind = request.get("kind").cloned().unwrap_or_default();
     let resource = request.get("resource").cloned().unwrap_or_default();
-    let (group, version) = (text(&kind, "group").to_string(), text(&kind, "version").to_string());
+    let (group, version) = (
+        text(&kind, "group").to_string(),
+        text(&kind, "version").to_string(),
+    );
     let ar = ApiResource {
-        api_version: if group.is_empty() { version.clone() } else { format!("{group}/{version}") },
+        api_version: if group.is_empty() {
+            version.clone()
+        } else {
+            format!("{group}/{version}")
+        },
         group,
         version,
         kind: text(&kind, "kind").to_string(),
         plural: text(&resource, "resource").to_string(),
     };
-    let obj: DynamicObject =
-        serde_json::from_value(v.clone()).map_err(|e| format!("the request's object is not an object: {e}"))?;
+    let obj: DynamicObject = serde_json::from_value(v.clone())
+        .map_err(|e| format!("the request's object is not an object: {e}"))?;
     Ok(Some(CachedObject::from_dynamic(obj, &ar, CachePolicy::default())))
 }
 
@@ -89,7 +96,10 @@ pub fn groups(request: &Value) -> Vec<&str> {
 
 /// `userInfo.extra` of a request, as (key, values).
 pub fn extra(request: &Value) -> Vec<(&str, Vec<&str>)> {
-    let extra = request.get("userInfo").and_then(|u| u.get("extra")).and_then(Value::as_object);
+    let extra = request
+        .get("userInfo")
+        .and_then(|u| u.get("extra"))
+        .and_then(Value::as_object);
     extra
         .into_iter()
         .flatten()
@@ -185,7 +195,12 @@ mod tests {
             json!([{"op": "add", "path": "/metadata/labels/team", "value": "t"}])
         );
         let same = request["object"].to_string();
-        assert!(decision(verdict(true), Some(same), &request).unwrap().patch.is_none());
+        assert!(
+            decision(verdict(true), Some(same), &request)
+                .unwrap()
+                .patch
+                .is_none()
+        );
         let denied = decision(verdict(false), None, &request).unwrap();
         assert_eq!((denied.allowed, denied.code), (false, 403));
         assert!(decision(verdict(true), Some("{".into()), &request).is_err());
@@ -193,7 +208,7 @@ mod tests {
 
     #[test]
     fn a_request_is_read_with_its_objects() {
-        let request = json!({
+        let review = json!({
             "uid": "u1", "operation": "CREATE", "namespace": "default", "name": "web",
             "kind": {"group": "apps", "version": "v1", "kind": "Deployment"},
             "resource": {"group": "apps", "version": "v1", "resource": "deployments"},
@@ -201,7 +216,7 @@ mod tests {
             "object": {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web", "namespace": "default"}},
             "dryRun": true,
         });
-        let asked = asked(&request).unwrap();
+        let asked = asked(&review).unwrap();
         assert_eq!(asked.object.as_ref().unwrap().key(), "default/web");
         assert!(asked.old_object.is_none());
         let groups = groups(&asked.request);

@@ -57,16 +57,25 @@ impl PluginManager {
                 return admission::failed(None, &Unanswered::NotLoaded(plugin.to_string()));
             };
             let hook = admission::hook(door);
-            let found = p
-                .admission
-                .as_ref()
-                .and_then(|(hooks, pool)| hooks.iter().find(|w| w.hook == hook).map(|w| (w.clone(), pool.clone())));
+            let found = p.admission.as_ref().and_then(|(hooks, pool)| {
+                hooks
+                    .iter()
+                    .find(|w| w.hook == hook)
+                    .map(|w| (w.clone(), pool.clone()))
+            });
             let Some((webhook, pool)) = found else {
-                let what = if door == Door::Validate { "validating" } else { "mutating" };
+                let what = if door == Door::Validate {
+                    "validating"
+                } else {
+                    "mutating"
+                };
                 return admission::failed(None, &Unanswered::NoWebhook(plugin.to_string(), what));
             };
             if let PluginState::Quarantined(why) = p.lifecycle.state() {
-                return admission::failed(Some(&webhook), &Unanswered::Quarantined(plugin.to_string(), why.clone()));
+                return admission::failed(
+                    Some(&webhook),
+                    &Unanswered::Quarantined(plugin.to_string(), why.clone()),
+                );
             }
             if !p.instance.has_synced() {
                 return admission::failed(Some(&webhook), &Unanswered::NotSynced(plugin.to_string()));
@@ -81,6 +90,10 @@ impl PluginManager {
                 return admission::failed(Some(&webhook), &why);
             }
         };
-        if audit { admission::audited(plugin, decision) } else { decision }
+        if audit {
+            admission::audited(plugin, decision)
+        } else {
+            decision
+        }
     }
 }

@@ -26,14 +26,20 @@ pub struct Admit {
 }
 
 /// Play one admission step against `instance`'s plugin; its lines.
-pub fn play(instance: &Arc<PluginInstance>, admitting: &mut Option<Arc<PluginInstance>>, step: &Admit) -> anyhow::Result<Vec<String>> {
+pub fn play(
+    instance: &Arc<PluginInstance>,
+    admitting: &mut Option<Arc<PluginInstance>>,
+    step: &Admit,
+) -> anyhow::Result<Vec<String>> {
     let door = match step.door.as_str() {
         "validate" => Door::Validate,
         "mutate" => Door::Mutate,
         other => bail!("admit: door must be validate or mutate, not {other:?}"),
     };
     let request = step.request.get("request").unwrap_or(&step.request);
-    let asked = review::asked(request).map_err(anyhow::Error::msg).context("admit")?;
+    let asked = review::asked(request)
+        .map_err(anyhow::Error::msg)
+        .context("admit")?;
     let admitter = match admitting {
         Some(a) if !a.is_crashed() => a.clone(),
         _ => {
@@ -42,7 +48,10 @@ pub fn play(instance: &Arc<PluginInstance>, admitting: &mut Option<Arc<PluginIns
             fresh
         }
     };
-    let key = match (request.get("namespace").and_then(Value::as_str), request.get("name").and_then(Value::as_str)) {
+    let key = match (
+        request.get("namespace").and_then(Value::as_str),
+        request.get("name").and_then(Value::as_str),
+    ) {
         (Some(ns), Some(name)) if !ns.is_empty() => format!("{ns}/{name}"),
         (_, Some(name)) => name.to_string(),
         _ => "(no name)".to_string(),
@@ -57,8 +66,15 @@ pub fn play(instance: &Arc<PluginInstance>, admitting: &mut Option<Arc<PluginIns
     let mut lines = vec![if decision.allowed {
         format!("{} {key}: allowed", step.door)
     } else {
-        let reason = if decision.reason.is_empty() { "Forbidden" } else { &decision.reason };
-        format!("{} {key}: denied {} {reason}: {}", step.door, decision.code, decision.message)
+        let reason = if decision.reason.is_empty() {
+            "Forbidden"
+        } else {
+            &decision.reason
+        };
+        format!(
+            "{} {key}: denied {} {reason}: {}",
+            step.door, decision.code, decision.message
+        )
     }];
     lines.extend(decision.warnings.iter().map(|w| format!("  warning: {w}")));
     if let Some(patch) = &decision.patch {

@@ -136,15 +136,23 @@ pub fn run(path: &Path, case: &Case) -> anyhow::Result<Outcome> {
     let config = case.config.as_ref().map(Value::to_string).unwrap_or_default();
     stdio::capture_guest_lines();
     stdio::take_captured();
+    let limits = Limits::default().for_language(loaded.language);
     let name: Arc<str> = case.name.as_deref().map_or(loaded.name.clone(), Into::into);
-    let (instance, registration) = PluginInstance::start(
-        name,
-        loaded.pre,
-        &engine,
-        config,
-        Limits::default().for_language(loaded.language),
-        None,
-    )?;
+    let (mut instance, mut registration) =
+        PluginInstance::start(name, loaded.pre.clone(), &engine, config.clone(), limits, None)?;
+    // A name the plugin declares is its name, as under `wink run` (the
+    // case's `name`, when given, must be that one).
+    if let Some(declared) = registration.name.clone().filter(|n| **n != *instance.name()) {
+        if case.name.is_some() {
+            bail!(
+                "the case names the plugin {:?}, but it declares the name {declared:?}",
+                instance.name()
+            );
+        }
+        stdio::take_captured();
+        (instance, registration) =
+            PluginInstance::start(declared.into(), loaded.pre, &engine, config, limits, None)?;
+    }
     let aggregator = Aggregator::new();
     instance.report_scope().connect(aggregator.clone());
     // Whatever it declares, as `wink dev` grants it, answered by the capture.
