@@ -110,7 +110,10 @@ impl Handler for PodSecurity {
         let Some(Ok(pod)) = request.decode::<rules::Pod>() else {
             return Verdict::deny("pod-security: the Pod does not decode");
         };
-        let failed: Vec<Check> = rules::evaluate(&pod.spec).into_iter().filter(|c| !c.passed).collect();
+        let failed: Vec<Check> = rules::evaluate(&pod.spec)
+            .into_iter()
+            .filter(|c| !c.passed)
+            .collect();
         let mut verdict = Verdict::allow();
         let mut refused = Vec::new();
         for check in failed {

@@ -118,9 +118,12 @@ impl Handler for RequireLabels {
             .watch(Watch::new("apps/v1", "Deployment"))
             .writes(deployments(), &[Verb::Patch])
             .records_events()
-            .admission(
-                Webhook::mutate().rule(Rule::new(&[Operation::Create, Operation::Update], "apps", "v1", "deployments")),
-            );
+            .admission(Webhook::mutate().rule(Rule::new(
+                &[Operation::Create, Operation::Update],
+                "apps",
+                "v1",
+                "deployments",
+            )));
         Ok((RequireLabels { config }, registration))
     }
 
@@ -152,9 +155,10 @@ impl Handler for RequireLabels {
         let mut mutation = Mutation::unchanged();
         for label in missing {
             labels[label.as_str()] = self.config.default.clone().into();
-            mutation.verdict = mutation
-                .verdict
-                .warn(format!("require-labels: missing label {label}: set to {:?}", self.config.default));
+            mutation.verdict = mutation.verdict.warn(format!(
+                "require-labels: missing label {label}: set to {:?}",
+                self.config.default
+            ));
         }
         mutation.object = Some(deployment);
         mutation
