@@ -8,6 +8,7 @@
 //! writer keeps the PolicyReports current.
 
 pub mod admin;
+pub mod admission;
 pub mod author;
 // The informer layer is a crate of its own (`host/informer`): it cannot
 // import anything above it. Its modules keep their names here.

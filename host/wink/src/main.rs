@@ -214,6 +214,43 @@ struct HostArgs {
     /// (e.g. 127.0.0.1:9090).
     #[arg(long)]
     admin_addr: Option<SocketAddr>,
+    /// Serve the plugins' admission webhooks over HTTPS on this address
+    /// (e.g. 0.0.0.0:8443); off when absent. Every replica serves; the
+    /// leader keeps the webhook configurations in step.
+    #[arg(long)]
+    admission_addr: Option<SocketAddr>,
+    /// How the API server reaches the webhook server
+    /// (`https://host:port`), when not through `--admission-service`; its
+    /// host is in wink's serving certificate.
+    #[arg(long)]
+    admission_webhook_url: Option<String>,
+    /// The Service in front of the webhook server (port 443), in
+    /// `--admission-namespace`.
+    #[arg(long, default_value = "wink")]
+    admission_service: String,
+    /// wink's namespace: the CA Secret's and the Service's; no webhook
+    /// sees it (nor kube-system, nor kube-node-lease).
+    #[arg(long, env = "POD_NAMESPACE", default_value = "default")]
+    admission_namespace: String,
+    /// The Secret keeping wink's CA (created when missing).
+    #[arg(long, default_value = "wink-admission-ca")]
+    admission_ca_secret: String,
+    /// The webhook server's certificate (PEM, e.g. cert-manager's), read
+    /// again when it changes; with `--tls-key-file`. Absent: wink's own CA.
+    #[arg(long, requires = "tls_key_file")]
+    tls_cert_file: Option<PathBuf>,
+    /// The private key of `--tls-cert-file` (PEM).
+    #[arg(long, requires = "tls_cert_file")]
+    tls_key_file: Option<PathBuf>,
+    /// The CA that signed `--tls-cert-file` (PEM), for the webhook
+    /// configurations' caBundle (default: the certificate file itself).
+    #[arg(long, requires = "tls_cert_file")]
+    tls_ca_file: Option<PathBuf>,
+    /// Keep the Validating/MutatingWebhookConfigurations `wink` in step
+    /// with the plugins (leader only): `=false` when they are managed
+    /// elsewhere.
+    #[arg(long, num_args = 0..=1, default_value_t = true, default_missing_value = "true", action = clap::ArgAction::Set)]
+    admission_configurations: bool,
     /// Let HTTP surfaces (the admin server, the cache view) listen on a non-loopback address:
     /// they have no authentication.
     #[arg(long)]
@@ -302,6 +339,24 @@ impl HostArgs {
         Ok((factory, manager))
     }
 
+    /// The admission webhook server's options, when `--admission-addr` is given.
+    fn admission_options(&self) -> Option<wink::admission::AdmissionOptions> {
+        let addr = self.admission_addr?;
+        let tls_files = match (&self.tls_cert_file, &self.tls_key_file) {
+            (Some(cert), Some(key)) => Some((cert.clone(), key.clone(), self.tls_ca_file.clone())),
+            _ => None,
+        };
+        Some(wink::admission::AdmissionOptions {
+            addr,
+            webhook_url: self.admission_webhook_url.clone(),
+            service: self.admission_service.clone(),
+            namespace: self.admission_namespace.clone(),
+            ca_secret: self.admission_ca_secret.clone(),
+            tls_files,
+            configurations: self.admission_configurations,
+        })
+    }
+
     /// Run the daemon with `client` until a signal.
     async fn serve(&self, config: kube::Config) -> anyhow::Result<()> {
         let (factory, mut manager) = self.options()?;
@@ -337,6 +392,14 @@ impl HostArgs {
             Some(addr) => Some(listener::bind(addr, "the admin server", &options).await?),
             None => None,
         };
+        let admission = match self.admission_options() {
+            Some(opts) => {
+                let socket = wink::admission::bind(&opts).await?;
+                Some((opts, socket))
+            }
+            None => None,
+        };
+        let (admission_config, leadership) = (config.clone(), manager.leadership.clone());
         // A mistyped directory is a mistake to say, not one to create.
         anyhow::ensure!(
             self.plugins.is_dir(),
@@ -353,6 +416,10 @@ impl HostArgs {
             .transpose()?;
         let d = Daemon::start(config, &self.plugins, factory, manager, reports).await?;
         let _reload = changes.map(|c| c.apply_to(d.manager.clone()));
+        if let Some((opts, socket)) = admission {
+            let client = kube::Client::try_from(admission_config)?;
+            wink::admission::start(opts, socket, client, d.manager.clone(), leadership).await?;
+        }
         if let Some(listener) = admin {
             let admin = wink::admin::Admin {
                 factory: d.factory.clone(),

@@ -1,0 +1,216 @@
+//! The admission webhook server: HTTPS (rustls, HTTP/1.1, the only
+//! protocol offered by ALPN, so kube-apiserver's webhook client, which
+//! falls back to it, speaks it) on a [`BoundedListener`] (its connection
+//! cap, idle timeout, and the head and body deadlines of the other
+//! surfaces), answering `POST /admission/<plugin>/validate` and
+//! `/admission/<plugin>/mutate` with an `admission.k8s.io/v1`
+//! AdmissionReview. A body is capped at [`MAX_BODY`]; a malformed review
+//! gets 400 and a sentence; a plugin that does not answer within its
+//! webhook's deadline (a little less than its `timeoutSeconds`) gets its
+//! failure policy, so the API server always hears from wink before it
+//! gives up. Every replica serves, leader or not.
+//!
+//! Owns the TLS accept loop and the routes; answers come from the plugin
+//! manager, translations from [`super::review`].
+
+use super::review;
+use crate::listener::{BoundedListener, ListenOptions};
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full, Limited};
+use hyper::body::Incoming;
+use hyper::{Method, Request, Response, StatusCode};
+use hyper_util::rt::{TokioIo, TokioTimer};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio_rustls::TlsAcceptor;
+use wink_runtime::PluginManager;
+use wink_runtime::admission::{self, Decision, Unanswered};
+use wink_runtime::bindings::types::{Hook, Webhook};
+use wink_runtime::instance::Door;
+
+/// The largest review read: an UPDATE carries the object and its old
+/// version, each up to the API server's own request limit (3 MiB).
+pub const MAX_BODY: usize = 6 << 20 | 64 << 10;
+/// How long a TLS handshake may take.
+const HANDSHAKE: Duration = Duration::from_secs(5);
+
+/// How long wink waits for a plugin whose webhook gives the API server
+/// `timeout_seconds`: a margin shorter, so the failure policy is wink's
+/// answer, not the API server's timeout.
+pub fn deadline(timeout_seconds: u32) -> Duration {
+    let timeout = Duration::from_secs(u64::from(timeout_seconds.clamp(1, 30)));
+    let margin = (timeout / 5).clamp(Duration::from_millis(200), Duration::from_secs(2));
+    timeout - margin
+}
+
+/// The TLS configuration: the resolver's certificate, HTTP/1.1.
+pub fn tls_config(resolver: Arc<super::certs::Resolver>) -> rustls::ServerConfig {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .expect("ring supports the default TLS versions")
+        .with_no_client_auth()
+        .with_cert_resolver(resolver);
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    config
+}
+
+/// Serve admission reviews on `listener` until the task is dropped.
+/// `options` are those `listener` was bound with (its deadlines).
+pub async fn serve(
+    mut listener: BoundedListener,
+    options: ListenOptions,
+    tls: rustls::ServerConfig,
+    manager: Arc<PluginManager>,
+) -> anyhow::Result<()> {
+    let acceptor = TlsAcceptor::from(Arc::new(tls));
+    loop {
+        let (io, peer, _) = listener.next(false).await;
+        let (acceptor, manager, options) = (acceptor.clone(), manager.clone(), options.clone());
+        tokio::spawn(async move {
+            let tls = match tokio::time::timeout(HANDSHAKE, acceptor.accept(io)).await {
+                Ok(Ok(tls)) => tls,
+                Ok(Err(e)) => return tracing::debug!(%peer, "admission TLS handshake failed: {e}"),
+                Err(_) => return tracing::debug!(%peer, "admission TLS handshake timed out"),
+            };
+            if let Err(e) = connection(tls, manager, &options).await {
+                tracing::debug!(%peer, "admission connection ended: {e}");
+            }
+        });
+    }
+}
+
+async fn connection<I>(io: I, manager: Arc<PluginManager>, options: &ListenOptions) -> Result<(), hyper::Error>
+where
+    I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let body_timeout = options.body_timeout;
+    let service = hyper::service::service_fn(move |request: Request<Incoming>| {
+        let manager = manager.clone();
+        async move { Ok::<_, std::convert::Infallible>(answer(request, manager, body_timeout).await) }
+    });
+    hyper::server::conn::http1::Builder::new()
+        .timer(TokioTimer::new())
+        .header_read_timeout(options.header_timeout)
+        .serve_connection(TokioIo::new(io), service)
+        .await
+}
+
+fn text(status: StatusCode, message: impl Into<String>) -> Response<Full<Bytes>> {
+    let mut body = message.into();
+    body.push('\n');
+    Response::builder()
+        .status(status)
+        .header("content-type", "text/plain; charset=utf-8")
+        .body(Full::new(Bytes::from(body)))
+        .expect("a valid response")
+}
+
+/// The plugin and door of `/admission/<plugin>/<validate|mutate>`.
+pub fn route(path: &str) -> Option<(&str, Door)> {
+    let rest = path.strip_prefix("/admission/")?;
+    let (plugin, door) = rest.split_once('/')?;
+    let door = match door {
+        "validate" => Door::Validate,
+        "mutate" => Door::Mutate,
+        _ => return None,
+    };
+    (!plugin.is_empty() && !plugin.contains('/')).then_some((plugin, door))
+}
+
+async fn answer(request: Request<Incoming>, manager: Arc<PluginManager>, body_timeout: Duration) -> Response<Full<Bytes>> {
+    let path = request.uri().path().to_string();
+    let Some((plugin, door)) = route(&path) else {
+        return text(
+            StatusCode::NOT_FOUND,
+            "no such webhook: the paths are /admission/<plugin>/validate and /admission/<plugin>/mutate",
+        );
+    };
+    if request.method() != Method::POST {
+        return text(StatusCode::METHOD_NOT_ALLOWED, "an admission review is POSTed");
+    }
+    // The whole body within its deadline, however slowly it is dribbled.
+    let body = Limited::new(request.into_body(), MAX_BODY).collect();
+    let body = match tokio::time::timeout(body_timeout, body).await {
+        Err(_) => return text(StatusCode::REQUEST_TIMEOUT, "the request body did not arrive in time"),
+        Ok(Ok(body)) => body.to_bytes(),
+        Ok(Err(e)) if e.is::<http_body_util::LengthLimitError>() => {
+            return text(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                format!("an admission review is at most {MAX_BODY} bytes"),
+            );
+        }
+        Ok(Err(e)) => return text(StatusCode::BAD_REQUEST, format!("the body could not be read: {e}")),
+    };
+    let asked = match review::parse(&body) {
+        Ok(asked) => asked,
+        Err(why) => return text(StatusCode::BAD_REQUEST, format!("malformed AdmissionReview: {why}")),
+    };
+    let decision = decide(&manager, plugin, door, &asked.request).await;
+    let json = review::response(&asked.uid, &decision);
+    Response::builder()
+        .status(StatusCode::OK)
+        .header("content-type", "application/json")
+        .body(Full::new(Bytes::from(json.to_string())))
+        .expect("a valid response")
+}
+
+/// The plugin's webhook for `door`, if it serves one.
+async fn webhook(manager: &PluginManager, plugin: &str, door: Door) -> Option<Webhook> {
+    let hook = if door == Door::Validate { Hook::Validate } else { Hook::Mutate };
+    manager
+        .webhooks()
+        .await
+        .into_iter()
+        .find(|p| p.plugin == plugin)
+        .and_then(|p| p.webhooks.into_iter().find(|w| w.hook == hook))
+}
+
+/// The plugin's decision, or its failure policy's when it has none in time.
+async fn decide(manager: &Arc<PluginManager>, plugin: &str, door: Door, request: &serde_json::Value) -> Decision {
+    if review::is_lease(request) {
+        return Decision::allow();
+    }
+    let webhook = webhook(manager, plugin, door).await;
+    let within = deadline(webhook.as_ref().map_or(10, |w| w.timeout_seconds));
+    // A task of its own: a call past the deadline runs on to its own
+    // deadline (trapped by the runtime) without holding this answer.
+    let asked = {
+        let (manager, plugin, request) = (manager.clone(), plugin.to_string(), request.clone());
+        tokio::spawn(async move { manager.admit(&plugin, door, &request).await })
+    };
+    match tokio::time::timeout(within, asked).await {
+        Ok(Ok(decision)) => decision,
+        Ok(Err(e)) => {
+            let why = Unanswered::Failed(plugin.to_string(), format!("its call ended: {e}"));
+            admission::failed(webhook.as_ref(), &why)
+        }
+        Err(_) => {
+            tracing::warn!(plugin, "admission request not answered within {within:?}: failure policy applied");
+            let why = Unanswered::Failed(plugin.to_string(), format!("no answer within {within:?}"));
+            admission::failed(webhook.as_ref(), &why)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn routes_name_a_plugin_and_a_door() {
+        assert!(matches!(route("/admission/p/validate"), Some(("p", Door::Validate))));
+        assert!(matches!(route("/admission/p/mutate"), Some(("p", Door::Mutate))));
+        for bad in ["/admission/p", "/admission//validate", "/admission/p/x", "/other/p/validate", "/admission/a/b/validate"] {
+            assert!(route(bad).is_none(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn the_deadline_leaves_a_margin_before_the_api_servers_timeout() {
+        assert_eq!(deadline(10), Duration::from_secs(8));
+        assert_eq!(deadline(1), Duration::from_millis(800));
+        assert_eq!(deadline(30), Duration::from_secs(28));
+        assert_eq!(deadline(0), Duration::from_millis(800), "clamped to 1 s");
+    }
+}
