@@ -1,0 +1,491 @@
+//! Admission webhooks called by the simulated API server as kube-apiserver
+//! calls them, seen through real `kubectl` (v1.32): a native HTTPS webhook
+//! (wink-sim's test server: tokio + hyper + rustls, a CA and serving
+//! certificate made by rcgen) registered with Validating/Mutating webhook
+//! configurations through the API. Denials, mutations, warnings, dry runs,
+//! failure policies, timeouts, rules and selectors, TLS verification.
+
+use crate::kubectl_support;
+
+use kubectl_support::{Env, have_kubectl};
+use serde_json::{Value, json};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use wink_sim::SimConfig;
+use wink_sim::webhook_testing::{Handler, WebhookCerts, WebhookServer, answer};
+
+/// The reviews a webhook server received: (path, AdmissionReview).
+type Seen = Arc<Mutex<Vec<(String, Value)>>>;
+
+/// What the test webhook does, by path:
+/// - `/validate`: refuses a ConfigMap with data key `forbidden` (403 Forbidden), warns on every ConfigMap;
+/// - `/mutate`: labels the object `mutated: "yes"`;
+/// - `/slow`: answers after 3 s;
+/// - anything else: allows.
+fn handler(seen: Seen) -> Handler {
+    Arc::new(move |path: String, review: Value| {
+        let seen = seen.clone();
+        Box::pin(async move {
+            seen.lock().unwrap().push((path.clone(), review.clone()));
+            let obj = review.pointer("/request/object").cloned().unwrap_or_default();
+            let route = path.split('?').next().unwrap_or("").to_string();
+            match route.as_str() {
+                "/validate" => {
+                    let bad = obj.pointer("/data/forbidden").is_some();
+                    let status = bad.then(|| {
+                        json!({"code": 403, "reason": "Forbidden", "message": "data key forbidden is not allowed"})
+                    });
+                    answer(&review, !bad, status, None, &["configmap checked by the test webhook"])
+                }
+                "/mutate" => {
+                    let patch = match obj.pointer("/metadata/labels") {
+                        Some(_) => json!([{"op": "add", "path": "/metadata/labels/mutated", "value": "yes"}]),
+                        None => json!([{"op": "add", "path": "/metadata/labels", "value": {"mutated": "yes"}}]),
+                    };
+                    answer(&review, true, None, Some(patch), &[])
+                }
+                "/slow" => {
+                    tokio::time::sleep(Duration::from_secs(3)).await;
+                    answer(&review, true, None, None, &[])
+                }
+                _ => answer(&review, true, None, None, &[]),
+            }
+        })
+    })
+}
+
+struct Setup {
+    env: Env,
+    certs: WebhookCerts,
+    server: WebhookServer,
+    seen: Seen,
+}
+
+async fn setup(name: &str) -> Setup {
+    let env = kubectl_support::env(name, SimConfig::default()).await;
+    let certs = WebhookCerts::generate(&["hook.webhooks.svc"]).unwrap();
+    let seen: Seen = Arc::default();
+    let server = WebhookServer::start(&certs, handler(seen.clone())).await.unwrap();
+    Setup {
+        env,
+        certs,
+        server,
+        seen,
+    }
+}
+
+/// One webhook entry (rules: CREATE/UPDATE of core v1 configmaps unless `extra` says otherwise).
+fn hook(name: &str, url: &str, ca_bundle: &str, extra: Value) -> Value {
+    let mut h = json!({
+        "name": name,
+        "clientConfig": {"url": url, "caBundle": ca_bundle},
+        "rules": [{"operations": ["CREATE", "UPDATE"], "apiGroups": [""], "apiVersions": ["v1"], "resources": ["configmaps"]}],
+        "sideEffects": "None",
+        "admissionReviewVersions": ["v1"],
+    });
+    for (k, v) in extra.as_object().cloned().unwrap_or_default() {
+        h[k] = v;
+    }
+    h
+}
+
+impl Setup {
+    /// Write `v` as a JSON manifest named `file` and return its path.
+    fn file(&self, file: &str, v: &Value) -> String {
+        let p = self.env.dir.join(file);
+        std::fs::write(&p, serde_json::to_string_pretty(v).unwrap()).unwrap();
+        p.to_str().unwrap().to_string()
+    }
+
+    /// `kubectl apply` a webhook configuration of `kind` with `hooks`.
+    async fn configure(&self, kind: &str, name: &str, hooks: Vec<Value>) {
+        let cfg = json!({
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": kind,
+            "metadata": {"name": name},
+            "webhooks": hooks,
+        });
+        let f = self.file(&format!("{name}.json"), &cfg);
+        self.env.ok(&["apply", "-f", &f]).await;
+    }
+
+    /// A ConfigMap manifest in `ns` with `data`.
+    fn configmap(&self, name: &str, ns: &str, data: Value) -> String {
+        let cm = json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": name, "namespace": ns, "labels": {"app": name}}, "data": data});
+        self.file(&format!("cm-{name}.json"), &cm)
+    }
+
+    fn seen_paths(&self) -> Vec<String> {
+        self.seen.lock().unwrap().iter().map(|(p, _)| p.clone()).collect()
+    }
+
+    fn reviews_of(&self, name: &str) -> Vec<Value> {
+        self.seen
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|(_, r)| r.pointer("/request/name").and_then(Value::as_str) == Some(name))
+            .map(|(_, r)| r.clone())
+            .collect()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_shows_denials_mutations_and_warnings() {
+    if !have_kubectl() {
+        return;
+    }
+    let s = setup("denials").await;
+    let ca = s.certs.ca_bundle();
+    s.configure(
+        "ValidatingWebhookConfiguration",
+        "deny-forbidden",
+        vec![hook("deny.wink.test", &s.server.url("/validate"), &ca, json!({}))],
+    )
+    .await;
+    s.configure(
+        "MutatingWebhookConfiguration",
+        "label-everything",
+        vec![hook("mutate.wink.test", &s.server.url("/mutate"), &ca, json!({}))],
+    )
+    .await;
+
+    // The defaults the real server gives a webhook.
+    let cfg = s
+        .env
+        .json(&["get", "validatingwebhookconfiguration", "deny-forbidden", "-o", "json"])
+        .await;
+    let h = &cfg["webhooks"][0];
+    assert_eq!(h["failurePolicy"], "Fail");
+    assert_eq!(h["matchPolicy"], "Equivalent");
+    assert_eq!(h["timeoutSeconds"], 10);
+    assert_eq!(h["namespaceSelector"], json!({}));
+    assert_eq!(h["objectSelector"], json!({}));
+    assert_eq!(h["rules"][0]["scope"], "*");
+    let m = s
+        .env
+        .json(&["get", "mutatingwebhookconfiguration", "label-everything", "-o", "json"])
+        .await;
+    assert_eq!(m["webhooks"][0]["reinvocationPolicy"], "Never");
+    let table = s.env.ok(&["get", "validatingwebhookconfigurations"]).await;
+    assert!(table.starts_with("NAME"), "{table}");
+    assert!(table.lines().next().unwrap().contains("WEBHOOKS"), "{table}");
+    assert!(table.contains("deny-forbidden"), "{table}");
+
+    // A violating object is refused with the webhook's message, and not stored.
+    let bad = s.configmap("bad", "default", json!({"forbidden": "x"}));
+    let (ok, _, stderr) = s.env.run(&["apply", "-f", &bad]).await;
+    assert!(!ok);
+    assert!(
+        stderr.contains(&format!(
+            "Error from server (Forbidden): error when creating \"{bad}\": admission webhook \"deny.wink.test\" denied the request: data key forbidden is not allowed"
+        )),
+        "{stderr}"
+    );
+    let (found, _, _) = s.env.run(&["get", "configmap", "bad"]).await;
+    assert!(!found, "a denied object is not stored");
+
+    // An allowed one carries the mutation, and kubectl prints the warning.
+    let good = s.configmap("good", "default", json!({"a": "1"}));
+    let (ok, _, stderr) = s.env.run(&["apply", "-f", &good]).await;
+    assert!(ok, "{stderr}");
+    assert!(stderr.contains("Warning: configmap checked by the test webhook"), "{stderr}");
+    let yaml = s.env.ok(&["get", "configmap", "good", "-o", "yaml"]).await;
+    assert!(yaml.contains("mutated: \"yes\""), "{yaml}");
+
+    // The mutating webhook ran first: the validating one saw its label.
+    let validated = s
+        .reviews_of("good")
+        .into_iter()
+        .find(|r| r.pointer("/request/object/metadata/labels/mutated").is_some())
+        .expect("the validating webhook saw the mutated object");
+    let req = &validated["request"];
+    assert_eq!(req["operation"], "CREATE");
+    assert_eq!(req["kind"], json!({"group": "", "version": "v1", "kind": "ConfigMap"}));
+    assert_eq!(req["resource"], json!({"group": "", "version": "v1", "resource": "configmaps"}));
+    assert_eq!(req["requestKind"], req["kind"]);
+    assert_eq!(req["namespace"], "default");
+    assert_eq!(req["dryRun"], false);
+    assert_eq!(req["userInfo"]["username"], "system:anonymous");
+    assert_eq!(req["options"]["kind"], "CreateOptions");
+    assert!(s.seen_paths().iter().all(|p| p.ends_with("?timeout=10s")), "{:?}", s.seen_paths());
+
+    // An update (kubectl apply patches) is an UPDATE with the old object.
+    let good2 = s.configmap("good", "default", json!({"a": "2"}));
+    s.env.ok(&["apply", "-f", &good2]).await;
+    let update = s
+        .reviews_of("good")
+        .into_iter()
+        .find(|r| r["request"]["operation"] == "UPDATE")
+        .expect("an UPDATE review");
+    assert_eq!(update["request"]["oldObject"]["data"]["a"], "1");
+    assert_eq!(update["request"]["options"]["kind"], "PatchOptions");
+    let denied_update = s.configmap("good", "default", json!({"a": "3", "forbidden": "y"}));
+    let (ok, _, stderr) = s.env.run(&["apply", "-f", &denied_update]).await;
+    assert!(!ok);
+    assert!(
+        stderr.contains("admission webhook \"deny.wink.test\" denied the request: data key forbidden is not allowed"),
+        "{stderr}"
+    );
+    let data = s.env.json(&["get", "configmap", "good", "-o", "json"]).await;
+    assert_eq!(data["data"], json!({"a": "2"}), "a denied update changes nothing");
+    assert!(s.env.sim.webhook_calls("deny.wink.test") >= 4);
+    assert!(s.env.sim.webhook_calls("mutate.wink.test") >= 4);
+
+    // Configurations themselves are never sent to webhooks.
+    let before = s.seen_paths().len();
+    s.configure(
+        "ValidatingWebhookConfiguration",
+        "deny-forbidden",
+        vec![hook("deny.wink.test", &s.server.url("/validate"), &ca, json!({"timeoutSeconds": 5}))],
+    )
+    .await;
+    assert_eq!(s.seen_paths().len(), before);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn server_dry_run_reaches_the_webhook_and_stores_nothing() {
+    if !have_kubectl() {
+        return;
+    }
+    let s = setup("dryrun").await;
+    let ca = s.certs.ca_bundle();
+    s.configure(
+        "MutatingWebhookConfiguration",
+        "label",
+        vec![hook("mutate.wink.test", &s.server.url("/mutate"), &ca, json!({"sideEffects": "NoneOnDryRun"}))],
+    )
+    .await;
+    let f = s.configmap("dry", "default", json!({"a": "1"}));
+    let out = s.env.ok(&["apply", "--dry-run=server", "-f", &f, "-o", "json"]).await;
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["metadata"]["labels"]["mutated"], "yes", "the dry run's answer is mutated");
+    let reviews = s.reviews_of("dry");
+    assert!(!reviews.is_empty());
+    assert!(reviews.iter().all(|r| r["request"]["dryRun"] == true));
+    assert_eq!(reviews[0]["request"]["options"]["dryRun"], json!(["All"]));
+    let (found, _, _) = s.env.run(&["get", "configmap", "dry"]).await;
+    assert!(!found, "a dry run stores nothing");
+
+    // A webhook with side effects is refused in a dry run, as the real server
+    // does; v1 allows only None and NoneOnDryRun, so that is checked on create.
+    let bad = json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
+        "metadata": {"name": "side-effects"},
+        "webhooks": [hook("side.wink.test", &s.server.url("/validate"), &ca, json!({"sideEffects": "Some"}))]});
+    let f = s.file("side-effects.json", &bad);
+    let (ok, _, stderr) = s.env.run(&["apply", "-f", &f]).await;
+    assert!(!ok);
+    assert!(stderr.contains("webhooks[0].sideEffects: Unsupported value: \"Some\""), "{stderr}");
+    let no_v1 = json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
+        "metadata": {"name": "v1beta2"},
+        "webhooks": [hook("v.wink.test", &s.server.url("/validate"), &ca, json!({"admissionReviewVersions": ["v2"]}))]});
+    let f = s.file("no-v1.json", &no_v1);
+    let (ok, _, stderr) = s.env.run(&["apply", "-f", &f]).await;
+    assert!(!ok);
+    assert!(stderr.contains("webhooks[0].admissionReviewVersions: Invalid value"), "{stderr}");
+    let twice = json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
+        "metadata": {"name": "twice"},
+        "webhooks": [hook("a.wink.test", &s.server.url("/x"), &ca, json!({})), hook("a.wink.test", &s.server.url("/x"), &ca, json!({}))]});
+    let f = s.file("twice.json", &twice);
+    let (ok, _, stderr) = s.env.run(&["apply", "-f", &f]).await;
+    assert!(!ok);
+    assert!(stderr.contains("webhooks[1].name: Duplicate value: \"a.wink.test\""), "{stderr}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failure_policy_timeouts_and_tls() {
+    if !have_kubectl() {
+        return;
+    }
+    let s = setup("failures").await;
+    let ca = s.certs.ca_bundle();
+    // A port nobody listens on.
+    let down = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let down_url = format!("https://127.0.0.1:{down}/validate");
+    s.configure(
+        "ValidatingWebhookConfiguration",
+        "down",
+        vec![hook("down.wink.test", &down_url, &ca, json!({}))],
+    )
+    .await;
+    let f = s.configmap("one", "default", json!({"a": "1"}));
+    let (ok, _, stderr) = s.env.run(&["apply", "-f", &f]).await;
+    assert!(!ok);
+    assert!(
+        stderr.contains(&format!(
+            "Error from server (InternalError): error when creating \"{f}\": Internal error occurred: failed calling webhook \"down.wink.test\": failed to call webhook: Post \"https://127.0.0.1:{down}/validate?timeout=10s\": dial tcp 127.0.0.1:{down}: connect: connection refused"
+        )),
+        "{stderr}"
+    );
+    assert_eq!(s.env.sim.webhook_calls("down.wink.test"), 1);
+    s.configure(
+        "ValidatingWebhookConfiguration",
+        "down",
+        vec![hook("down.wink.test", &down_url, &ca, json!({"failurePolicy": "Ignore"}))],
+    )
+    .await;
+    s.env.ok(&["apply", "-f", &f]).await;
+    s.env.ok(&["get", "configmap", "one"]).await;
+    s.env.ok(&["delete", "validatingwebhookconfiguration", "down"]).await;
+
+    // Slower than timeoutSeconds: a failure.
+    s.configure(
+        "ValidatingWebhookConfiguration",
+        "slow",
+        vec![hook("slow.wink.test", &s.server.url("/slow"), &ca, json!({"timeoutSeconds": 1}))],
+    )
+    .await;
+    let f = s.configmap("two", "default", json!({"a": "1"}));
+    let started = std::time::Instant::now();
+    let (ok, _, stderr) = s.env.run(&["apply", "-f", &f]).await;
+    assert!(!ok);
+    assert!(started.elapsed() < Duration::from_secs(3) + Duration::from_millis(2500));
+    let url = s.server.url("/slow?timeout=1s");
+    assert!(
+        stderr.contains(&format!(
+            "Internal error occurred: failed calling webhook \"slow.wink.test\": failed to call webhook: Post \"{url}\": context deadline exceeded"
+        )),
+        "{stderr}"
+    );
+    s.env.ok(&["delete", "validatingwebhookconfiguration", "slow"]).await;
+
+    // A caBundle that did not sign the server's certificate: a TLS failure.
+    let other = WebhookCerts::generate(&[]).unwrap();
+    s.configure(
+        "ValidatingWebhookConfiguration",
+        "wrong-ca",
+        vec![hook("tls.wink.test", &s.server.url("/validate"), &other.ca_bundle(), json!({}))],
+    )
+    .await;
+    let f = s.configmap("three", "default", json!({"a": "1"}));
+    let (ok, _, stderr) = s.env.run(&["apply", "-f", &f]).await;
+    assert!(!ok);
+    assert!(
+        stderr.contains("failed calling webhook \"tls.wink.test\": failed to call webhook: Post")
+            && stderr.contains("tls: failed to verify certificate: x509: certificate signed by unknown authority"),
+        "{stderr}"
+    );
+    assert!(
+        !s.seen_paths().iter().any(|p| p.starts_with("/validate")),
+        "no request went past the failed handshake"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rules_and_selectors_exclude_what_they_should() {
+    if !have_kubectl() {
+        return;
+    }
+    let s = setup("selectors").await;
+    let ca = s.certs.ca_bundle();
+    s.env.ok(&["create", "namespace", "quiet"]).await;
+    s.env.ok(&["label", "namespace", "quiet", "webhooks=off"]).await;
+    s.env.ok(&["create", "namespace", "loud"]).await;
+    // Through a service reference, routed to the test server.
+    s.env.sim.route_service("webhooks", "hook", 443, s.server.addr());
+    let svc = json!({
+        "name": "select.wink.test",
+        "clientConfig": {"service": {"namespace": "webhooks", "name": "hook", "path": "/validate"}, "caBundle": ca},
+        "rules": [{"operations": ["CREATE", "DELETE"], "apiGroups": [""], "apiVersions": ["v1"], "resources": ["configmaps"], "scope": "Namespaced"}],
+        "namespaceSelector": {"matchExpressions": [{"key": "webhooks", "operator": "NotIn", "values": ["off"]}]},
+        "objectSelector": {"matchExpressions": [{"key": "app", "operator": "NotIn", "values": ["skipped"]}]},
+        "sideEffects": "None",
+        "admissionReviewVersions": ["v1"],
+    });
+    s.configure("ValidatingWebhookConfiguration", "select", vec![svc]).await;
+
+    let excluded_ns = s.configmap("in-quiet", "quiet", json!({"forbidden": "x"}));
+    s.env.ok(&["apply", "-f", &excluded_ns]).await;
+    let excluded_obj = s.configmap("skipped", "loud", json!({"forbidden": "x"}));
+    s.env.ok(&["apply", "-f", &excluded_obj]).await;
+    assert!(s.reviews_of("in-quiet").is_empty(), "an excluded namespace's object is never sent");
+    assert!(s.reviews_of("skipped").is_empty(), "an excluded object is never sent");
+    // Other resources and operations the rules leave out are never sent.
+    s.env.ok(&["create", "secret", "generic", "s", "-n", "loud", "--from-literal=forbidden=x"]).await;
+    assert!(s.reviews_of("s").is_empty());
+
+    let sent = s.configmap("sent", "loud", json!({"forbidden": "x"}));
+    let (ok, _, stderr) = s.env.run(&["apply", "-f", &sent]).await;
+    assert!(!ok);
+    assert!(stderr.contains("admission webhook \"select.wink.test\" denied the request"), "{stderr}");
+    assert_eq!(s.reviews_of("sent").len(), 1);
+    assert_eq!(s.env.sim.webhook_calls("select.wink.test"), 1);
+
+    // DELETE: the old object is sent, the object is null.
+    let fine = s.configmap("fine", "loud", json!({"a": "1"}));
+    s.env.ok(&["apply", "-f", &fine]).await;
+    s.env.ok(&["delete", "configmap", "fine", "-n", "loud"]).await;
+    let del = s
+        .reviews_of("fine")
+        .into_iter()
+        .find(|r| r["request"]["operation"] == "DELETE")
+        .expect("a DELETE review");
+    assert_eq!(del["request"]["object"], Value::Null);
+    assert_eq!(del["request"]["oldObject"]["data"]["a"], "1");
+    assert_eq!(del["request"]["options"]["kind"], "DeleteOptions");
+
+    // An unrouted service fails as an unknown host does.
+    let unrouted = json!({
+        "name": "nowhere.wink.test",
+        "clientConfig": {"service": {"namespace": "webhooks", "name": "nowhere"}, "caBundle": ca},
+        "rules": [{"operations": ["CREATE"], "apiGroups": [""], "apiVersions": ["v1"], "resources": ["configmaps"]}],
+        "sideEffects": "None",
+        "admissionReviewVersions": ["v1"],
+    });
+    s.configure("ValidatingWebhookConfiguration", "nowhere", vec![unrouted]).await;
+    let f = s.configmap("lost", "loud", json!({"a": "1"}));
+    let (ok, _, stderr) = s.env.run(&["apply", "-f", &f]).await;
+    assert!(!ok);
+    assert!(
+        stderr.contains(
+            "failed calling webhook \"nowhere.wink.test\": failed to call webhook: Post \"https://nowhere.webhooks.svc:443/?timeout=10s\": dial tcp: lookup nowhere.webhooks.svc"
+        ),
+        "{stderr}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn status_subresource_rules_through_the_api() {
+    if !have_kubectl() {
+        return;
+    }
+    let s = setup("status").await;
+    let ca = s.certs.ca_bundle();
+    s.configure(
+        "MutatingWebhookConfiguration",
+        "status",
+        vec![hook(
+            "status.wink.test",
+            &s.server.url("/mutate"),
+            &ca,
+            json!({"rules": [{"operations": ["UPDATE"], "apiGroups": ["apps"], "apiVersions": ["v1"], "resources": ["deployments/status"]}]}),
+        )],
+    )
+    .await;
+    let dep = json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"},
+        "spec": {"selector": {"matchLabels": {"app": "web"}}, "template": {"metadata": {"labels": {"app": "web"}},
+        "spec": {"containers": [{"name": "web", "image": "nginx"}]}}}});
+    let f = s.file("dep.json", &dep);
+    s.env.ok(&["apply", "-f", &f]).await;
+    assert!(s.reviews_of("web").is_empty(), "the main resource is not named by the rule");
+    s.env
+        .ok(&[
+            "patch",
+            "deployment",
+            "web",
+            "--subresource=status",
+            "--type=merge",
+            "-p",
+            r#"{"status":{"observedGeneration":1}}"#,
+        ])
+        .await;
+    let reviews = s.reviews_of("web");
+    assert_eq!(reviews.len(), 1);
+    assert_eq!(reviews[0]["request"]["subResource"], "status");
+    assert_eq!(reviews[0]["request"]["requestSubResource"], "status");
+    assert_eq!(reviews[0]["request"]["kind"]["kind"], "Deployment");
+}
