@@ -35,12 +35,20 @@ fn handler(seen: Seen) -> Handler {
                     let status = bad.then(|| {
                         json!({"code": 403, "reason": "Forbidden", "message": "data key forbidden is not allowed"})
                     });
-                    answer(&review, !bad, status, None, &["configmap checked by the test webhook"])
+                    answer(
+                        &review,
+                        !bad,
+                        status,
+                        None,
+                        &["configmap checked by the test webhook"],
+                    )
                 }
                 "/mutate" => {
                     let patch = match obj.pointer("/metadata/labels") {
                         Some(_) => json!([{"op": "add", "path": "/metadata/labels/mutated", "value": "yes"}]),
-                        None => json!([{"op": "add", "path": "/metadata/labels", "value": {"mutated": "yes"}}]),
+                        None => {
+                            json!([{"op": "add", "path": "/metadata/labels", "value": {"mutated": "yes"}}])
+                        }
                     };
                     answer(&review, true, None, Some(patch), &[])
                 }
@@ -154,7 +162,13 @@ async fn kubectl_shows_denials_mutations_and_warnings() {
     // The defaults the real server gives a webhook.
     let cfg = s
         .env
-        .json(&["get", "validatingwebhookconfiguration", "deny-forbidden", "-o", "json"])
+        .json(&[
+            "get",
+            "validatingwebhookconfiguration",
+            "deny-forbidden",
+            "-o",
+            "json",
+        ])
         .await;
     let h = &cfg["webhooks"][0];
     assert_eq!(h["failurePolicy"], "Fail");
@@ -165,7 +179,13 @@ async fn kubectl_shows_denials_mutations_and_warnings() {
     assert_eq!(h["rules"][0]["scope"], "*");
     let m = s
         .env
-        .json(&["get", "mutatingwebhookconfiguration", "label-everything", "-o", "json"])
+        .json(&[
+            "get",
+            "mutatingwebhookconfiguration",
+            "label-everything",
+            "-o",
+            "json",
+        ])
         .await;
     assert_eq!(m["webhooks"][0]["reinvocationPolicy"], "Never");
     let table = s.env.ok(&["get", "validatingwebhookconfigurations"]).await;
@@ -190,7 +210,10 @@ async fn kubectl_shows_denials_mutations_and_warnings() {
     let good = s.configmap("good", "default", json!({"a": "1"}));
     let (ok, _, stderr) = s.env.run(&["apply", "-f", &good]).await;
     assert!(ok, "{stderr}");
-    assert!(stderr.contains("Warning: configmap checked by the test webhook"), "{stderr}");
+    assert!(
+        stderr.contains("Warning: configmap checked by the test webhook"),
+        "{stderr}"
+    );
     let yaml = s.env.ok(&["get", "configmap", "good", "-o", "yaml"]).await;
     assert!(yaml.contains("mutated: \"yes\""), "{yaml}");
 
@@ -202,14 +225,24 @@ async fn kubectl_shows_denials_mutations_and_warnings() {
         .expect("the validating webhook saw the mutated object");
     let req = &validated["request"];
     assert_eq!(req["operation"], "CREATE");
-    assert_eq!(req["kind"], json!({"group": "", "version": "v1", "kind": "ConfigMap"}));
-    assert_eq!(req["resource"], json!({"group": "", "version": "v1", "resource": "configmaps"}));
+    assert_eq!(
+        req["kind"],
+        json!({"group": "", "version": "v1", "kind": "ConfigMap"})
+    );
+    assert_eq!(
+        req["resource"],
+        json!({"group": "", "version": "v1", "resource": "configmaps"})
+    );
     assert_eq!(req["requestKind"], req["kind"]);
     assert_eq!(req["namespace"], "default");
     assert_eq!(req["dryRun"], false);
     assert_eq!(req["userInfo"]["username"], "system:anonymous");
     assert_eq!(req["options"]["kind"], "CreateOptions");
-    assert!(s.seen_paths().iter().all(|p| p.ends_with("?timeout=10s")), "{:?}", s.seen_paths());
+    assert!(
+        s.seen_paths().iter().all(|p| p.ends_with("?timeout=10s")),
+        "{:?}",
+        s.seen_paths()
+    );
 
     // An update (kubectl apply patches) is an UPDATE with the old object.
     let good2 = s.configmap("good", "default", json!({"a": "2"}));
@@ -225,7 +258,9 @@ async fn kubectl_shows_denials_mutations_and_warnings() {
     let (ok, _, stderr) = s.env.run(&["apply", "-f", &denied_update]).await;
     assert!(!ok);
     assert!(
-        stderr.contains("admission webhook \"deny.wink.test\" denied the request: data key forbidden is not allowed"),
+        stderr.contains(
+            "admission webhook \"deny.wink.test\" denied the request: data key forbidden is not allowed"
+        ),
         "{stderr}"
     );
     let data = s.env.json(&["get", "configmap", "good", "-o", "json"]).await;
@@ -238,7 +273,12 @@ async fn kubectl_shows_denials_mutations_and_warnings() {
     s.configure(
         "ValidatingWebhookConfiguration",
         "deny-forbidden",
-        vec![hook("deny.wink.test", &s.server.url("/validate"), &ca, json!({"timeoutSeconds": 5}))],
+        vec![hook(
+            "deny.wink.test",
+            &s.server.url("/validate"),
+            &ca,
+            json!({"timeoutSeconds": 5}),
+        )],
     )
     .await;
     assert_eq!(s.seen_paths().len(), before);
@@ -254,13 +294,24 @@ async fn server_dry_run_reaches_the_webhook_and_stores_nothing() {
     s.configure(
         "MutatingWebhookConfiguration",
         "label",
-        vec![hook("mutate.wink.test", &s.server.url("/mutate"), &ca, json!({"sideEffects": "NoneOnDryRun"}))],
+        vec![hook(
+            "mutate.wink.test",
+            &s.server.url("/mutate"),
+            &ca,
+            json!({"sideEffects": "NoneOnDryRun"}),
+        )],
     )
     .await;
     let f = s.configmap("dry", "default", json!({"a": "1"}));
-    let out = s.env.ok(&["apply", "--dry-run=server", "-f", &f, "-o", "json"]).await;
+    let out = s
+        .env
+        .ok(&["apply", "--dry-run=server", "-f", &f, "-o", "json"])
+        .await;
     let v: Value = serde_json::from_str(&out).unwrap();
-    assert_eq!(v["metadata"]["labels"]["mutated"], "yes", "the dry run's answer is mutated");
+    assert_eq!(
+        v["metadata"]["labels"]["mutated"], "yes",
+        "the dry run's answer is mutated"
+    );
     let reviews = s.reviews_of("dry");
     assert!(!reviews.is_empty());
     assert!(reviews.iter().all(|r| r["request"]["dryRun"] == true));
@@ -276,21 +327,30 @@ async fn server_dry_run_reaches_the_webhook_and_stores_nothing() {
     let f = s.file("side-effects.json", &bad);
     let (ok, _, stderr) = s.env.run(&["apply", "-f", &f]).await;
     assert!(!ok);
-    assert!(stderr.contains("webhooks[0].sideEffects: Unsupported value: \"Some\""), "{stderr}");
+    assert!(
+        stderr.contains("webhooks[0].sideEffects: Unsupported value: \"Some\""),
+        "{stderr}"
+    );
     let no_v1 = json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
         "metadata": {"name": "v1beta2"},
         "webhooks": [hook("v.wink.test", &s.server.url("/validate"), &ca, json!({"admissionReviewVersions": ["v2"]}))]});
     let f = s.file("no-v1.json", &no_v1);
     let (ok, _, stderr) = s.env.run(&["apply", "-f", &f]).await;
     assert!(!ok);
-    assert!(stderr.contains("webhooks[0].admissionReviewVersions: Invalid value"), "{stderr}");
+    assert!(
+        stderr.contains("webhooks[0].admissionReviewVersions: Invalid value"),
+        "{stderr}"
+    );
     let twice = json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
         "metadata": {"name": "twice"},
         "webhooks": [hook("a.wink.test", &s.server.url("/x"), &ca, json!({})), hook("a.wink.test", &s.server.url("/x"), &ca, json!({}))]});
     let f = s.file("twice.json", &twice);
     let (ok, _, stderr) = s.env.run(&["apply", "-f", &f]).await;
     assert!(!ok);
-    assert!(stderr.contains("webhooks[1].name: Duplicate value: \"a.wink.test\""), "{stderr}");
+    assert!(
+        stderr.contains("webhooks[1].name: Duplicate value: \"a.wink.test\""),
+        "{stderr}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -325,18 +385,30 @@ async fn failure_policy_timeouts_and_tls() {
     s.configure(
         "ValidatingWebhookConfiguration",
         "down",
-        vec![hook("down.wink.test", &down_url, &ca, json!({"failurePolicy": "Ignore"}))],
+        vec![hook(
+            "down.wink.test",
+            &down_url,
+            &ca,
+            json!({"failurePolicy": "Ignore"}),
+        )],
     )
     .await;
     s.env.ok(&["apply", "-f", &f]).await;
     s.env.ok(&["get", "configmap", "one"]).await;
-    s.env.ok(&["delete", "validatingwebhookconfiguration", "down"]).await;
+    s.env
+        .ok(&["delete", "validatingwebhookconfiguration", "down"])
+        .await;
 
     // Slower than timeoutSeconds: a failure.
     s.configure(
         "ValidatingWebhookConfiguration",
         "slow",
-        vec![hook("slow.wink.test", &s.server.url("/slow"), &ca, json!({"timeoutSeconds": 1}))],
+        vec![hook(
+            "slow.wink.test",
+            &s.server.url("/slow"),
+            &ca,
+            json!({"timeoutSeconds": 1}),
+        )],
     )
     .await;
     let f = s.configmap("two", "default", json!({"a": "1"}));
@@ -351,14 +423,21 @@ async fn failure_policy_timeouts_and_tls() {
         )),
         "{stderr}"
     );
-    s.env.ok(&["delete", "validatingwebhookconfiguration", "slow"]).await;
+    s.env
+        .ok(&["delete", "validatingwebhookconfiguration", "slow"])
+        .await;
 
     // A caBundle that did not sign the server's certificate: a TLS failure.
     let other = WebhookCerts::generate(&[]).unwrap();
     s.configure(
         "ValidatingWebhookConfiguration",
         "wrong-ca",
-        vec![hook("tls.wink.test", &s.server.url("/validate"), &other.ca_bundle(), json!({}))],
+        vec![hook(
+            "tls.wink.test",
+            &s.server.url("/validate"),
+            &other.ca_bundle(),
+            json!({}),
+        )],
     )
     .await;
     let f = s.configmap("three", "default", json!({"a": "1"}));
@@ -366,7 +445,8 @@ async fn failure_policy_timeouts_and_tls() {
     assert!(!ok);
     assert!(
         stderr.contains("failed calling webhook \"tls.wink.test\": failed to call webhook: Post")
-            && stderr.contains("tls: failed to verify certificate: x509: certificate signed by unknown authority"),
+            && stderr
+                .contains("tls: failed to verify certificate: x509: certificate signed by unknown authority"),
         "{stderr}"
     );
     assert!(
@@ -396,22 +476,42 @@ async fn rules_and_selectors_exclude_what_they_should() {
         "sideEffects": "None",
         "admissionReviewVersions": ["v1"],
     });
-    s.configure("ValidatingWebhookConfiguration", "select", vec![svc]).await;
+    s.configure("ValidatingWebhookConfiguration", "select", vec![svc])
+        .await;
 
     let excluded_ns = s.configmap("in-quiet", "quiet", json!({"forbidden": "x"}));
     s.env.ok(&["apply", "-f", &excluded_ns]).await;
     let excluded_obj = s.configmap("skipped", "loud", json!({"forbidden": "x"}));
     s.env.ok(&["apply", "-f", &excluded_obj]).await;
-    assert!(s.reviews_of("in-quiet").is_empty(), "an excluded namespace's object is never sent");
-    assert!(s.reviews_of("skipped").is_empty(), "an excluded object is never sent");
+    assert!(
+        s.reviews_of("in-quiet").is_empty(),
+        "an excluded namespace's object is never sent"
+    );
+    assert!(
+        s.reviews_of("skipped").is_empty(),
+        "an excluded object is never sent"
+    );
     // Other resources and operations the rules leave out are never sent.
-    s.env.ok(&["create", "secret", "generic", "s", "-n", "loud", "--from-literal=forbidden=x"]).await;
+    s.env
+        .ok(&[
+            "create",
+            "secret",
+            "generic",
+            "s",
+            "-n",
+            "loud",
+            "--from-literal=forbidden=x",
+        ])
+        .await;
     assert!(s.reviews_of("s").is_empty());
 
     let sent = s.configmap("sent", "loud", json!({"forbidden": "x"}));
     let (ok, _, stderr) = s.env.run(&["apply", "-f", &sent]).await;
     assert!(!ok);
-    assert!(stderr.contains("admission webhook \"select.wink.test\" denied the request"), "{stderr}");
+    assert!(
+        stderr.contains("admission webhook \"select.wink.test\" denied the request"),
+        "{stderr}"
+    );
     assert_eq!(s.reviews_of("sent").len(), 1);
     assert_eq!(s.env.sim.webhook_calls("select.wink.test"), 1);
 
@@ -436,7 +536,8 @@ async fn rules_and_selectors_exclude_what_they_should() {
         "sideEffects": "None",
         "admissionReviewVersions": ["v1"],
     });
-    s.configure("ValidatingWebhookConfiguration", "nowhere", vec![unrouted]).await;
+    s.configure("ValidatingWebhookConfiguration", "nowhere", vec![unrouted])
+        .await;
     let f = s.configmap("lost", "loud", json!({"a": "1"}));
     let (ok, _, stderr) = s.env.run(&["apply", "-f", &f]).await;
     assert!(!ok);
@@ -471,7 +572,10 @@ async fn status_subresource_rules_through_the_api() {
         "spec": {"containers": [{"name": "web", "image": "nginx"}]}}}});
     let f = s.file("dep.json", &dep);
     s.env.ok(&["apply", "-f", &f]).await;
-    assert!(s.reviews_of("web").is_empty(), "the main resource is not named by the rule");
+    assert!(
+        s.reviews_of("web").is_empty(),
+        "the main resource is not named by the rule"
+    );
     s.env
         .ok(&[
             "patch",

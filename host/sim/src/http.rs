@@ -125,27 +125,27 @@ pub async fn handle(shared: Arc<Shared>, req: Request<hyper::body::Incoming>) ->
                 Err(e) => return error_response(&e),
             };
             // Admission webhooks are called from the blocking thread a write is served on.
-            let writing = matches!(parts.method, Method::POST | Method::PUT | Method::PATCH | Method::DELETE);
+            let writing = matches!(
+                parts.method,
+                Method::POST | Method::PUT | Method::PATCH | Method::DELETE
+            );
             let adm = writing.then(|| admission::Ctx::new(&shared)).flatten();
             let off_thread = limits::off_thread(&ct, bytes.len()) || adm.is_some();
             let accept = parts.headers.get(header::ACCEPT).and_then(|v| v.to_str().ok());
             let media = match table::requested(accept, &query) {
-                Ok(table) => Media { ct, table },
+                Ok(table) => Media { ct, table, watching },
                 Err(e) => return error_response(&e),
             };
             let (shared, method, ctx) = (shared.clone(), parts.method, adm.clone());
             let serve = move || {
                 super::depth::check(&media.ct, &bytes)?;
-                serve_resource(&shared, &method, rp, &query, &media, bytes, watching, ctx.as_deref())
+                serve_resource(&shared, &method, rp, &query, &media, bytes, ctx.as_deref())
             };
             let served = limits::serve_body(off_thread, serve).await;
-            let mut resp = served.unwrap_or_else(|e| error_response(&e));
-            for w in admission::warning_headers(&adm.map(|a| a.warnings()).unwrap_or_default()) {
-                if let Ok(v) = header::HeaderValue::from_str(&w) {
-                    resp.headers_mut().append(header::WARNING, v);
-                }
-            }
-            Ok(resp)
+            Ok(admission::with_warnings(
+                served.unwrap_or_else(|e| error_response(&e)),
+                adm.as_deref(),
+            ))
         }
         (["version"], _) => Ok(value_response(200, &discovery::version())),
         (["healthz" | "livez" | "readyz", ..], _) => Ok(Response::new(Body::from("ok"))),
@@ -208,6 +208,8 @@ fn parse_body(ct: &str, bytes: &[u8]) -> Result<Value, ApiError> {
 struct Media {
     ct: String,
     table: Option<TableRequest>,
+    /// A watch stream is asked for (`watch=true`).
+    watching: bool,
 }
 
 fn serve_resource(
@@ -217,7 +219,6 @@ fn serve_resource(
     q: &HashMap<String, String>,
     media: &Media,
     body: Bytes,
-    watching: bool,
     adm: Option<&admission::Ctx>,
 ) -> Result<Resp, ApiError> {
     let (ct, table) = (media.ct.as_str(), media.table);
@@ -264,7 +265,7 @@ fn serve_resource(
     }
     let status = rp.sub.is_some();
     match (method, rp.name.as_deref()) {
-        (&Method::GET, None) if watching => {
+        (&Method::GET, None) if media.watching => {
             let (labels, fields) = selectors(&def, q)?;
             let wq = WatchQuery {
                 resource_version: q.get("resourceVersion").cloned(),
@@ -311,7 +312,13 @@ fn serve_resource(
                 Some(a) => flow::create(shared, a, &target, v)?,
                 None => v,
             };
-            let o = write::create(&mut shared.store.lock_for_write(mode.clone()), &def, ns, &api_version, v)?;
+            let o = write::create(
+                &mut shared.store.lock_for_write(mode.clone()),
+                &def,
+                ns,
+                &api_version,
+                v,
+            )?;
             Ok(obj_response(201, &o, &api_version))
         }
         (&Method::PUT, Some(name)) => {
@@ -384,7 +391,10 @@ fn serve_resource(
             let pre = preconditions(&body, ct, q)?;
             let mode = write_mode::with_delete_options(mode.clone(), &body);
             if let Some(a) = adm {
-                let target = flow::Target { mode: &mode, ..target };
+                let target = flow::Target {
+                    mode: &mode,
+                    ..target
+                };
                 flow::delete(shared, a, &target, name, &body)?;
             }
             let (o, gone) = write::delete(&mut shared.store.lock_for_write(mode), &def, ns, name, &pre)?;
@@ -408,26 +418,29 @@ fn serve_resource(
             let propagation = preconditions(&body, ct, q)?.propagation;
             // Each object is admitted as its own DELETE; a refused one stays,
             // the others go, and the first refusal is the answer.
-            let (mut refused, mut first_refusal) = (std::collections::HashSet::new(), None);
-            if let Some(a) = adm {
-                let mode = write_mode::with_delete_options(mode.clone(), &body);
-                let target = flow::Target { mode: &mode, ..target };
-                let names: Vec<(Option<String>, String)> = shared
-                    .store
-                    .lock()
-                    .list(&def.qualified(), &ListQuery { ns, labels: Some(&labels), fields: Some(&fields), ..Default::default() })?
-                    .items
-                    .iter()
-                    .map(|o| (o.value.pointer("/metadata/namespace").and_then(Value::as_str).map(String::from), o.name().to_string()))
-                    .collect();
-                for (ons, name) in names {
-                    let t = flow::Target { ns: ons.as_deref(), ..target };
-                    if let Err(e) = flow::delete(shared, a, &t, &name, &body) {
-                        first_refusal.get_or_insert(e);
-                        refused.insert((ons, name));
-                    }
+            let (refused, first_refusal) = match adm {
+                Some(a) => {
+                    let mode = write_mode::with_delete_options(mode.clone(), &body);
+                    let query = ListQuery {
+                        ns,
+                        labels: Some(&labels),
+                        fields: Some(&fields),
+                        ..Default::default()
+                    };
+                    let items = shared.store.lock().list(&def.qualified(), &query)?.items;
+                    flow::delete_each(
+                        shared,
+                        a,
+                        &flow::Target {
+                            mode: &mode,
+                            ..target
+                        },
+                        &items,
+                        &body,
+                    )
                 }
-            }
+                None => Default::default(),
+            };
             let mut st = shared.store.lock();
             let page = st.list(
                 &def.qualified(),

@@ -85,13 +85,18 @@ async fn exchange(t: &Target, body: Vec<u8>) -> Result<(u16, Vec<u8>), String> {
     let Some(dial) = &t.dial else {
         return Err(format!("dial tcp: lookup {}: no such host", t.host));
     };
-    let tcp = TcpStream::connect(dial.as_str()).await.map_err(|e| match e.kind() {
-        std::io::ErrorKind::ConnectionRefused => format!("dial tcp {dial}: connect: connection refused"),
-        _ => format!("dial tcp {dial}: {e}"),
-    })?;
+    let tcp = TcpStream::connect(dial.as_str())
+        .await
+        .map_err(|e| match e.kind() {
+            std::io::ErrorKind::ConnectionRefused => format!("dial tcp {dial}: connect: connection refused"),
+            _ => format!("dial tcp {dial}: {e}"),
+        })?;
     let name = ServerName::try_from(t.host.clone()).map_err(|e| format!("invalid host {:?}: {e}", t.host))?;
     let connector = tokio_rustls::TlsConnector::from(Arc::new(tls_config(&t.ca)));
-    let tls = connector.connect(name, tcp).await.map_err(|e| tls_error(&e, &t.host))?;
+    let tls = connector
+        .connect(name, tcp)
+        .await
+        .map_err(|e| tls_error(&e, &t.host))?;
     let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(tls))
         .await
         .map_err(|e| e.to_string())?;
@@ -105,10 +110,13 @@ async fn exchange(t: &Target, body: Vec<u8>) -> Result<(u16, Vec<u8>), String> {
         .header(hyper::header::USER_AGENT, "kube-apiserver-admission")
         .body(Body::from(body))
         .map_err(|e| e.to_string())?;
-    let resp = sender.send_request(req).await.map_err(|e| match e.is_incomplete_message() {
-        true => "EOF".to_string(),
-        false => e.to_string(),
-    })?;
+    let resp = sender
+        .send_request(req)
+        .await
+        .map_err(|e| match e.is_incomplete_message() {
+            true => "EOF".to_string(),
+            false => e.to_string(),
+        })?;
     let code = resp.status().as_u16();
     let bytes = axum::body::to_bytes(Body::new(resp.into_body()), MAX_ANSWER)
         .await

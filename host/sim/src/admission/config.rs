@@ -78,7 +78,11 @@ pub fn validate(def: &ResourceDef, body: &Value) -> Vec<String> {
         return Vec::new();
     }
     let mut errs = Vec::new();
-    let hooks = body.get("webhooks").and_then(Value::as_array).cloned().unwrap_or_default();
+    let hooks = body
+        .get("webhooks")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
     let mut seen = std::collections::HashSet::new();
     for (i, h) in hooks.iter().enumerate() {
         let f = |k: &str| format!("webhooks[{i}].{k}");
@@ -141,8 +145,15 @@ pub fn validate(def: &ResourceDef, body: &Value) -> Vec<String> {
             _ => {}
         }
         for k in ["failurePolicy"] {
-            if let Some(p) = h.get(k).and_then(Value::as_str).filter(|p| !matches!(*p, "Fail" | "Ignore")) {
-                errs.push(format!("{}: Unsupported value: {p:?}: supported values: \"Fail\", \"Ignore\"", f(k)));
+            if let Some(p) = h
+                .get(k)
+                .and_then(Value::as_str)
+                .filter(|p| !matches!(*p, "Fail" | "Ignore"))
+            {
+                errs.push(format!(
+                    "{}: Unsupported value: {p:?}: supported values: \"Fail\", \"Ignore\"",
+                    f(k)
+                ));
             }
         }
         if let Some(p) = h
@@ -155,7 +166,11 @@ pub fn validate(def: &ResourceDef, body: &Value) -> Vec<String> {
                 f("matchPolicy")
             ));
         }
-        if let Some(t) = h.get("timeoutSeconds").and_then(Value::as_i64).filter(|t| !(1..=30).contains(t)) {
+        if let Some(t) = h
+            .get("timeoutSeconds")
+            .and_then(Value::as_i64)
+            .filter(|t| !(1..=30).contains(t))
+        {
             errs.push(format!(
                 "{}: Invalid value: {t}: the timeout value must be between 1 and 30 seconds",
                 f("timeoutSeconds")
@@ -181,7 +196,11 @@ impl Hook {
         self.str("failurePolicy") == "Ignore"
     }
     pub fn timeout(&self) -> std::time::Duration {
-        let s = self.spec.get("timeoutSeconds").and_then(Value::as_u64).unwrap_or(10);
+        let s = self
+            .spec
+            .get("timeoutSeconds")
+            .and_then(Value::as_u64)
+            .unwrap_or(10);
         std::time::Duration::from_secs(s.clamp(1, 30))
     }
 }
@@ -189,9 +208,16 @@ impl Hook {
 /// Every webhook of one kind, configurations in name order, each's webhooks in order.
 pub fn hooks(st: &State, mutating: bool) -> Vec<Hook> {
     let table = format!("{}.{GROUP}", if mutating { MUTATING } else { VALIDATING });
-    let Some(t) = st.table(&table) else { return Vec::new() };
+    let Some(t) = st.table(&table) else {
+        return Vec::new();
+    };
     let mut configs: Vec<&Value> = t.objects.values().map(|o| &o.value).collect();
-    let name = |v: &Value| v.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("").to_string();
+    let name = |v: &Value| {
+        v.pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string()
+    };
     configs.sort_by_key(|v| name(v));
     configs
         .into_iter()

@@ -17,9 +17,11 @@ use super::super::store::{Obj, WriteMode, key};
 use super::super::write;
 use super::{Ctx, Op, options};
 use serde_json::{Value, json};
+use std::collections::HashSet;
 use std::sync::Arc;
 
 /// A write being admitted: the type, the URL's version and subresource.
+#[derive(Clone, Copy)]
 pub struct Target<'a> {
     pub def: &'a Arc<ResourceDef>,
     pub version: &'a str,
@@ -43,19 +45,30 @@ fn dry(mode: &WriteMode) -> WriteMode {
 pub fn current(shared: &Shared, t: &Target, name: &str) -> Option<Arc<Obj>> {
     let st = shared.store.lock();
     let k = key(t.ns.filter(|_| t.def.namespaced), name);
-    st.table(&t.def.storage()).and_then(|tb| tb.objects.get(&k)).cloned()
+    st.table(&t.def.storage())
+        .and_then(|tb| tb.objects.get(&k))
+        .cloned()
 }
 
 /// Admit a create of `body` (options: CreateOptions, or PatchOptions turned
 /// into them for an apply that creates); the body to store.
 pub fn create(shared: &Shared, ctx: &Ctx, t: &Target, mut body: Value) -> Result<Value, ApiError> {
     let ctx = ctx.dry_run(t.mode.dry_run);
-    if let (true, Some(ns), Some(m)) = (t.def.namespaced, t.ns, body.get_mut("metadata").and_then(Value::as_object_mut))
-        && m.get("namespace").is_none_or(|n| n.as_str().is_none_or(str::is_empty))
+    if let (true, Some(ns), Some(m)) = (
+        t.def.namespaced,
+        t.ns,
+        body.get_mut("metadata").and_then(Value::as_object_mut),
+    ) && m
+        .get("namespace")
+        .is_none_or(|n| n.as_str().is_none_or(str::is_empty))
     {
         m.insert("namespace".into(), json!(ns));
     }
-    let name = body.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("").to_string();
+    let name = body
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string();
     let op = Op {
         def: t.def,
         version: t.version,
@@ -67,7 +80,13 @@ pub fn create(shared: &Shared, ctx: &Ctx, t: &Target, mut body: Value) -> Result
     };
     let body = ctx.mutate(&op, body, None)?;
     let api_version = t.def.api_version(t.version);
-    let preview = write::create(&mut shared.store.lock_for_write(dry(t.mode)), t.def, t.ns, &api_version, body.clone())?;
+    let preview = write::create(
+        &mut shared.store.lock_for_write(dry(t.mode)),
+        t.def,
+        t.ns,
+        &api_version,
+        body.clone(),
+    )?;
     ctx.validate(&op, Some(&preview.value), None)?;
     Ok(body)
 }
@@ -114,14 +133,21 @@ pub fn delete(shared: &Shared, ctx: &Ctx, t: &Target, name: &str, body: &[u8]) -
         return Ok(());
     };
     let ctx = ctx.dry_run(t.mode.dry_run);
-    let mut opts: Value = serde_json::from_slice(body).ok().filter(Value::is_object).unwrap_or(json!({}));
+    let mut opts: Value = serde_json::from_slice(body)
+        .ok()
+        .filter(Value::is_object)
+        .unwrap_or(json!({}));
     opts["kind"] = json!("DeleteOptions");
     opts["apiVersion"] = json!("meta.k8s.io/v1");
     let op = Op {
         def: t.def,
         version: t.version,
         sub: None,
-        ns: old.value.pointer("/metadata/namespace").and_then(Value::as_str).or(t.ns),
+        ns: old
+            .value
+            .pointer("/metadata/namespace")
+            .and_then(Value::as_str)
+            .or(t.ns),
         name,
         operation: "DELETE",
         options: opts,
@@ -129,4 +155,32 @@ pub fn delete(shared: &Shared, ctx: &Ctx, t: &Target, name: &str, body: &[u8]) -
     ctx.mutate(&op, Value::Null, Some(&old.value))?;
     ctx.validate(&op, None, Some(&old.value))?;
     Ok(())
+}
+
+/// Admit each object a deletecollection is to delete, as its own DELETE:
+/// the (namespace, name) of those refused, and the first refusal.
+pub fn delete_each(
+    shared: &Shared,
+    ctx: &Ctx,
+    t: &Target,
+    items: &[Arc<Obj>],
+    body: &[u8],
+) -> (HashSet<(Option<String>, String)>, Option<ApiError>) {
+    let (mut refused, mut first) = (HashSet::new(), None);
+    for o in items {
+        let ns = o
+            .value
+            .pointer("/metadata/namespace")
+            .and_then(Value::as_str)
+            .map(String::from);
+        let target = Target {
+            ns: ns.as_deref(),
+            ..*t
+        };
+        if let Err(e) = delete(shared, ctx, &target, o.name(), body) {
+            first.get_or_insert(e);
+            refused.insert((ns, o.name().to_string()));
+        }
+    }
+    (refused, first)
 }

@@ -46,7 +46,11 @@ fn has(list: &[&str], want: &str) -> bool {
 
 /// `resources` of a rule against `resource` and `sub` (`rules.Matcher.resource`).
 fn resource_matches(list: &[&str], resource: &str, sub: &str) -> bool {
-    let full = if sub.is_empty() { resource.to_string() } else { format!("{resource}/{sub}") };
+    let full = if sub.is_empty() {
+        resource.to_string()
+    } else {
+        format!("{resource}/{sub}")
+    };
     list.iter().any(|r| match r.split_once('/') {
         _ if *r == full => true,
         None => *r == "*" && sub.is_empty(),
@@ -98,7 +102,10 @@ fn equivalents(a: &Attrs) -> Vec<Invocation> {
 /// returned: the outer None is "no match").
 pub fn rules(hook: &Value, a: &Attrs) -> Option<Option<Invocation>> {
     let rules = hook.get("rules").and_then(Value::as_array)?;
-    if rules.iter().any(|r| rule_matches(r, a, &a.group, &a.version, &a.resource)) {
+    if rules
+        .iter()
+        .any(|r| rule_matches(r, a, &a.group, &a.version, &a.resource))
+    {
         return Some(None);
     }
     if hook.get("matchPolicy").and_then(Value::as_str) == Some("Exact") {
@@ -106,19 +113,30 @@ pub fn rules(hook: &Value, a: &Attrs) -> Option<Option<Invocation>> {
     }
     equivalents(a)
         .into_iter()
-        .find(|e| rules.iter().any(|r| rule_matches(r, a, &e.group, &e.version, &e.resource)))
+        .find(|e| {
+            rules
+                .iter()
+                .any(|r| rule_matches(r, a, &e.group, &e.version, &e.resource))
+        })
         .map(Some)
 }
 
 /// A `metav1.LabelSelector` against `labels` (an empty selector matches everything).
 pub fn selector(sel: Option<&Value>, labels: Option<&Value>) -> bool {
-    let Some(sel) = sel.filter(|s| !s.is_null()) else { return true };
+    let Some(sel) = sel.filter(|s| !s.is_null()) else {
+        return true;
+    };
     let get = |k: &str| labels.and_then(|l| l.get(k)).and_then(Value::as_str);
     let ml = sel.get("matchLabels").and_then(Value::as_object);
     if ml.into_iter().flatten().any(|(k, v)| get(k) != v.as_str()) {
         return false;
     }
-    for e in sel.get("matchExpressions").and_then(Value::as_array).into_iter().flatten() {
+    for e in sel
+        .get("matchExpressions")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
         let key = e.get("key").and_then(Value::as_str).unwrap_or("");
         let values = strs(e.get("values"));
         let ok = match e.get("operator").and_then(Value::as_str).unwrap_or("") {
@@ -138,8 +156,13 @@ pub fn selector(sel: Option<&Value>, labels: Option<&Value>) -> bool {
 fn is_empty_selector(sel: Option<&Value>) -> bool {
     sel.is_none_or(|s| {
         s.is_null()
-            || (s.get("matchLabels").and_then(Value::as_object).is_none_or(|m| m.is_empty())
-                && s.get("matchExpressions").and_then(Value::as_array).is_none_or(|m| m.is_empty()))
+            || (s
+                .get("matchLabels")
+                .and_then(Value::as_object)
+                .is_none_or(|m| m.is_empty())
+                && s.get("matchExpressions")
+                    .and_then(Value::as_array)
+                    .is_none_or(|m| m.is_empty()))
     })
 }
 

@@ -17,8 +17,8 @@
 //! webhook server for tests). Must not touch: the write paths themselves
 //! (`http`, `write` call in here before storing).
 
-pub mod config;
 mod call;
+pub mod config;
 pub mod flow;
 mod matching;
 mod review;
@@ -44,7 +44,12 @@ pub struct Registry {
 impl Registry {
     /// Calls made to the webhook `name` (attempts, whether they got an answer or not).
     pub fn calls(&self, name: &str) -> u64 {
-        self.calls.lock().unwrap_or_else(|e| e.into_inner()).get(name).copied().unwrap_or(0)
+        self.calls
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(name)
+            .copied()
+            .unwrap_or(0)
     }
 
     /// Send calls for service `namespace/name` on `port` to `addr`.
@@ -56,7 +61,12 @@ impl Registry {
     }
 
     fn count(&self, name: &str) {
-        *self.calls.lock().unwrap_or_else(|e| e.into_inner()).entry(name.into()).or_default() += 1;
+        *self
+            .calls
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .entry(name.into())
+            .or_default() += 1;
     }
 
     fn routed(&self, namespace: &str, name: &str, port: u16) -> Option<SocketAddr> {
@@ -137,7 +147,10 @@ impl Ctx {
     }
 
     fn warn(&self, w: &[String]) {
-        self.warnings.lock().unwrap_or_else(|e| e.into_inner()).extend_from_slice(w);
+        self.warnings
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .extend_from_slice(w);
     }
 
     fn attrs(&self, op: &Op) -> Attrs {
@@ -161,7 +174,11 @@ impl Ctx {
     fn namespace_labels(&self, op: &Op, object: Option<&Value>, old: Option<&Value>) -> Option<Value> {
         if op.def.group.is_empty() && op.def.plural == "namespaces" {
             let o = object.filter(|o| !o.is_null()).or(old);
-            return Some(o.and_then(|o| o.pointer("/metadata/labels")).cloned().unwrap_or(json!({})));
+            return Some(
+                o.and_then(|o| o.pointer("/metadata/labels"))
+                    .cloned()
+                    .unwrap_or(json!({})),
+            );
         }
         let ns = op.ns.filter(|_| op.def.namespaced)?;
         let st = self.shared.store.lock();
@@ -207,7 +224,9 @@ impl Ctx {
         for (h, _) in candidates {
             // Selectors see the object as the previous webhooks left it.
             let labels = self.namespace_labels(op, Some(&object), old);
-            let Some(inv) = matching::rules(&h.spec, &a) else { continue };
+            let Some(inv) = matching::rules(&h.spec, &a) else {
+                continue;
+            };
             if !(matching::namespace(&h.spec, labels.as_ref(), labels.is_none())
                 && matching::object(&h.spec, Some(&object), old))
             {
@@ -223,7 +242,10 @@ impl Ctx {
             if !answer.allowed {
                 return Err(review::denial(&h.name, answer.result.as_ref()));
             }
-            let Some(patch) = answer.patch.filter(|p| p.as_array().is_some_and(|p| !p.is_empty())) else {
+            let Some(patch) = answer
+                .patch
+                .filter(|p| p.as_array().is_some_and(|p| !p.is_empty()))
+            else {
                 continue;
             };
             if op.operation == "DELETE" {
@@ -342,7 +364,8 @@ impl Ctx {
                 )));
             }
         };
-        Ok(review::verify(&uid, h.mutating, &review).map_err(|e| format!("received invalid webhook response: {e}")))
+        Ok(review::verify(&uid, h.mutating, &review)
+            .map_err(|e| format!("received invalid webhook response: {e}")))
     }
 
     /// Where `h`'s calls go, with `?timeout=` as the API server adds it.
@@ -382,7 +405,11 @@ impl Ctx {
         let host = format!("{name}.{ns}.svc");
         Ok(call::Target {
             url: format!("https://{host}:{port}{path}{query}"),
-            dial: self.shared.admission.routed(&ns, &name, port).map(|a| a.to_string()),
+            dial: self
+                .shared
+                .admission
+                .routed(&ns, &name, port)
+                .map(|a| a.to_string()),
             host,
             path_and_query: format!("{path}{query}"),
             ca,
@@ -399,4 +426,14 @@ pub fn warning_headers(warnings: &[String]) -> Vec<String> {
             format!("299 - \"{}\"", text.replace('\\', "\\\\").replace('"', "\\\""))
         })
         .collect()
+}
+
+/// `resp` with a `Warning` header for each warning the webhooks sent.
+pub fn with_warnings(mut resp: super::response::Resp, adm: Option<&Ctx>) -> super::response::Resp {
+    for w in warning_headers(&adm.map(Ctx::warnings).unwrap_or_default()) {
+        if let Ok(v) = axum::http::HeaderValue::from_str(&w) {
+            resp.headers_mut().append(axum::http::header::WARNING, v);
+        }
+    }
+    resp
 }

@@ -137,7 +137,10 @@ fn reason(s: &str) -> &'static str {
     use std::collections::HashSet;
     use std::sync::{Mutex, OnceLock};
     static REASONS: OnceLock<Mutex<HashSet<&'static str>>> = OnceLock::new();
-    let mut set = REASONS.get_or_init(Default::default).lock().unwrap_or_else(|e| e.into_inner());
+    let mut set = REASONS
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
     if let Some(r) = set.get(s) {
         return r;
     }
@@ -196,32 +199,63 @@ mod tests {
 
     #[test]
     fn denials_as_to_status_err_builds_them() {
-        let e = denial("deny.example.com", Some(&json!({"message": "no", "code": 403, "reason": "Forbidden"})));
+        let e = denial(
+            "deny.example.com",
+            Some(&json!({"message": "no", "code": 403, "reason": "Forbidden"})),
+        );
         assert_eq!(e.code, 403);
         assert_eq!(e.reason, "Forbidden");
-        assert_eq!(e.message, "admission webhook \"deny.example.com\" denied the request: no");
+        assert_eq!(
+            e.message,
+            "admission webhook \"deny.example.com\" denied the request: no"
+        );
         let e = denial("d.e.f", None);
         assert_eq!((e.code, e.reason), (400, ""));
-        assert_eq!(e.message, "admission webhook \"d.e.f\" denied the request without explanation");
-        assert_eq!(denial("d.e.f", Some(&json!({"code": 200, "reason": "Nope"}))).message,
-            "admission webhook \"d.e.f\" denied the request: Nope");
+        assert_eq!(
+            e.message,
+            "admission webhook \"d.e.f\" denied the request without explanation"
+        );
+        assert_eq!(
+            denial("d.e.f", Some(&json!({"code": 200, "reason": "Nope"}))).message,
+            "admission webhook \"d.e.f\" denied the request: Nope"
+        );
     }
 
     #[test]
     fn answers_are_verified() {
-        let ok = |r: Value| json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": r});
-        assert_eq!(verify("u", false, &json!({})).unwrap_err(), "webhook response was absent");
+        let ok =
+            |r: Value| json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": r});
+        assert_eq!(
+            verify("u", false, &json!({})).unwrap_err(),
+            "webhook response was absent"
+        );
         assert_eq!(
             verify("u", false, &ok(json!({"uid": "v", "allowed": true}))).unwrap_err(),
             "expected response.uid=\"u\", got \"v\""
         );
-        assert!(verify("u", false, &ok(json!({"uid": "u", "allowed": true}))).unwrap().allowed);
+        assert!(
+            verify("u", false, &ok(json!({"uid": "u", "allowed": true})))
+                .unwrap()
+                .allowed
+        );
         assert_eq!(
-            verify("u", true, &ok(json!({"uid": "u", "allowed": true, "patch": "W10="}))).unwrap_err(),
+            verify(
+                "u",
+                true,
+                &ok(json!({"uid": "u", "allowed": true, "patch": "W10="}))
+            )
+            .unwrap_err(),
             "webhook returned response.patch but not response.patchType"
         );
-        let a = verify("u", true, &ok(json!({"uid": "u", "allowed": true, "patch": "W10=", "patchType": "JSONPatch",
-            "warnings": ["w"]}))).unwrap();
+        let a = verify(
+            "u",
+            true,
+            &ok(
+                json!({"uid": "u", "allowed": true, "patch": "W10=", "patchType": "JSONPatch",
+            "warnings": ["w"]}),
+            ),
+        )
+        .unwrap();
         assert_eq!(a.patch, Some(json!([])));
         assert_eq!(a.warnings, vec!["w".to_string()]);
     }

@@ -36,7 +36,8 @@ impl WebhookCerts {
         let ca_key = rcgen::KeyPair::generate()?;
         let mut ca = rcgen::CertificateParams::new(Vec::<String>::new())?;
         ca.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
-        ca.distinguished_name.push(rcgen::DnType::CommonName, "wink-sim test CA");
+        ca.distinguished_name
+            .push(rcgen::DnType::CommonName, "wink-sim test CA");
         let ca_cert = ca.self_signed(&ca_key)?;
         let key = rcgen::KeyPair::generate()?;
         let mut sans: Vec<String> = vec!["127.0.0.1".into(), "localhost".into()];
@@ -83,24 +84,31 @@ impl WebhookServer {
             while let Ok((tcp, _)) = listener.accept().await {
                 let (acceptor, handler) = (acceptor.clone(), handler.clone());
                 tokio::spawn(async move {
-                    let Ok(tls) = acceptor.accept(tcp).await else { return };
-                    let service = hyper::service::service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
-                        let handler = handler.clone();
-                        async move {
-                            let path = req.uri().path_and_query().map(|p| p.to_string()).unwrap_or_default();
-                            let body = axum::body::to_bytes(Body::new(req.into_body()), 16 << 20)
-                                .await
-                                .unwrap_or_default();
-                            let review: Value = serde_json::from_slice(&body).unwrap_or_default();
-                            let answer = handler(path, review).await;
-                            Ok::<_, std::convert::Infallible>(
-                                hyper::Response::builder()
-                                    .header("content-type", "application/json")
-                                    .body(Body::from(answer.to_string()))
-                                    .expect("response"),
-                            )
-                        }
-                    });
+                    let Ok(tls) = acceptor.accept(tcp).await else {
+                        return;
+                    };
+                    let service =
+                        hyper::service::service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
+                            let handler = handler.clone();
+                            async move {
+                                let path = req
+                                    .uri()
+                                    .path_and_query()
+                                    .map(|p| p.to_string())
+                                    .unwrap_or_default();
+                                let body = axum::body::to_bytes(Body::new(req.into_body()), 16 << 20)
+                                    .await
+                                    .unwrap_or_default();
+                                let review: Value = serde_json::from_slice(&body).unwrap_or_default();
+                                let answer = handler(path, review).await;
+                                Ok::<_, std::convert::Infallible>(
+                                    hyper::Response::builder()
+                                        .header("content-type", "application/json")
+                                        .body(Body::from(answer.to_string()))
+                                        .expect("response"),
+                                )
+                            }
+                        });
                     let _ = hyper::server::conn::http1::Builder::new()
                         .serve_connection(TokioIo::new(tls), service)
                         .await;
@@ -127,7 +135,13 @@ impl Drop for WebhookServer {
 }
 
 /// The answer to `review`: allowed or not, with an optional status, JSONPatch and warnings.
-pub fn answer(review: &Value, allowed: bool, status: Option<Value>, patch: Option<Value>, warnings: &[&str]) -> Value {
+pub fn answer(
+    review: &Value,
+    allowed: bool,
+    status: Option<Value>,
+    patch: Option<Value>,
+    warnings: &[&str],
+) -> Value {
     let mut r = serde_json::json!({
         "uid": review.pointer("/request/uid").cloned().unwrap_or_default(),
         "allowed": allowed,
@@ -137,7 +151,9 @@ pub fn answer(review: &Value, allowed: bool, status: Option<Value>, patch: Optio
     }
     if let Some(p) = patch {
         r["patchType"] = "JSONPatch".into();
-        r["patch"] = base64::engine::general_purpose::STANDARD.encode(p.to_string()).into();
+        r["patch"] = base64::engine::general_purpose::STANDARD
+            .encode(p.to_string())
+            .into();
     }
     if !warnings.is_empty() {
         r["warnings"] = warnings.iter().map(|w| Value::from(*w)).collect();
