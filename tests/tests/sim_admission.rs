@@ -52,6 +52,21 @@ fn handler(seen: Seen) -> Handler {
                     };
                     answer(&review, true, None, Some(patch), &[])
                 }
+                "/second" => {
+                    // Labels what it saw of the first mutation.
+                    let saw = obj
+                        .pointer("/metadata/labels/mutated")
+                        .and_then(Value::as_str)
+                        .unwrap_or("no");
+                    let patch = json!([{"op": "add", "path": "/metadata/labels/second-saw", "value": saw}]);
+                    answer(&review, true, None, Some(patch), &[])
+                }
+                "/keep" => {
+                    let old = review.pointer("/request/oldObject").cloned().unwrap_or_default();
+                    let keep = old.pointer("/data/keep").is_some();
+                    let status = keep.then(|| json!({"message": "this one is kept"}));
+                    answer(&review, !keep, status, None, &[])
+                }
                 "/slow" => {
                     tokio::time::sleep(Duration::from_secs(3)).await;
                     answer(&review, true, None, None, &[])
@@ -592,4 +607,84 @@ async fn status_subresource_rules_through_the_api() {
     assert_eq!(reviews[0]["request"]["subResource"], "status");
     assert_eq!(reviews[0]["request"]["requestSubResource"], "status");
     assert_eq!(reviews[0]["request"]["kind"]["kind"], "Deployment");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mutations_chain_in_order_and_deletecollection_admits_each_object() {
+    if !have_kubectl() {
+        return;
+    }
+    let s = setup("chain").await;
+    let ca = s.certs.ca_bundle();
+    let resources = s
+        .env
+        .ok(&["api-resources", "--api-group=admissionregistration.k8s.io"])
+        .await;
+    assert!(
+        resources.contains("validatingwebhookconfigurations"),
+        "{resources}"
+    );
+    assert!(resources.contains("mutatingwebhookconfigurations"), "{resources}");
+    // Configurations run in name order: "b-second" after "a-first", whatever the order they were made in.
+    s.configure(
+        "MutatingWebhookConfiguration",
+        "b-second",
+        vec![hook("second.wink.test", &s.server.url("/second"), &ca, json!({}))],
+    )
+    .await;
+    s.configure(
+        "MutatingWebhookConfiguration",
+        "a-first",
+        vec![hook("first.wink.test", &s.server.url("/mutate"), &ca, json!({}))],
+    )
+    .await;
+    let f = s.configmap("chained", "default", json!({"a": "1"}));
+    s.env.ok(&["apply", "-f", &f]).await;
+    let cm = s.env.json(&["get", "configmap", "chained", "-o", "json"]).await;
+    assert_eq!(cm["metadata"]["labels"]["mutated"], "yes");
+    assert_eq!(
+        cm["metadata"]["labels"]["second-saw"], "yes",
+        "the second webhook saw the first one's patch"
+    );
+
+    // deletecollection: each object is admitted as a DELETE; a refused one stays.
+    s.configure(
+        "ValidatingWebhookConfiguration",
+        "keep",
+        vec![hook(
+            "keep.wink.test",
+            &s.server.url("/keep"),
+            &ca,
+            json!({"rules": [{"operations": ["DELETE"], "apiGroups": [""], "apiVersions": ["v1"], "resources": ["configmaps"]}]}),
+        )],
+    )
+    .await;
+    let kept = s.configmap("kept", "default", json!({"keep": "1"}));
+    s.env.ok(&["apply", "-f", &kept]).await;
+    let api: kube::Api<k8s_openapi::api::core::v1::ConfigMap> =
+        kube::Api::namespaced(s.env.sim.client(), "default");
+    let err = api
+        .delete_collection(&Default::default(), &Default::default())
+        .await
+        .expect_err("one object is refused");
+    match err {
+        kube::Error::Api(status) => {
+            assert_eq!(status.code, 400);
+            assert_eq!(
+                status.message,
+                "admission webhook \"keep.wink.test\" denied the request: this one is kept"
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    let left: Vec<String> = api
+        .list(&Default::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .filter_map(|c| c.metadata.name)
+        .collect();
+    assert_eq!(left, vec!["kept".to_string()], "the others went");
+    assert_eq!(s.env.sim.webhook_calls("keep.wink.test"), 2);
 }
