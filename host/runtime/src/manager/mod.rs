@@ -17,6 +17,7 @@ mod naming;
 mod recovery;
 mod registration;
 mod regrant;
+mod unloading;
 mod reporting;
 mod takeover;
 pub use allowed::{Allowed, allowed};
@@ -38,6 +39,7 @@ use super::plugin_file;
 use super::precompiled::Precompiled;
 use anyhow::Context;
 use lifecycle::Lifecycle;
+use unloading::plugin_path;
 use registration::Registered;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -281,6 +283,7 @@ impl PluginManager {
     /// whose resources the API server cannot resolve now (unreachable, 5xx,
     /// not served yet) waits and is loaded again with backoff: not an error.
     pub async fn load_file(&self, path: &Path) -> anyhow::Result<()> {
+        let path = &plugin_path(path);
         let done = self.load_file_once(path).await;
         if let Err(e) = &done
             && let Some(why) = e.downcast_ref::<waiting::Unresolved>()
@@ -529,41 +532,6 @@ impl PluginManager {
         })
         .await
         .context("init task failed")??)
-    }
-
-    /// Unload a plugin by name: its listeners stop, unused informers stop.
-    pub async fn unload(&self, name: &str) -> bool {
-        let Some(running) = self.plugins.lock().await.remove(name) else {
-            return false;
-        };
-        for r in running.registered {
-            self.factory.release(&r.spec, r.listener_id);
-        }
-        self.options.reports.unload(name);
-        tracing::info!(plugin = %name, "plugin unloaded");
-        true
-    }
-
-    /// Unload the plugin loaded from `path`, if any (and stop waiting for it).
-    pub async fn unload_path(&self, path: &Path) -> bool {
-        self.waiting.stop(path);
-        let name = self
-            .plugins
-            .lock()
-            .await
-            .iter()
-            .find(|(_, r)| r.path == path)
-            .map(|(n, _)| n.clone());
-        match name {
-            Some(n) => self.unload(&n).await,
-            None => false,
-        }
-    }
-
-    /// Whether a plugin loaded from `path` is in the manager (running,
-    /// restarting or quarantined).
-    pub async fn has_path(&self, path: &Path) -> bool {
-        self.plugins.lock().await.values().any(|r| r.path == path)
     }
 
     /// Every plugin's status, by name.
