@@ -15,6 +15,7 @@ mod report_support;
 mod runtime_support;
 
 mod admin;
+mod admission;
 mod admin_limits;
 mod author;
 mod cache_plugins;

@@ -161,7 +161,10 @@ impl Ca {
         dn.push(DnType::CommonName, names.first().map_or("wink", String::as_str));
         params.distinguished_name = dn;
         params.is_ca = IsCa::ExplicitNoCa;
-        params.key_usages = vec![KeyUsagePurpose::DigitalSignature, KeyUsagePurpose::KeyEncipherment];
+        params.key_usages = vec![
+            KeyUsagePurpose::DigitalSignature,
+            KeyUsagePurpose::KeyEncipherment,
+        ];
         params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
         params.not_before = now() - time::Duration::hours(1);
         params.not_after = now() + SERVING_VALIDITY;
@@ -172,7 +175,10 @@ impl Ca {
     }
 }
 
-fn certified(chain: Vec<CertificateDer<'static>>, key: PrivateKeyDer<'static>) -> anyhow::Result<CertifiedKey> {
+fn certified(
+    chain: Vec<CertificateDer<'static>>,
+    key: PrivateKeyDer<'static>,
+) -> anyhow::Result<CertifiedKey> {
     let signing = rustls::crypto::ring::sign::any_supported_type(&key)
         .map_err(|e| anyhow::anyhow!("the private key cannot sign: {e}"))?;
     Ok(CertifiedKey::new(chain, signing))
@@ -181,7 +187,10 @@ fn certified(chain: Vec<CertificateDer<'static>>, key: PrivateKeyDer<'static>) -
 /// The CA of `secret`, or none when it has no CA (missing keys).
 fn ca_of(secret: &Secret) -> anyhow::Result<Option<Ca>> {
     let data = secret.data.as_ref();
-    let field = |k: &str| data.and_then(|d| d.get(k)).map(|b| String::from_utf8_lossy(&b.0).into_owned());
+    let field = |k: &str| {
+        data.and_then(|d| d.get(k))
+            .map(|b| String::from_utf8_lossy(&b.0).into_owned())
+    };
     match (field(CA_CERT_KEY), field(CA_KEY_KEY)) {
         (Some(cert), Some(key)) => Ca::read(&cert, &key).map(Some),
         _ => Ok(None),
@@ -192,8 +201,14 @@ fn ca_of(secret: &Secret) -> anyhow::Result<Option<Ca>> {
 /// another that created it first).
 async fn load_or_create_ca(api: &Api<Secret>, name: &str) -> anyhow::Result<Ca> {
     for _ in 0..3 {
-        if let Some(secret) = api.get_opt(name).await.with_context(|| format!("cannot read the Secret {name}"))? {
-            if let Some(ca) = ca_of(&secret).with_context(|| format!("the Secret {name} holds no usable CA"))? {
+        if let Some(secret) = api
+            .get_opt(name)
+            .await
+            .with_context(|| format!("cannot read the Secret {name}"))?
+        {
+            if let Some(ca) =
+                ca_of(&secret).with_context(|| format!("the Secret {name} holds no usable CA"))?
+            {
                 tracing::info!(secret = name, "admission CA read from its Secret");
                 return Ok(ca);
             }
@@ -206,7 +221,10 @@ async fn load_or_create_ca(api: &Api<Secret>, name: &str) -> anyhow::Result<Ca> 
         let secret = Secret {
             metadata: kube::api::ObjectMeta {
                 name: Some(name.to_string()),
-                labels: Some(BTreeMap::from([("app.kubernetes.io/managed-by".into(), "wink".into())])),
+                labels: Some(BTreeMap::from([(
+                    "app.kubernetes.io/managed-by".into(),
+                    "wink".into(),
+                )])),
                 ..Default::default()
             },
             type_: Some("Opaque".into()),
@@ -277,7 +295,10 @@ pub async fn start(source: Source) -> anyhow::Result<Certs> {
                     }
                 }
             });
-            Ok(Certs { resolver, ca_bundle: rx })
+            Ok(Certs {
+                resolver,
+                ca_bundle: rx,
+            })
         }
         Source::Own {
             client,
@@ -291,7 +312,10 @@ pub async fn start(source: Source) -> anyhow::Result<Certs> {
             tracing::info!(names = ?names, "admission serving certificate issued");
             let (tx, rx) = watch::channel(ca.pem.clone());
             tokio::spawn(keep_own(api, secret, names, ca, resolver.clone(), tx));
-            Ok(Certs { resolver, ca_bundle: rx })
+            Ok(Certs {
+                resolver,
+                ca_bundle: rx,
+            })
         }
     }
 }
@@ -390,7 +414,10 @@ mod tests {
         assert!(n.contains(&"wink.wink-system.svc".to_string()));
         assert!(n.contains(&"wink.wink-system.svc.cluster.local".to_string()));
         assert_eq!(url_host("https://[::1]:443"), Some("::1".into()));
-        assert_eq!(url_host("https://hooks.example.com/a"), Some("hooks.example.com".into()));
+        assert_eq!(
+            url_host("https://hooks.example.com/a"),
+            Some("hooks.example.com".into())
+        );
         assert_eq!(url_host("http://x"), None);
     }
 
@@ -402,11 +429,21 @@ mod tests {
         let again = Ca::read(&ca.pem, &ca.key.serialize_pem()).unwrap();
         let served = again.issue(&["wink.ns.svc".into()]).unwrap();
         let mut roots = rustls::RootCertStore::empty();
-        roots.add(CertificateDer::from_pem_slice(ca.pem.as_bytes()).unwrap()).unwrap();
-        let verifier = rustls::client::WebPkiServerVerifier::builder(Arc::new(roots)).build().unwrap();
+        roots
+            .add(CertificateDer::from_pem_slice(ca.pem.as_bytes()).unwrap())
+            .unwrap();
+        let verifier = rustls::client::WebPkiServerVerifier::builder(Arc::new(roots))
+            .build()
+            .unwrap();
         let name = rustls::pki_types::ServerName::try_from("wink.ns.svc").unwrap();
         verifier
-            .verify_server_cert(&served.cert[0], &[], &name, &[], rustls::pki_types::UnixTime::now())
+            .verify_server_cert(
+                &served.cert[0],
+                &[],
+                &name,
+                &[],
+                rustls::pki_types::UnixTime::now(),
+            )
             .expect("the stored CA verifies a certificate issued after a restart");
     }
 }

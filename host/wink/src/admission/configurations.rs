@@ -93,7 +93,9 @@ pub fn selector(text: Option<&str>) -> Result<(serde_json::Map<String, Value>, V
             Requirement::Exists(k) => expressions.push(expr(k, "Exists", None)),
             Requirement::DoesNotExist(k) => expressions.push(expr(k, "DoesNotExist", None)),
             Requirement::GreaterThan(k, _) | Requirement::LessThan(k, _) => {
-                return Err(format!("`{k}` with > or < cannot be said in a webhook's label selector"));
+                return Err(format!(
+                    "`{k}` with > or < cannot be said in a webhook's label selector"
+                ));
             }
         }
     }
@@ -135,7 +137,10 @@ fn rules(webhook: &Webhook) -> (Vec<Value>, Vec<String>) {
             }
             if groups.iter().any(|g| g == "coordination.k8s.io") {
                 groups.retain(|g| g != "coordination.k8s.io");
-                dropped.push(format!("the group coordination.k8s.io from a rule on {:?}", rule.resources));
+                dropped.push(format!(
+                    "the group coordination.k8s.io from a rule on {:?}",
+                    rule.resources
+                ));
                 if groups.is_empty() {
                     continue;
                 }
@@ -168,7 +173,12 @@ fn rules(webhook: &Webhook) -> (Vec<Value>, Vec<String>) {
 }
 
 /// One webhook of a configuration, or why the plugin's cannot be one.
-pub fn webhook(plugin: &str, w: &Webhook, cx: &Context, ca_bundle: &str) -> Result<(Value, Vec<String>), String> {
+pub fn webhook(
+    plugin: &str,
+    w: &Webhook,
+    cx: &Context,
+    ca_bundle: &str,
+) -> Result<(Value, Vec<String>), String> {
     let hook = hook_name(w.hook);
     let path = format!("/admission/{plugin}/{hook}");
     let ca = base64::engine::general_purpose::STANDARD.encode(ca_bundle.as_bytes());
@@ -179,11 +189,19 @@ pub fn webhook(plugin: &str, w: &Webhook, cx: &Context, ca_bundle: &str) -> Resu
             "caBundle": ca,
         }),
     };
-    let (ns_labels, mut ns_expressions) = selector(w.namespace_selector.as_deref()).map_err(|e| format!("namespace selector: {e}"))?;
+    let (ns_labels, mut ns_expressions) =
+        selector(w.namespace_selector.as_deref()).map_err(|e| format!("namespace selector: {e}"))?;
     let mut excluded = vec![cx.namespace.clone()];
-    excluded.extend(EXCLUDED.iter().map(|s| s.to_string()).filter(|s| *s != cx.namespace));
-    ns_expressions.push(json!({"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": excluded}));
-    let (obj_labels, obj_expressions) = selector(w.object_selector.as_deref()).map_err(|e| format!("object selector: {e}"))?;
+    excluded.extend(
+        EXCLUDED
+            .iter()
+            .map(|s| s.to_string())
+            .filter(|s| *s != cx.namespace),
+    );
+    ns_expressions
+        .push(json!({"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": excluded}));
+    let (obj_labels, obj_expressions) =
+        selector(w.object_selector.as_deref()).map_err(|e| format!("object selector: {e}"))?;
     let (rules, dropped) = rules(w);
     let mut out = json!({
         "name": format!("{plugin}.{hook}.wink.dev"),
@@ -205,7 +223,13 @@ pub fn webhook(plugin: &str, w: &Webhook, cx: &Context, ca_bundle: &str) -> Resu
 
 /// The webhooks of one kind for every plugin, sorted by name; what was
 /// left out or dropped is logged.
-pub fn webhooks(plugins: &[PluginWebhooks], hook: Hook, cx: &Context, ca_bundle: &str, log: bool) -> Vec<Value> {
+pub fn webhooks(
+    plugins: &[PluginWebhooks],
+    hook: Hook,
+    cx: &Context,
+    ca_bundle: &str,
+    log: bool,
+) -> Vec<Value> {
     let mut out = Vec::new();
     for (plugin, hooks) in plugins {
         for w in hooks.iter().filter(|w| w.hook == hook) {
@@ -237,9 +261,9 @@ fn resource(hook: Hook) -> ApiResource {
 
 /// FNV-1a of `text`, in hex: the digest wink writes beside its content.
 fn digest(text: &str) -> String {
-    let h = text
-        .bytes()
-        .fold(0xcbf29ce484222325u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x100000001b3));
+    let h = text.bytes().fold(0xcbf29ce484222325u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x100000001b3)
+    });
     format!("{h:016x}")
 }
 
@@ -267,7 +291,12 @@ async fn sync(client: &kube::Client, hook: Hook, webhooks: &[Value]) -> anyhow::
     let current = api.get_opt(NAME).await?;
     if webhooks.is_empty() {
         if let Some(current) = current {
-            let ours = current.metadata.labels.as_ref().and_then(|l| l.get(MANAGED_BY.0)).map(String::as_str)
+            let ours = current
+                .metadata
+                .labels
+                .as_ref()
+                .and_then(|l| l.get(MANAGED_BY.0))
+                .map(String::as_str)
                 == Some(MANAGED_BY.1);
             if ours {
                 api.delete(NAME, &DeleteParams::default()).await?;
@@ -277,7 +306,9 @@ async fn sync(client: &kube::Client, hook: Hook, webhooks: &[Value]) -> anyhow::
         return Ok(());
     }
     let desired = configuration(hook, webhooks);
-    let want = desired["metadata"]["annotations"][DIGEST].as_str().map(str::to_string);
+    let want = desired["metadata"]["annotations"][DIGEST]
+        .as_str()
+        .map(str::to_string);
     let mut object: DynamicObject = serde_json::from_value(desired)?;
     match current {
         None => {
@@ -285,7 +316,12 @@ async fn sync(client: &kube::Client, hook: Hook, webhooks: &[Value]) -> anyhow::
             tracing::info!(kind = %ar.kind, webhooks = webhooks.len(), "webhook configuration created");
         }
         Some(current) => {
-            let has = current.metadata.annotations.as_ref().and_then(|a| a.get(DIGEST)).cloned();
+            let has = current
+                .metadata
+                .annotations
+                .as_ref()
+                .and_then(|a| a.get(DIGEST))
+                .cloned();
             if has == want {
                 return Ok(());
             }
@@ -313,10 +349,16 @@ pub async fn keep(
         if !leadership.is_leading() {
             done = [None, None];
         } else {
-            let mut sorted: Vec<PluginWebhooks> =
-                manager.webhooks().await.into_iter().map(|p| (p.plugin, p.webhooks)).collect();
+            let mut sorted: Vec<PluginWebhooks> = manager
+                .webhooks()
+                .await
+                .into_iter()
+                .map(|p| (p.plugin, p.webhooks))
+                .collect();
             sorted.sort_by(|a, b| a.0.cmp(&b.0));
-            let changed = logged.as_ref().is_none_or(|l| format!("{l:?}") != format!("{sorted:?}"));
+            let changed = logged
+                .as_ref()
+                .is_none_or(|l| format!("{l:?}") != format!("{sorted:?}"));
             let bundle = ca_bundle.borrow_and_update().clone();
             for (i, hook) in [Hook::Validate, Hook::Mutate].into_iter().enumerate() {
                 let want = webhooks(&sorted, hook, &cx, &bundle, changed);
@@ -391,12 +433,18 @@ mod tests {
         assert_eq!(v["sideEffects"], "None");
         assert_eq!(v["timeoutSeconds"], 5);
         assert_eq!(v["admissionReviewVersions"], json!(["v1"]));
-        assert_eq!(v["clientConfig"]["service"], json!({"namespace": "wink-system", "name": "wink", "path": "/admission/p/validate", "port": 443}));
+        assert_eq!(
+            v["clientConfig"]["service"],
+            json!({"namespace": "wink-system", "name": "wink", "path": "/admission/p/validate", "port": 443})
+        );
         assert_eq!(v["clientConfig"]["caBundle"], "UEVN");
         assert_eq!(v["rules"][0]["resources"], json!(["pods"]));
         assert_eq!(v["namespaceSelector"]["matchLabels"], json!({"env": "prod"}));
         let exprs = v["namespaceSelector"]["matchExpressions"].as_array().unwrap();
-        assert_eq!(exprs[0], json!({"key": "team", "operator": "In", "values": ["a", "b"]}));
+        assert_eq!(
+            exprs[0],
+            json!({"key": "team", "operator": "In", "values": ["a", "b"]})
+        );
         assert_eq!(
             exprs[1],
             json!({"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": ["wink-system", "kube-system", "kube-node-lease"]})
@@ -406,7 +454,10 @@ mod tests {
             ..cx()
         };
         let (v, _) = webhook("p", &w, &url, "PEM").unwrap();
-        assert_eq!(v["clientConfig"]["url"], "https://127.0.0.1:8443/admission/p/validate");
+        assert_eq!(
+            v["clientConfig"]["url"],
+            "https://127.0.0.1:8443/admission/p/validate"
+        );
     }
 
     #[test]
@@ -433,8 +484,14 @@ mod tests {
         let c = configuration(Hook::Validate, &hooks);
         assert_eq!(c["kind"], "ValidatingWebhookConfiguration");
         assert_eq!(c["metadata"]["labels"][MANAGED_BY.0], "wink");
-        let other = configuration(Hook::Validate, &webhooks(&plugins, Hook::Validate, &cx(), "PEM2", false));
-        assert_ne!(c["metadata"]["annotations"][DIGEST], other["metadata"]["annotations"][DIGEST]);
+        let other = configuration(
+            Hook::Validate,
+            &webhooks(&plugins, Hook::Validate, &cx(), "PEM2", false),
+        );
+        assert_ne!(
+            c["metadata"]["annotations"][DIGEST],
+            other["metadata"]["annotations"][DIGEST]
+        );
         assert!(webhooks(&plugins, Hook::Mutate, &cx(), "PEM", false).is_empty());
         assert!(selector(Some("a>1")).is_err());
     }

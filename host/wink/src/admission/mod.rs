@@ -83,7 +83,11 @@ pub async fn start(
             client: client.clone(),
             namespace: options.namespace.clone(),
             secret: options.ca_secret.clone(),
-            names: certs::names(&options.service, &options.namespace, options.webhook_url.as_deref()),
+            names: certs::names(
+                &options.service,
+                &options.namespace,
+                options.webhook_url.as_deref(),
+            ),
         },
     };
     let certs = certs::start(source).await?;
@@ -108,7 +112,13 @@ pub async fn start(
             target,
             namespace: options.namespace.clone(),
         };
-        tokio::spawn(configurations::keep(client, manager, leadership, certs.ca_bundle, cx));
+        tokio::spawn(configurations::keep(
+            client,
+            manager,
+            leadership,
+            certs.ca_bundle,
+            cx,
+        ));
     } else {
         // Keep the bundle's channel open: the certificates stay current.
         tokio::spawn(async move {

@@ -24,12 +24,14 @@ pub struct Asked {
 /// Read an AdmissionReview's body; the error says what is wrong with it,
 /// in a sentence for the caller (answered with 400).
 pub fn parse(body: &[u8]) -> Result<Asked, String> {
-    let review: Value =
-        serde_json::from_slice(body).map_err(|e| format!("the body is not JSON: {e}"))?;
+    let review: Value = serde_json::from_slice(body).map_err(|e| format!("the body is not JSON: {e}"))?;
     let Some(review) = review.as_object() else {
         return Err("the body is not a JSON object (an admission.k8s.io/v1 AdmissionReview)".into());
     };
-    let api_version = review.get("apiVersion").and_then(Value::as_str).unwrap_or_default();
+    let api_version = review
+        .get("apiVersion")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
     let kind = review.get("kind").and_then(Value::as_str).unwrap_or_default();
     if api_version != API_VERSION || kind != KIND {
         return Err(format!(
@@ -44,9 +46,14 @@ pub fn parse(body: &[u8]) -> Result<Asked, String> {
     if uid.is_empty() {
         return Err("the AdmissionReview's request has no uid".into());
     }
-    let operation = request.get("operation").and_then(Value::as_str).unwrap_or_default();
+    let operation = request
+        .get("operation")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
     if !matches!(operation, "CREATE" | "UPDATE" | "DELETE" | "CONNECT") {
-        return Err(format!("the request's operation {operation:?} is not CREATE, UPDATE, DELETE or CONNECT"));
+        return Err(format!(
+            "the request's operation {operation:?} is not CREATE, UPDATE, DELETE or CONNECT"
+        ));
     }
     for key in ["kind", "resource"] {
         if !request.get(key).is_some_and(Value::is_object) {
@@ -63,7 +70,12 @@ pub fn parse(body: &[u8]) -> Result<Asked, String> {
 /// of a plugin, always allowed, so no webhook can stop leader elections or
 /// node heartbeats.
 pub fn is_lease(request: &Value) -> bool {
-    let group = |key: &str| request.get(key).and_then(|r| r.get("group")).and_then(Value::as_str);
+    let group = |key: &str| {
+        request
+            .get(key)
+            .and_then(|r| r.get("group"))
+            .and_then(Value::as_str)
+    };
     group("resource") == Some("coordination.k8s.io")
         && request
             .get("resource")
@@ -78,7 +90,11 @@ pub fn response(uid: &str, decision: &Decision) -> Value {
     response.insert("uid".into(), json!(uid));
     response.insert("allowed".into(), json!(decision.allowed));
     if !decision.allowed {
-        let code = if decision.code == 0 || decision.code == 200 { 403 } else { decision.code };
+        let code = if decision.code == 0 || decision.code == 200 {
+            403
+        } else {
+            decision.code
+        };
         let mut status = Map::new();
         status.insert("code".into(), json!(code));
         if !decision.reason.is_empty() {
@@ -139,10 +155,19 @@ mod tests {
         let cases: [(&[u8], &str); 6] = [
             (b"{", "not JSON"),
             (b"[1]", "not a JSON object"),
-            (br#"{"apiVersion":"admission.k8s.io/v1beta1","kind":"AdmissionReview"}"#, "expected apiVersion"),
-            (br#"{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview"}"#, "no request"),
+            (
+                br#"{"apiVersion":"admission.k8s.io/v1beta1","kind":"AdmissionReview"}"#,
+                "expected apiVersion",
+            ),
+            (
+                br#"{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview"}"#,
+                "no request",
+            ),
             (&review(json!({"operation": "CREATE"})), "no uid"),
-            (&review(json!({"uid": "x", "operation": "PATCH"})), "operation \"PATCH\""),
+            (
+                &review(json!({"uid": "x", "operation": "PATCH"})),
+                "operation \"PATCH\"",
+            ),
         ];
         for (body, why) in cases {
             let err = parse(body).unwrap_err();
@@ -166,7 +191,10 @@ mod tests {
         assert_eq!(r["kind"], KIND);
         assert_eq!(r["response"]["uid"], "u-1");
         assert_eq!(r["response"]["allowed"], false);
-        assert_eq!(r["response"]["status"], json!({"code": 403, "reason": "Forbidden", "message": "no team"}));
+        assert_eq!(
+            r["response"]["status"],
+            json!({"code": 403, "reason": "Forbidden", "message": "no team"})
+        );
         assert_eq!(r["response"]["warnings"], json!(["w"]));
         assert_eq!(r["response"]["auditAnnotations"], json!({"k": "v"}));
         assert!(r["response"].get("patch").is_none());
@@ -187,7 +215,10 @@ mod tests {
             patch: Some(json!([])),
             ..Decision::allow()
         };
-        assert!(response("u", &empty)["response"].get("patchType").is_none(), "no change, no patch");
+        assert!(
+            response("u", &empty)["response"].get("patchType").is_none(),
+            "no change, no patch"
+        );
     }
 
     #[test]

@@ -80,7 +80,11 @@ pub async fn serve(
     }
 }
 
-async fn connection<I>(io: I, manager: Arc<PluginManager>, options: &ListenOptions) -> Result<(), hyper::Error>
+async fn connection<I>(
+    io: I,
+    manager: Arc<PluginManager>,
+    options: &ListenOptions,
+) -> Result<(), hyper::Error>
 where
     I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
@@ -118,7 +122,11 @@ pub fn route(path: &str) -> Option<(&str, Door)> {
     (!plugin.is_empty() && !plugin.contains('/')).then_some((plugin, door))
 }
 
-async fn answer(request: Request<Incoming>, manager: Arc<PluginManager>, body_timeout: Duration) -> Response<Full<Bytes>> {
+async fn answer(
+    request: Request<Incoming>,
+    manager: Arc<PluginManager>,
+    body_timeout: Duration,
+) -> Response<Full<Bytes>> {
     let path = request.uri().path().to_string();
     let Some((plugin, door)) = route(&path) else {
         return text(
@@ -132,7 +140,12 @@ async fn answer(request: Request<Incoming>, manager: Arc<PluginManager>, body_ti
     // The whole body within its deadline, however slowly it is dribbled.
     let body = Limited::new(request.into_body(), MAX_BODY).collect();
     let body = match tokio::time::timeout(body_timeout, body).await {
-        Err(_) => return text(StatusCode::REQUEST_TIMEOUT, "the request body did not arrive in time"),
+        Err(_) => {
+            return text(
+                StatusCode::REQUEST_TIMEOUT,
+                "the request body did not arrive in time",
+            );
+        }
         Ok(Ok(body)) => body.to_bytes(),
         Ok(Err(e)) if e.is::<http_body_util::LengthLimitError>() => {
             return text(
@@ -140,11 +153,21 @@ async fn answer(request: Request<Incoming>, manager: Arc<PluginManager>, body_ti
                 format!("an admission review is at most {MAX_BODY} bytes"),
             );
         }
-        Ok(Err(e)) => return text(StatusCode::BAD_REQUEST, format!("the body could not be read: {e}")),
+        Ok(Err(e)) => {
+            return text(
+                StatusCode::BAD_REQUEST,
+                format!("the body could not be read: {e}"),
+            );
+        }
     };
     let asked = match review::parse(&body) {
         Ok(asked) => asked,
-        Err(why) => return text(StatusCode::BAD_REQUEST, format!("malformed AdmissionReview: {why}")),
+        Err(why) => {
+            return text(
+                StatusCode::BAD_REQUEST,
+                format!("malformed AdmissionReview: {why}"),
+            );
+        }
     };
     let decision = decide(&manager, plugin, door, &asked.request).await;
     let json = review::response(&asked.uid, &decision);
@@ -157,7 +180,11 @@ async fn answer(request: Request<Incoming>, manager: Arc<PluginManager>, body_ti
 
 /// The plugin's webhook for `door`, if it serves one.
 async fn webhook(manager: &PluginManager, plugin: &str, door: Door) -> Option<Webhook> {
-    let hook = if door == Door::Validate { Hook::Validate } else { Hook::Mutate };
+    let hook = if door == Door::Validate {
+        Hook::Validate
+    } else {
+        Hook::Mutate
+    };
     manager
         .webhooks()
         .await
@@ -167,7 +194,12 @@ async fn webhook(manager: &PluginManager, plugin: &str, door: Door) -> Option<We
 }
 
 /// The plugin's decision, or its failure policy's when it has none in time.
-async fn decide(manager: &Arc<PluginManager>, plugin: &str, door: Door, request: &serde_json::Value) -> Decision {
+async fn decide(
+    manager: &Arc<PluginManager>,
+    plugin: &str,
+    door: Door,
+    request: &serde_json::Value,
+) -> Decision {
     if review::is_lease(request) {
         return Decision::allow();
     }
@@ -186,7 +218,10 @@ async fn decide(manager: &Arc<PluginManager>, plugin: &str, door: Door, request:
             admission::failed(webhook.as_ref(), &why)
         }
         Err(_) => {
-            tracing::warn!(plugin, "admission request not answered within {within:?}: failure policy applied");
+            tracing::warn!(
+                plugin,
+                "admission request not answered within {within:?}: failure policy applied"
+            );
             let why = Unanswered::Failed(plugin.to_string(), format!("no answer within {within:?}"));
             admission::failed(webhook.as_ref(), &why)
         }
@@ -199,9 +234,18 @@ mod tests {
 
     #[test]
     fn routes_name_a_plugin_and_a_door() {
-        assert!(matches!(route("/admission/p/validate"), Some(("p", Door::Validate))));
+        assert!(matches!(
+            route("/admission/p/validate"),
+            Some(("p", Door::Validate))
+        ));
         assert!(matches!(route("/admission/p/mutate"), Some(("p", Door::Mutate))));
-        for bad in ["/admission/p", "/admission//validate", "/admission/p/x", "/other/p/validate", "/admission/a/b/validate"] {
+        for bad in [
+            "/admission/p",
+            "/admission//validate",
+            "/admission/p/x",
+            "/other/p/validate",
+            "/admission/a/b/validate",
+        ] {
             assert!(route(bad).is_none(), "{bad}");
         }
     }

@@ -1,0 +1,418 @@
+//! End-to-end: the daemon's admission webhook server (`--admission-addr`)
+//! on the simulated API server, with the `admit-probe` test plugin.
+//! AdmissionReviews POSTed over HTTPS (trusting the CA wink keeps in its
+//! Secret) are answered allowed or denied with the plugin's code and
+//! message, the uid echoed, a mutation as a JSON Patch; a malformed review
+//! gets 400; a Lease is never asked about. The CA Secret is created on the
+//! first start and reused on a restart. The webhook configurations `wink`
+//! carry one webhook per plugin and hook with the URL, caBundle,
+//! namespace exclusions and no Lease rule; the simulated API server calls
+//! them on writes; they go when the plugin goes. A plugin that traps or
+//! loops past its webhook's deadline gets its failure policy (Fail denies,
+//! Ignore allows with a warning), and audit mode allows with a warning.
+
+use crate::cache_support;
+
+use base64::Engine;
+use cache_support::*;
+use common::Wink;
+use k8s_openapi::api::core::v1::{Pod, Secret};
+use kube::api::{Api, DynamicObject, PostParams};
+use kube::core::{ApiResource, GroupVersionKind};
+use serde_json::{Value, json};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use wink_sim::{Sim, SimConfig};
+
+use crate::common;
+
+/// wink on `port`, its webhooks reached at `https://127.0.0.1:port`.
+fn run(s: &Setup, port: u16, extra: &[&str]) -> Wink {
+    let addr = format!("127.0.0.1:{port}");
+    let url = format!("https://{addr}");
+    let mut args = vec!["--admission-addr", &addr, "--admission-webhook-url", &url];
+    args.extend_from_slice(extra);
+    let wink = s.run(&args);
+    wink.wait_for_line("admission webhook server listening", WAIT);
+    wink
+}
+
+/// The CA wink keeps in the Secret `wink-admission-ca` of `default`.
+async fn ca_pem(sim: &Sim) -> String {
+    let secrets: Api<Secret> = Api::namespaced(sim.client(), "default");
+    let secret = secrets.get("wink-admission-ca").await.expect("the CA Secret");
+    let data = secret.data.expect("data");
+    assert!(data.contains_key("ca.key"), "the CA's key is kept beside it");
+    String::from_utf8(data["ca.crt"].0.clone()).unwrap()
+}
+
+/// POST `body` to `path` over HTTPS, trusting `ca`: (status, body).
+async fn post(port: u16, ca: &str, path: &str, body: &str) -> (u16, String) {
+    let mut roots = rustls::RootCertStore::empty();
+    let mut pem = ca.as_bytes();
+    for cert in rustls_certs(&mut pem) {
+        roots.add(cert).unwrap();
+    }
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    let connector = tokio_rustls::TlsConnector::from(Arc::new(config));
+    let tcp = tokio::net::TcpStream::connect(("127.0.0.1", port)).await.unwrap();
+    let name = rustls::pki_types::ServerName::try_from("127.0.0.1").unwrap();
+    let mut tls = connector
+        .connect(name, tcp)
+        .await
+        .expect("a TLS handshake trusting the CA");
+    let request = format!(
+        "POST {path} HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    tls.write_all(request.as_bytes()).await.unwrap();
+    let mut answer = Vec::new();
+    let _ = tls.read_to_end(&mut answer).await;
+    let answer = String::from_utf8_lossy(&answer).into_owned();
+    let (head, body) = answer.split_once("\r\n\r\n").unwrap_or((&answer, ""));
+    let status = head.split(' ').nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
+    (status, body.to_string())
+}
+
+fn rustls_certs(pem: &mut &[u8]) -> Vec<rustls::pki_types::CertificateDer<'static>> {
+    use rustls::pki_types::pem::PemObject;
+    rustls::pki_types::CertificateDer::pem_slice_iter(pem)
+        .map(Result::unwrap)
+        .collect()
+}
+
+fn pod(name: &str, labels: Value) -> Value {
+    json!({"apiVersion": "v1", "kind": "Pod",
+           "metadata": {"name": name, "namespace": "default", "labels": labels},
+           "spec": {"containers": [{"name": "c", "image": "i"}]}})
+}
+
+fn review(uid: &str, object: Value) -> String {
+    json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {
+        "uid": uid,
+        "kind": {"group": "", "version": "v1", "kind": "Pod"},
+        "resource": {"group": "", "version": "v1", "resource": "pods"},
+        "requestKind": {"group": "", "version": "v1", "kind": "Pod"},
+        "requestResource": {"group": "", "version": "v1", "resource": "pods"},
+        "name": object["metadata"]["name"], "namespace": "default", "operation": "CREATE",
+        "userInfo": {"username": "tester", "groups": ["system:authenticated"]},
+        "object": object, "oldObject": null, "dryRun": false,
+        "options": {"apiVersion": "meta.k8s.io/v1", "kind": "CreateOptions"}
+    }})
+    .to_string()
+}
+
+/// The AdmissionReview answered to `review` at `path`.
+async fn ask(port: u16, ca: &str, path: &str, review: &str) -> Value {
+    let (status, body) = post(port, ca, path, review).await;
+    assert_eq!(status, 200, "{body}");
+    let v: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(v["apiVersion"], "admission.k8s.io/v1");
+    assert_eq!(v["kind"], "AdmissionReview");
+    v["response"].clone()
+}
+
+fn configuration_api(sim: &Sim, kind: &str) -> Api<DynamicObject> {
+    let ar = ApiResource::from_gvk(&GroupVersionKind::gvk("admissionregistration.k8s.io", "v1", kind));
+    Api::all_with(sim.client(), &ar)
+}
+
+/// The configuration `wink` of `kind` once it satisfies `ok` (`wink`'s
+/// lines shown when it never does).
+async fn configuration(
+    sim: &Sim,
+    wink: &Wink,
+    kind: &str,
+    ok: impl Fn(Option<&Value>) -> bool,
+) -> Option<Value> {
+    let api = configuration_api(sim, kind);
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let got = api
+            .get_opt("wink")
+            .await
+            .unwrap()
+            .map(|o| serde_json::to_value(o).unwrap());
+        if ok(got.as_ref()) {
+            return got;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{kind} wink never as wanted: {got:?}\nwink said:\n{}",
+            wink.lines().join("\n")
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reviews_are_answered_configurations_kept_and_the_ca_reused() {
+    let sim = Sim::start(SimConfig::default()).await.unwrap();
+    let s = Setup::new("admission_reviews", &sim);
+    s.install(
+        "admit_probe",
+        "probe",
+        Some(&json!({"namespaces": "env notin (test)"})),
+    );
+    let port = free_port();
+    let wink = run(&s, port, &[]);
+    wait_synced(&wink, "probe");
+    wink.wait_for_line("admission CA created and kept in its Secret", WAIT);
+    let ca = ca_pem(&sim).await;
+
+    // Allowed, with the plugin's warning and annotation; the uid echoed.
+    let r = ask(
+        port,
+        &ca,
+        "/admission/probe/validate",
+        &review("uid-1", pod("ok", json!({}))),
+    )
+    .await;
+    assert_eq!(r["uid"], "uid-1");
+    assert_eq!(r["allowed"], true, "{r}");
+    assert_eq!(r["warnings"], json!(["admit-probe: checked ok"]));
+    assert_eq!(r["auditAnnotations"], json!({"admit-probe/seen": "ok"}));
+    // Denied with the plugin's code and message.
+    let r = ask(
+        port,
+        &ca,
+        "/admission/probe/validate",
+        &review("uid-2", pod("bad", json!({"deny": "1"}))),
+    )
+    .await;
+    assert_eq!(r["uid"], "uid-2");
+    assert_eq!(r["allowed"], false, "{r}");
+    assert_eq!(r["status"]["code"], 422);
+    assert_eq!(r["status"]["message"], "admit-probe: pod bad is labelled deny");
+    // A mutation: a JSON Patch, base64.
+    let r = ask(
+        port,
+        &ca,
+        "/admission/probe/mutate",
+        &review("uid-3", pod("m", json!({"a": "b"}))),
+    )
+    .await;
+    assert_eq!(r["uid"], "uid-3");
+    assert_eq!(r["allowed"], true, "{r}");
+    assert_eq!(r["patchType"], "JSONPatch");
+    let patch = base64::engine::general_purpose::STANDARD
+        .decode(r["patch"].as_str().unwrap())
+        .unwrap();
+    let patch: Value = serde_json::from_slice(&patch).unwrap();
+    assert!(
+        patch
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|op| op["op"] == "add" && op["path"] == "/metadata/labels/probed" && op["value"] == "yes"),
+        "{patch}"
+    );
+    // Malformed: 400 and a sentence; an unknown path: 404.
+    let (status, body) = post(port, &ca, "/admission/probe/validate", "{not json").await;
+    assert_eq!(status, 400, "{body}");
+    assert!(
+        body.contains("malformed AdmissionReview: the body is not JSON"),
+        "{body}"
+    );
+    let wrong = json!({"apiVersion": "admission.k8s.io/v1beta1", "kind": "AdmissionReview", "request": {}});
+    let (status, body) = post(port, &ca, "/admission/probe/validate", &wrong.to_string()).await;
+    assert_eq!(status, 400, "{body}");
+    assert!(body.contains("admissionReviewVersions must be [v1]"), "{body}");
+    let (status, _) = post(
+        port,
+        &ca,
+        "/admission/probe/other",
+        &review("u", pod("x", json!({}))),
+    )
+    .await;
+    assert_eq!(status, 404);
+    // A Lease is never asked about.
+    let mut lease = serde_json::from_str::<Value>(&review("uid-4", pod("l", json!({"deny": "1"})))).unwrap();
+    lease["request"]["resource"] =
+        json!({"group": "coordination.k8s.io", "version": "v1", "resource": "leases"});
+    let r = ask(port, &ca, "/admission/probe/validate", &lease.to_string()).await;
+    assert_eq!(r["allowed"], true, "{r}");
+
+    // The configurations: one webhook per hook, the URL, the CA, the
+    // exclusions merged with the plugin's selector, no Lease rule.
+    let ca_b64 = base64::engine::general_purpose::STANDARD.encode(ca.as_bytes());
+    for (kind, hook) in [
+        ("ValidatingWebhookConfiguration", "validate"),
+        ("MutatingWebhookConfiguration", "mutate"),
+    ] {
+        let c = configuration(&sim, &wink, kind, |c| c.is_some()).await.unwrap();
+        assert_eq!(c["metadata"]["labels"]["app.kubernetes.io/managed-by"], "wink");
+        let hooks = c["webhooks"].as_array().unwrap();
+        assert_eq!(hooks.len(), 1, "{c}");
+        let w = &hooks[0];
+        assert_eq!(w["name"], format!("probe.{hook}.wink.dev"));
+        assert_eq!(
+            w["clientConfig"]["url"],
+            format!("https://127.0.0.1:{port}/admission/probe/{hook}")
+        );
+        assert_eq!(w["clientConfig"]["caBundle"], ca_b64);
+        assert_eq!(w["sideEffects"], "None");
+        assert_eq!(w["failurePolicy"], "Fail");
+        assert_eq!(w["timeoutSeconds"], 5);
+        assert_eq!(w["admissionReviewVersions"], json!(["v1"]));
+        let rules = w["rules"].as_array().unwrap();
+        assert_eq!(rules.len(), 1, "the Lease rule is dropped: {rules:?}");
+        assert_eq!(rules[0]["resources"], json!(["pods"]));
+        let exprs = w["namespaceSelector"]["matchExpressions"].as_array().unwrap();
+        assert!(
+            exprs.contains(&json!({"key": "env", "operator": "NotIn", "values": ["test"]})),
+            "{exprs:?}"
+        );
+        assert!(
+            exprs.contains(&json!({"key": "kubernetes.io/metadata.name", "operator": "NotIn",
+                                   "values": ["default", "kube-system", "kube-node-lease"]})),
+            "{exprs:?}"
+        );
+    }
+    wink.wait_for_line("Leases are never matched", WAIT);
+
+    // The simulated API server calls them on a write.
+    let pods: Api<Pod> = Api::namespaced(sim.client(), "apps");
+    namespace(&sim, "apps").await;
+    let mut denied = pod("denied", json!({"deny": "1"}));
+    denied["metadata"]["namespace"] = json!("apps");
+    let err = pods
+        .create(&PostParams::default(), &serde_json::from_value(denied).unwrap())
+        .await
+        .expect_err("denied by the plugin");
+    assert!(
+        err.to_string()
+            .contains("admit-probe: pod denied is labelled deny"),
+        "{err}"
+    );
+    let mut fine = pod("fine", json!({}));
+    fine["metadata"]["namespace"] = json!("apps");
+    let stored = pods
+        .create(&PostParams::default(), &serde_json::from_value(fine).unwrap())
+        .await
+        .expect("allowed");
+    assert_eq!(
+        stored
+            .metadata
+            .labels
+            .unwrap_or_default()
+            .get("probed")
+            .map(String::as_str),
+        Some("yes"),
+        "mutated on its way in"
+    );
+
+    // A restart reuses the CA; its new serving certificate is trusted by it.
+    drop(wink);
+    let wink = run(&s, port, &[]);
+    wink.wait_for_line("admission CA read from its Secret", WAIT);
+    wait_synced(&wink, "probe");
+    assert_eq!(ca_pem(&sim).await, ca, "the CA is reused");
+    let r = ask(
+        port,
+        &ca,
+        "/admission/probe/validate",
+        &review("uid-5", pod("ok", json!({}))),
+    )
+    .await;
+    assert_eq!(r["allowed"], true, "{r}");
+
+    // The plugin goes: so do the configurations.
+    std::fs::remove_file(s.plugins.join("probe.wasm")).unwrap();
+    for kind in ["ValidatingWebhookConfiguration", "MutatingWebhookConfiguration"] {
+        configuration(&sim, &wink, kind, |c| c.is_none()).await;
+    }
+    drop(wink);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failure_policies_and_audit_mode_answer_for_a_plugin_that_cannot() {
+    let sim = Sim::start(SimConfig::default()).await.unwrap();
+    let s = Setup::new("admission_failures", &sim);
+    s.install("admit_probe", "trap-fail", Some(&json!({"behaviour": "trap"})));
+    s.install(
+        "admit_probe",
+        "trap-ignore",
+        Some(&json!({"behaviour": "trap", "failure": "ignore"})),
+    );
+    s.install(
+        "admit_probe",
+        "loop-fail",
+        Some(&json!({"behaviour": "loop", "timeout": 1})),
+    );
+    s.install(
+        "admit_probe",
+        "loop-ignore",
+        Some(&json!({"behaviour": "loop", "timeout": 1, "failure": "ignore"})),
+    );
+    s.install("admit_probe", "audited", None);
+    let grants = s.plugins.parent().unwrap().join("grants.yaml");
+    std::fs::write(&grants, "plugins:\n  audited:\n    mode: audit\n").unwrap();
+    let port = free_port();
+    // Calls may run 5 s: the webhook's own deadline (under its 1 s timeout) answers first.
+    let wink = run(
+        &s,
+        port,
+        &["--grants", grants.to_str().unwrap(), "--call-deadline-ms", "5000"],
+    );
+    for p in ["trap-fail", "trap-ignore", "loop-fail", "loop-ignore", "audited"] {
+        wait_synced(&wink, p);
+    }
+    let ca = ca_pem(&sim).await;
+    let bad = review("uid-f", pod("bad", json!({"deny": "1"})));
+
+    let r = ask(port, &ca, "/admission/trap-fail/validate", &bad).await;
+    assert_eq!(r["uid"], "uid-f");
+    assert_eq!(r["allowed"], false, "{r}");
+    let message = r["status"]["message"].as_str().unwrap();
+    assert!(
+        message.starts_with("wink: plugin trap-fail gave no answer")
+            && message.contains("failurePolicy Fail"),
+        "{message}"
+    );
+    let r = ask(port, &ca, "/admission/trap-ignore/mutate", &bad).await;
+    assert_eq!(r["allowed"], true, "{r}");
+    assert!(r.get("patch").is_none());
+    assert!(
+        r["warnings"][0]
+            .as_str()
+            .unwrap()
+            .contains("failurePolicy Ignore"),
+        "{r}"
+    );
+
+    for (plugin, allowed) in [("loop-fail", false), ("loop-ignore", true)] {
+        let started = Instant::now();
+        let r = ask(port, &ca, &format!("/admission/{plugin}/validate"), &bad).await;
+        let took = started.elapsed();
+        assert!(
+            took < Duration::from_millis(1500),
+            "answered at the webhook deadline (0.8 s), not after the call's (5 s): {took:?}"
+        );
+        assert_eq!(r["allowed"], allowed, "{plugin}: {r}");
+        let said = r["status"]["message"]
+            .as_str()
+            .or(r["warnings"][0].as_str())
+            .unwrap_or_default();
+        assert!(said.contains("no answer within"), "{plugin}: {r}");
+    }
+
+    // Audit mode: a denial allowed, with a warning saying so.
+    let r = ask(port, &ca, "/admission/audited/validate", &bad).await;
+    assert_eq!(r["allowed"], true, "{r}");
+    let warnings = r["warnings"].to_string();
+    assert!(
+        warnings.contains("would deny this request: admit-probe: pod bad is labelled deny"),
+        "{warnings}"
+    );
+    let r = ask(port, &ca, "/admission/audited/mutate", &bad).await;
+    assert_eq!(r["allowed"], true, "{r}");
+    assert!(r.get("patch").is_none(), "audit mode changes nothing: {r}");
+    drop(wink);
+}
