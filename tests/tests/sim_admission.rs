@@ -546,4 +546,6 @@ async fn mutations_chain_in_order_and_deletecollection_admits_each_object() {
         .collect();
     assert_eq!(left, vec!["kept".to_string()], "the others went");
     assert_eq!(s.env.sim.webhook_calls("keep.wink.test"), 2);
+    let stats = s.env.json(&["get", "--raw", "/_sim/stats"]).await;
+    assert_eq!(stats["webhookCalls"]["keep.wink.test"], 2);
 }

@@ -11,7 +11,7 @@
 //! | `POST /_sim/faults/pause?ms=2000` | hold every request and watch for ms |
 //! | `POST /_sim/faults/delay?ms=100` | delay every response (0 clears) |
 //! | `POST /_sim/restart?keep=true` | drop all connections; keep or replace the state |
-//! | `GET /_sim/stats` | JSON: resourceVersion, requests per verb/resource, open watches, the control plane's work |
+//! | `GET /_sim/stats` | JSON: resourceVersion, requests per verb/resource, open watches, the control plane's work, admission webhook calls per webhook name |
 
 use super::Shared;
 use super::faults::Faults;
@@ -44,6 +44,7 @@ pub async fn handle(
         (&Method::GET, ["stats"]) => {
             let mut s = shared.stats.to_json();
             s["resourceVersion"] = json!(shared.store.current_rv().to_string());
+            s["webhookCalls"] = shared.admission.to_json();
             reply(200, s)
         }
         (&Method::POST, ["faults", "close-watches"]) => {

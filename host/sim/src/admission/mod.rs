@@ -60,6 +60,12 @@ impl Registry {
             .insert((namespace.into(), name.into(), port), addr);
     }
 
+    /// `{"NAME": calls}` for `/_sim/stats`.
+    pub fn to_json(&self) -> Value {
+        let calls = self.calls.lock().unwrap_or_else(|e| e.into_inner());
+        Value::Object(calls.iter().map(|(k, v)| (k.clone(), json!(v))).collect())
+    }
+
     fn count(&self, name: &str) {
         *self
             .calls
