@@ -494,7 +494,12 @@ async fn mutations_chain_in_order_and_deletecollection_admits_each_object() {
     s.configure(
         "MutatingWebhookConfiguration",
         "a-first",
-        vec![hook("first.wink.test", &s.server.url("/mutate"), &ca, json!({}))],
+        vec![hook(
+            "first.wink.test",
+            &s.server.url("/mutate"),
+            &ca,
+            json!({"reinvocationPolicy": "IfNeeded"}),
+        )],
     )
     .await;
     let f = s.configmap("chained", "default", json!({"a": "1"}));
@@ -505,6 +510,9 @@ async fn mutations_chain_in_order_and_deletecollection_admits_each_object() {
         cm["metadata"]["labels"]["second-saw"], "yes",
         "the second webhook saw the first one's patch"
     );
+    // The second webhook changed the object after the first (IfNeeded) ran: it is called once more.
+    assert_eq!(s.env.sim.webhook_calls("first.wink.test"), 2);
+    assert_eq!(s.env.sim.webhook_calls("second.wink.test"), 1);
 
     // deletecollection: each object is admitted as a DELETE; a refused one stays.
     s.configure(

@@ -224,60 +224,92 @@ impl Ctx {
     }
 
     /// Run the mutating webhooks on `object`; the object as they leave it.
+    /// A webhook with reinvocationPolicy IfNeeded is called once more when a
+    /// later webhook changed the object after it ran (one reinvocation round).
     pub fn mutate(&self, op: &Op, mut object: Value, old: Option<&Value>) -> Result<Value, ApiError> {
+        if config::is_configuration(op.def) {
+            return Ok(object);
+        }
+        let hooks = config::hooks(&self.shared.store.lock(), true);
         let a = self.attrs(op);
-        let candidates = self.matching(true, op, &a, Some(&object), old);
-        for (h, _) in candidates {
-            // Selectors see the object as the previous webhooks left it.
-            let labels = self.namespace_labels(op, Some(&object), old);
-            let Some(inv) = matching::rules(&h.spec, &a) else {
-                continue;
-            };
-            if !(matching::namespace(&h.spec, labels.as_ref(), labels.is_none())
-                && matching::object(&h.spec, Some(&object), old))
-            {
-                continue;
+        let (mut previously, mut reinvoke) = (Vec::new(), Vec::new());
+        for round in 0..2 {
+            if round == 1 && reinvoke.is_empty() {
+                break;
             }
-            let obj = (op.operation != "DELETE").then_some(&object);
-            let answer = match self.ask(&h, &a, inv.as_ref(), obj, old, &op.options)? {
-                Ok(answer) => answer,
-                Err(_) if h.ignore_failures() => continue,
-                Err(why) => return Err(review::calling(&h.name, &why)),
-            };
-            self.warn(&answer.warnings);
-            if !answer.allowed {
-                return Err(review::denial(&h.name, answer.result.as_ref()));
-            }
-            let Some(patch) = answer
-                .patch
-                .filter(|p| p.as_array().is_some_and(|p| !p.is_empty()))
-            else {
-                continue;
-            };
-            if op.operation == "DELETE" {
-                return Err(review::internal(&format!(
-                    "admission webhook {:?} attempted to modify the object, which is not supported for this operation",
-                    h.name
-                )));
-            }
-            let patch: json_patch::Patch = match serde_json::from_value(patch) {
-                Ok(p) => p,
-                Err(e) if h.ignore_failures() => {
-                    let _ = e;
+            for (i, h) in hooks.iter().enumerate() {
+                if round == 1 && !reinvoke.contains(&i) {
                     continue;
                 }
-                Err(e) => {
-                    return Err(review::calling(
-                        &h.name,
-                        &format!("received undecodable patch in webhook response: {e}"),
-                    ));
+                let Some(changed) = self.mutate_one(op, &a, h, &mut object, old)? else {
+                    continue;
+                };
+                if changed && round == 0 {
+                    reinvoke.append(&mut previously);
                 }
-            };
-            let mut patched = object.clone();
-            json_patch::patch(&mut patched, &patch).map_err(|e| review::internal(&e.to_string()))?;
-            object = patched;
+                if h.str("reinvocationPolicy") == "IfNeeded" {
+                    previously.push(i);
+                }
+            }
         }
         Ok(object)
+    }
+
+    /// Call one mutating webhook if it matches the object as it is now:
+    /// whether it changed it (None: not called, or failed and ignored).
+    fn mutate_one(
+        &self,
+        op: &Op,
+        a: &Attrs,
+        h: &config::Hook,
+        object: &mut Value,
+        old: Option<&Value>,
+    ) -> Result<Option<bool>, ApiError> {
+        // Selectors see the object as the previous webhooks left it.
+        let Some(inv) = matching::rules(&h.spec, a) else {
+            return Ok(None);
+        };
+        let current = (op.operation != "DELETE").then_some(&*object);
+        let labels = self.namespace_labels(op, current, old);
+        if !(matching::namespace(&h.spec, labels.as_ref(), labels.is_none())
+            && matching::object(&h.spec, current, old))
+        {
+            return Ok(None);
+        }
+        let answer = match self.ask(h, a, inv.as_ref(), current, old, &op.options)? {
+            Ok(answer) => answer,
+            Err(_) if h.ignore_failures() => return Ok(None),
+            Err(why) => return Err(review::calling(&h.name, &why)),
+        };
+        self.warn(&answer.warnings);
+        if !answer.allowed {
+            return Err(review::denial(&h.name, answer.result.as_ref()));
+        }
+        let Some(patch) = answer
+            .patch
+            .filter(|p| p.as_array().is_some_and(|p| !p.is_empty()))
+        else {
+            return Ok(Some(false));
+        };
+        if op.operation == "DELETE" {
+            return Err(review::internal(&format!(
+                "admission webhook {:?} attempted to modify the object, which is not supported for this operation",
+                h.name
+            )));
+        }
+        let patch: json_patch::Patch = match serde_json::from_value(patch) {
+            Ok(p) => p,
+            Err(_) if h.ignore_failures() => return Ok(None),
+            Err(e) => {
+                let why = format!("received undecodable patch in webhook response: {e}");
+                return Err(review::calling(&h.name, &why));
+            }
+        };
+        let mut patched = object.clone();
+        json_patch::patch(&mut patched, &patch).map_err(|e| review::internal(&e.to_string()))?;
+        let changed = patched != *object;
+        *object = patched;
+        Ok(Some(changed))
     }
 
     /// Run the validating webhooks (concurrently); the first refusal in order.
