@@ -122,7 +122,25 @@ async fn the_rbac_is_exactly_what_the_plugins_need_and_applies_with_kubectl() {
         )],
         "leader election's Lease"
     );
-    assert_eq!(find("Role").count(), 2);
+    // require-labels serves a mutating webhook: the webhook server's
+    // Service, the CA Secret's Role and the configurations' ClusterRole.
+    assert_eq!(find("Role").count(), 3);
+    let admission = find("Role")
+        .find(|r| r["metadata"]["name"] == "wink-admission")
+        .unwrap();
+    assert_eq!(admission["metadata"]["namespace"], "wink-system");
+    assert_eq!(admission["rules"][0]["resourceNames"][0], "wink-admission-ca");
+    let configurations = find("ClusterRole")
+        .find(|r| r["metadata"]["name"] == "wink-admission")
+        .unwrap();
+    assert_eq!(
+        configurations["rules"][0]["apiGroups"][0],
+        "admissionregistration.k8s.io"
+    );
+    let service = find("Service")
+        .find(|s| s["metadata"]["name"] == "wink")
+        .expect("the webhook Service");
+    assert_eq!(service["spec"]["ports"][0]["port"], 443);
     let deployment = find("Deployment").next().unwrap();
     let container = &deployment["spec"]["template"]["spec"]["containers"][0];
     assert_eq!(container["securityContext"]["readOnlyRootFilesystem"], true);
@@ -138,6 +156,13 @@ async fn the_rbac_is_exactly_what_the_plugins_need_and_applies_with_kubectl() {
             .unwrap()
             .iter()
             .any(|a| a == "--leader-elect")
+    );
+    assert!(
+        container["args"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|a| a == "--admission-addr=0.0.0.0:8443")
     );
     assert!(find("PodDisruptionBudget").next().is_some() && find("Service").next().is_some());
     let grants = find("ConfigMap").next().unwrap();

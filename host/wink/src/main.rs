@@ -94,6 +94,11 @@ enum Command {
         /// The container image (see the README's container build).
         #[arg(long, default_value = "wink:latest")]
         image: String,
+        /// Run the admission webhook server on this container port (its
+        /// Service, RBAC and flags rendered); default 8443 when a plugin
+        /// declares a webhook, else none.
+        #[arg(long)]
+        admission_port: Option<u16>,
     },
     /// Scaffold a plugin crate that builds and passes its `wink test` case.
     New {
@@ -519,8 +524,10 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             grants,
             namespace,
             image,
+            admission_port,
         } => {
-            let deployment = wink::manifests::needs::read(&plugins, grants.as_deref(), namespace, image)?;
+            let deployment =
+                wink::manifests::needs::read(&plugins, grants.as_deref(), namespace, image, admission_port)?;
             print!("{deployment}");
             Ok(())
         }

@@ -5,10 +5,12 @@
 //! needs; the rest is the Deployment (non-root,
 //! read-only root filesystem, probes on the admin server), its
 //! ServiceAccount, a PodDisruptionBudget, a Service for metrics and the
-//! grants as a ConfigMap.
+//! grants as a ConfigMap; and when plugins serve admission webhooks, what
+//! the webhook server needs ([`admission`]).
 //!
 //! Owns the rendering from [`PluginNeeds`]; reading plugins is [`needs`]'s.
 
+pub mod admission;
 pub mod needs;
 
 use crate::runtime::grants::{Permissions, Verb};
@@ -36,6 +38,8 @@ pub struct Deployment {
     pub image: String,
     /// The grants file's text, shipped as a ConfigMap.
     pub grants: Option<String>,
+    /// The admission webhook server's container port, when it runs.
+    pub admission: Option<u16>,
 }
 
 /// (group, plural) of a kind, as RBAC names it.
@@ -175,6 +179,12 @@ pub fn render(plugins: &[PluginNeeds], d: &Deployment) -> Vec<Value> {
         "--no-precompiled".into(),
         "--leader-elect".into(),
     ];
+    let mut ports = vec![json!({"name": "admin", "containerPort": ADMIN_PORT})];
+    if let Some(port) = d.admission {
+        docs.extend(admission::documents(ns, &labels));
+        args.extend(admission::args(port));
+        ports.push(admission::port(port));
+    }
     let mut volumes = vec![json!({"name": "tmp", "emptyDir": {}})];
     let mut mounts = vec![json!({"name": "tmp", "mountPath": "/tmp"})];
     if let Some(grants) = &d.grants {
@@ -204,7 +214,7 @@ pub fn render(plugins: &[PluginNeeds], d: &Deployment) -> Vec<Value> {
                         "name": "wink",
                         "image": d.image,
                         "args": args,
-                        "ports": [{"name": "admin", "containerPort": ADMIN_PORT}],
+                        "ports": ports,
                         "livenessProbe": probe("/healthz"),
                         "readinessProbe": probe("/readyz"),
                         "resources": {"requests": {"cpu": "100m", "memory": "128Mi"},
@@ -312,6 +322,7 @@ mod tests {
             namespace: "wink-system".into(),
             image: "wink".into(),
             grants: None,
+            admission: None,
         };
         let docs = render(&[plugin(true)], &d);
         let crds: Vec<&Value> = docs

@@ -13,12 +13,15 @@ use std::path::Path;
 
 /// The deployment (YAML) for the plugins of `plugins` under the grants of
 /// `grants`. What `wink run` would not allow is said on stderr and left
-/// out of the RBAC.
+/// out of the RBAC. The admission webhook server runs on
+/// `admission_port`, or on [`super::admission::DEFAULT_PORT`] when a
+/// plugin declares a webhook and no port is given.
 pub fn read(
     plugins: &Path,
     grants: Option<&Path>,
     namespace: String,
     image: String,
+    admission_port: Option<u16>,
 ) -> anyhow::Result<String> {
     let (grant_text, parsed) = match grants {
         Some(path) => {
@@ -28,7 +31,9 @@ pub fn read(
         None => (None, Grants::default()),
     };
     let mut needs = Vec::new();
+    let mut webhooks = false;
     for plugin in crate::runtime::offline::registrations(plugins)? {
+        webhooks |= !plugin.registration.admission.is_empty();
         let (allowed, warnings) = allowed(&parsed, &plugin.name, &plugin.registration, plugin.reports);
         for w in warnings {
             eprintln!("wink manifests: {w}");
@@ -39,6 +44,7 @@ pub fn read(
         namespace,
         image,
         grants: grant_text,
+        admission: admission_port.or(webhooks.then_some(super::admission::DEFAULT_PORT)),
     };
     Ok(to_yaml(&render(&needs, &deployment)))
 }
@@ -134,6 +140,7 @@ mod tests {
             namespace: "wink-system".into(),
             image: "wink".into(),
             grants: None,
+            admission: None,
         };
         (render(&needs, &d), warnings)
     }
