@@ -416,3 +416,77 @@ async fn failure_policies_and_audit_mode_answer_for_a_plugin_that_cannot() {
     assert!(r.get("patch").is_none(), "audit mode changes nothing: {r}");
     drop(wink);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn operator_certificates_are_served_and_read_again_when_they_change() {
+    use wink_sim::webhook_testing::WebhookCerts;
+    let sim = Sim::start(SimConfig::default()).await.unwrap();
+    let s = Setup::new("admission_files", &sim);
+    s.install("admit_probe", "probe", None);
+    let dir = s.plugins.parent().unwrap().to_path_buf();
+    let (cert, key, ca) = (dir.join("tls.crt"), dir.join("tls.key"), dir.join("ca.crt"));
+    let write = |c: &WebhookCerts| {
+        std::fs::write(&cert, &c.cert_pem).unwrap();
+        std::fs::write(&key, &c.key_pem).unwrap();
+        std::fs::write(&ca, &c.ca_pem).unwrap();
+    };
+    let first = WebhookCerts::generate(&["127.0.0.1"]).unwrap();
+    write(&first);
+    let port = free_port();
+    let files = [
+        cert.to_str().unwrap(),
+        key.to_str().unwrap(),
+        ca.to_str().unwrap(),
+    ];
+    let wink = run(
+        &s,
+        port,
+        &[
+            "--tls-cert-file",
+            files[0],
+            "--tls-key-file",
+            files[1],
+            "--tls-ca-file",
+            files[2],
+        ],
+    );
+    wait_synced(&wink, "probe");
+    let r = ask(
+        port,
+        &first.ca_pem,
+        "/admission/probe/validate",
+        &review("uid-1", pod("ok", json!({}))),
+    )
+    .await;
+    assert_eq!(r["allowed"], true, "{r}");
+    let bundle = |pem: &str| base64::engine::general_purpose::STANDARD.encode(pem.as_bytes());
+    let want = bundle(&first.ca_pem);
+    configuration(&sim, &wink, "ValidatingWebhookConfiguration", |c| {
+        c.is_some_and(|c| c["webhooks"][0]["clientConfig"]["caBundle"] == want.as_str())
+    })
+    .await;
+    let secrets: Api<Secret> = Api::namespaced(sim.client(), "default");
+    assert!(
+        secrets.get_opt("wink-admission-ca").await.unwrap().is_none(),
+        "no CA of wink's own"
+    );
+
+    // cert-manager renews: the new files are served, and trusted through the new bundle.
+    let second = WebhookCerts::generate(&["127.0.0.1"]).unwrap();
+    write(&second);
+    wink.wait_for_line("TLS certificate file changed: now served", WAIT);
+    let r = ask(
+        port,
+        &second.ca_pem,
+        "/admission/probe/validate",
+        &review("uid-2", pod("ok", json!({}))),
+    )
+    .await;
+    assert_eq!(r["uid"], "uid-2");
+    let want = bundle(&second.ca_pem);
+    configuration(&sim, &wink, "ValidatingWebhookConfiguration", |c| {
+        c.is_some_and(|c| c["webhooks"][0]["clientConfig"]["caBundle"] == want.as_str())
+    })
+    .await;
+    drop(wink);
+}
