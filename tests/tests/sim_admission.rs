@@ -1,9 +1,8 @@
 //! Admission webhooks called by the simulated API server as kube-apiserver
 //! calls them, seen through real `kubectl` (v1.32): a native HTTPS webhook
-//! (wink-sim's test server: tokio + hyper + rustls, a CA and serving
-//! certificate made by rcgen) registered with Validating/Mutating webhook
-//! configurations through the API. Denials, mutations, warnings, dry runs,
-//! failure policies, timeouts, rules and selectors, TLS verification.
+//! (`support`: wink-sim's test server, tokio + hyper + rustls, certificates
+//! by rcgen) registered through the API. Denials, mutations, warnings, dry
+//! runs, failure policies, timeouts, rules and selectors, TLS, equivalents.
 
 mod support;
 
@@ -556,4 +555,45 @@ async fn mutations_chain_in_order_and_deletecollection_admits_each_object() {
     assert_eq!(s.env.sim.webhook_calls("keep.wink.test"), 2);
     let stats = s.env.json(&["get", "--raw", "/_sim/stats"]).await;
     assert_eq!(stats["webhookCalls"]["keep.wink.test"], 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn equivalent_events_are_sent_as_the_webhooks_version() {
+    if !have_kubectl() {
+        return;
+    }
+    let s = setup("equivalent").await;
+    let rules = json!({"rules": [{"operations": ["CREATE"], "apiGroups": ["events.k8s.io"], "apiVersions": ["v1"], "resources": ["events"]}]});
+    let h = hook(
+        "events.wink.test",
+        &s.server.url("/mutate"),
+        &s.certs.ca_bundle(),
+        rules,
+    );
+    s.configure("MutatingWebhookConfiguration", "events", vec![h])
+        .await;
+    let ev = json!({"apiVersion": "v1", "kind": "Event", "metadata": {"name": "ev", "namespace": "default"},
+        "involvedObject": {"kind": "Pod", "name": "p", "namespace": "default"}, "reason": "Tested",
+        "message": "through core/v1", "type": "Normal"});
+    let f = s.file("ev.json", &ev);
+    s.env.ok(&["create", "-f", &f]).await;
+    let reviews = s.reviews_of("ev");
+    assert_eq!(reviews.len(), 1);
+    let req = &reviews[0]["request"];
+    assert_eq!(
+        req["kind"],
+        json!({"group": "events.k8s.io", "version": "v1", "kind": "Event"})
+    );
+    assert_eq!(
+        req["requestKind"],
+        json!({"group": "", "version": "v1", "kind": "Event"})
+    );
+    assert_eq!(req["object"]["apiVersion"], "events.k8s.io/v1");
+    assert_eq!(req["object"]["note"], "through core/v1");
+    let stored = s.env.json(&["get", "events.v1.", "ev", "-o", "json"]).await;
+    assert_eq!(
+        stored["metadata"]["labels"]["mutated"], "yes",
+        "the patch lands in the stored Event"
+    );
+    assert_eq!(stored["message"], "through core/v1");
 }

@@ -11,6 +11,7 @@
 //! touch: routing (`http`), the write semantics (`write`).
 
 use super::super::Shared;
+use super::super::events;
 use super::super::resources::ResourceDef;
 use super::super::status::ApiError;
 use super::super::store::{Obj, WriteMode, key};
@@ -87,7 +88,7 @@ pub fn create(shared: &Shared, ctx: &Ctx, t: &Target, mut body: Value) -> Result
         &api_version,
         body.clone(),
     )?;
-    ctx.validate(&op, Some(&preview.value), None)?;
+    ctx.validate(&op, Some(&events::as_version(&preview.value, &api_version)), None)?;
     Ok(body)
 }
 
@@ -113,6 +114,8 @@ pub fn update(
         operation: "UPDATE",
         options: options(kind, manager(t.mode), t.mode.dry_run),
     };
+    let api_version = t.def.api_version(t.version);
+    let old = &events::as_version(old, &api_version);
     let body = ctx.mutate(&op, body, Some(old))?;
     let status = t.sub == Some("status");
     let preview = write::update(
@@ -123,7 +126,11 @@ pub fn update(
         body.clone(),
         status,
     )?;
-    ctx.validate(&op, Some(&preview.value), Some(old))?;
+    ctx.validate(
+        &op,
+        Some(&events::as_version(&preview.value, &api_version)),
+        Some(old),
+    )?;
     Ok(body)
 }
 
@@ -152,8 +159,9 @@ pub fn delete(shared: &Shared, ctx: &Ctx, t: &Target, name: &str, body: &[u8]) -
         operation: "DELETE",
         options: opts,
     };
-    ctx.mutate(&op, Value::Null, Some(&old.value))?;
-    ctx.validate(&op, None, Some(&old.value))?;
+    let old = events::as_version(&old.value, &t.def.api_version(t.version));
+    ctx.mutate(&op, Value::Null, Some(&old))?;
+    ctx.validate(&op, None, Some(&old))?;
     Ok(())
 }
 

@@ -305,8 +305,23 @@ impl Ctx {
                 return Err(review::calling(&h.name, &why));
             }
         };
-        let mut patched = object.clone();
+        // Patched as the webhook saw it: in an equivalent resource's form, converted back.
+        let mut patched = convert(object, a, inv.as_ref());
         json_patch::patch(&mut patched, &patch).map_err(|e| review::internal(&e.to_string()))?;
+        let patched = match inv.as_ref() {
+            Some(i) => convert(
+                &patched,
+                &matching::Attrs {
+                    group: i.group.clone(),
+                    ..a.clone()
+                },
+                Some(&matching::Invocation {
+                    group: a.group.clone(),
+                    ..i.clone()
+                }),
+            ),
+            None => patched,
+        };
         let changed = patched != *object;
         *object = patched;
         Ok(Some(changed))
@@ -368,11 +383,15 @@ impl Ctx {
             return Err(review::dry_run_unsupported(&h.name));
         }
         let uid = super::meta::uid();
+        let (object, old) = (
+            object.map(|o| convert(o, a, inv)),
+            old.map(|o| convert(o, a, inv)),
+        );
         let q = review::Question {
             attrs: a,
             invocation: inv,
-            object,
-            old,
+            object: object.as_ref(),
+            old: old.as_ref(),
             dry_run: self.dry_run,
             options,
             user: &self.user,
@@ -452,6 +471,18 @@ impl Ctx {
             path_and_query: format!("{path}{query}"),
             ca,
         })
+    }
+}
+
+/// `v`, of the request's resource, as the equivalent resource a webhook is
+/// called for serves it (core/v1 and events.k8s.io/v1 Events).
+fn convert(v: &Value, a: &Attrs, inv: Option<&matching::Invocation>) -> Value {
+    match inv {
+        Some(i) if i.group == super::events::GROUP && a.group.is_empty() => {
+            super::events::as_version(v, super::events::API_VERSION)
+        }
+        Some(i) if i.group.is_empty() && a.group == super::events::GROUP => super::events::to_core(v),
+        _ => v.clone(),
     }
 }
 
