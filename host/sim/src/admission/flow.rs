@@ -54,6 +54,15 @@ pub fn current(shared: &Shared, t: &Target, name: &str) -> Option<Arc<Obj>> {
 /// Admit a create of `body` (options: CreateOptions, or PatchOptions turned
 /// into them for an apply that creates); the body to store.
 pub fn create(shared: &Shared, ctx: &Ctx, t: &Target, mut body: Value) -> Result<Value, ApiError> {
+    // The NamespaceLifecycle plugin runs before the webhooks: a create in a
+    // missing or terminating namespace is refused without calling them.
+    if let (true, Some(ns)) = (t.def.namespaced, t.ns) {
+        let st = shared.store.lock();
+        let namespace = st.table("namespaces").and_then(|tb| tb.objects.get(ns));
+        if namespace.is_none_or(|n| n.value.pointer("/metadata/deletionTimestamp").is_some()) {
+            return Ok(body);
+        }
+    }
     let ctx = ctx.dry_run(t.mode.dry_run);
     if let (true, Some(ns), Some(m)) = (
         t.def.namespaced,
