@@ -344,46 +344,61 @@ fn serve_resource(
             })?;
             // Parsed before locking the store; a malformed patch matters once the object exists.
             let parsed = Patch::parse(&body, ty);
-            let mut st = shared.store.lock_for_write(mode.clone());
             let key = super::store::key(ns.filter(|_| def.namespaced), name);
-            let current = st
-                .table(&def.storage())
-                .and_then(|t| t.objects.get(&key))
-                .cloned();
-            let o = match current {
-                Some(cur) => {
-                    let p = parsed?;
-                    // Patched as the URL's version serves it (an Event through events.k8s.io).
-                    let mut new = match events::is_events_group(&def) {
-                        true => p.apply(&events::from_core(&cur.value))?,
-                        false => p.apply(&cur.value)?,
-                    };
-                    decode::check(&def, &rp.version, &new).map_err(|why| undecodable(&new, &why))?;
-                    // A patch without resourceVersion is unconditional.
-                    if p.resource_version().is_none() {
-                        new["metadata"]["resourceVersion"] = json!(cur.rv.to_string());
+            let mut tries = 0;
+            let o = loop {
+                tries += 1;
+                let mut st = shared.store.lock_for_write(mode.clone());
+                let current = st
+                    .table(&def.storage())
+                    .and_then(|t| t.objects.get(&key))
+                    .cloned();
+                break match current {
+                    Some(cur) => {
+                        let p = parsed.as_ref().map_err(Clone::clone)?;
+                        // Patched as the URL's version serves it (an Event through events.k8s.io).
+                        let mut new = match events::is_events_group(&def) {
+                            true => p.apply(&events::from_core(&cur.value))?,
+                            false => p.apply(&cur.value)?,
+                        };
+                        decode::check(&def, &rp.version, &new).map_err(|why| undecodable(&new, &why))?;
+                        // A patch without resourceVersion is unconditional.
+                        if p.resource_version().is_none() {
+                            new["metadata"]["resourceVersion"] = json!(cur.rv.to_string());
+                        }
+                        if let Some(a) = adm {
+                            // Webhooks are called with the store unlocked: an unconditional
+                            // patch that raced another write is made again (as the API server's
+                            // patcher retries), a conditional one is a conflict.
+                            drop(st);
+                            new = flow::update(shared, a, &target, name, &cur.value, new, true)?;
+                            st = shared.store.lock_for_write(mode.clone());
+                        }
+                        match write::update(&mut st, &def, ns, name, new, status) {
+                            Err(e)
+                                if e.code == 409
+                                    && adm.is_some()
+                                    && p.resource_version().is_none()
+                                    && tries < 5 =>
+                            {
+                                continue;
+                            }
+                            r => r?,
+                        }
                     }
-                    if let Some(a) = adm {
-                        // Webhooks are called with the store unlocked; the
-                        // resourceVersion pinned above refuses a write in between.
-                        drop(st);
-                        new = flow::update(shared, a, &target, name, &cur.value, new, true)?;
-                        st = shared.store.lock_for_write(mode.clone());
+                    None if ty == PatchType::Apply && !status => {
+                        let mut v = parsed.as_ref().map_err(Clone::clone)?.apply(&json!({}))?;
+                        decode::check(&def, &rp.version, &v).map_err(|why| undecodable(&v, &why))?;
+                        v["metadata"]["name"] = json!(name);
+                        if let Some(a) = adm {
+                            drop(st);
+                            v = flow::create(shared, a, &target, v)?;
+                            st = shared.store.lock_for_write(mode.clone());
+                        }
+                        write::create(&mut st, &def, ns, &api_version, v)?
                     }
-                    write::update(&mut st, &def, ns, name, new, status)?
-                }
-                None if ty == PatchType::Apply && !status => {
-                    let mut v = parsed?.apply(&json!({}))?;
-                    decode::check(&def, &rp.version, &v).map_err(|why| undecodable(&v, &why))?;
-                    v["metadata"]["name"] = json!(name);
-                    if let Some(a) = adm {
-                        drop(st);
-                        v = flow::create(shared, a, &target, v)?;
-                        st = shared.store.lock_for_write(mode.clone());
-                    }
-                    write::create(&mut st, &def, ns, &api_version, v)?
-                }
-                None => return Err(ApiError::not_found(&def.qualified(), name)),
+                    None => return Err(ApiError::not_found(&def.qualified(), name)),
+                };
             };
             Ok(obj_response(200, &o, &api_version))
         }
