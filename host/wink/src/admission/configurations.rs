@@ -380,7 +380,12 @@ pub async fn keep(
         }
         tokio::select! {
             () = tokio::time::sleep(POLL) => {}
-            _ = ca_bundle.changed() => {}
+            changed = ca_bundle.changed() => {
+                if changed.is_err() {
+                    // No more bundles: the last one stays; poll as usual.
+                    tokio::time::sleep(POLL).await;
+                }
+            }
         }
     }
 }

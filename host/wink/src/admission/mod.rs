@@ -57,6 +57,7 @@ pub async fn bind(options: &AdmissionOptions) -> anyhow::Result<(BoundedListener
     let listen = ListenOptions {
         allow_non_loopback: true,
         probe_reserve: 0,
+        idle_timeout: server::KEEP_ALIVE,
         ..ListenOptions::default()
     };
     let listener = listener::bind(options.addr, "the admission webhook server", &listen).await?;
