@@ -22,7 +22,8 @@ async fn rules_and_selectors_exclude_what_they_should() {
         "name": "select.wink.test",
         "clientConfig": {"service": {"namespace": "webhooks", "name": "hook", "path": "/validate"}, "caBundle": ca},
         "rules": [{"operations": ["CREATE", "DELETE"], "apiGroups": [""], "apiVersions": ["v1"], "resources": ["configmaps"], "scope": "Namespaced"}],
-        "namespaceSelector": {"matchExpressions": [{"key": "webhooks", "operator": "NotIn", "values": ["off"]}]},
+        "namespaceSelector": {"matchExpressions": [{"key": "webhooks", "operator": "NotIn", "values": ["off"]},
+            {"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": ["hushed"]}]},
         "objectSelector": {"matchExpressions": [{"key": "app", "operator": "NotIn", "values": ["skipped"]}]},
         "sideEffects": "None",
         "admissionReviewVersions": ["v1"],
@@ -37,6 +38,14 @@ async fn rules_and_selectors_exclude_what_they_should() {
     assert!(
         s.reviews_of("in-quiet").is_empty(),
         "an excluded namespace's object is never sent"
+    );
+    // Namespaces carry kubernetes.io/metadata.name, as on a real server.
+    s.env.ok(&["create", "namespace", "hushed"]).await;
+    let by_name = s.configmap("in-hushed", "hushed", json!({"forbidden": "x"}));
+    s.env.ok(&["apply", "-f", &by_name]).await;
+    assert!(
+        s.reviews_of("in-hushed").is_empty(),
+        "a namespace excluded by name is never sent"
     );
     assert!(
         s.reviews_of("skipped").is_empty(),

@@ -178,21 +178,25 @@ impl Ctx {
 
     /// The labels the namespaceSelector is matched against; None: cluster-scoped.
     fn namespace_labels(&self, op: &Op, object: Option<&Value>, old: Option<&Value>) -> Option<Value> {
-        if op.def.group.is_empty() && op.def.plural == "namespaces" {
+        let (name, labels) = if op.def.group.is_empty() && op.def.plural == "namespaces" {
             let o = object.filter(|o| !o.is_null()).or(old);
-            return Some(
-                o.and_then(|o| o.pointer("/metadata/labels"))
-                    .cloned()
-                    .unwrap_or(json!({})),
-            );
-        }
-        let ns = op.ns.filter(|_| op.def.namespaced)?;
-        let st = self.shared.store.lock();
-        let labels = st
-            .table("namespaces")
-            .and_then(|t| t.objects.get(ns))
-            .and_then(|o| o.value.pointer("/metadata/labels").cloned());
-        Some(labels.unwrap_or(json!({})))
+            (
+                op.name.to_string(),
+                o.and_then(|o| o.pointer("/metadata/labels")).cloned(),
+            )
+        } else {
+            let ns = op.ns.filter(|_| op.def.namespaced)?;
+            let st = self.shared.store.lock();
+            let o = st.table("namespaces").and_then(|t| t.objects.get(ns));
+            (
+                ns.to_string(),
+                o.and_then(|o| o.value.pointer("/metadata/labels").cloned()),
+            )
+        };
+        // The label the API server gives every namespace (selectors name it to pick namespaces by name).
+        let mut labels = labels.filter(Value::is_object).unwrap_or(json!({}));
+        labels["kubernetes.io/metadata.name"] = json!(name);
+        Some(labels)
     }
 
     /// Which hooks of a kind take this request, with their invocations.
