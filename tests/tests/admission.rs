@@ -12,6 +12,7 @@
 //! Ignore allows with a warning), and audit mode allows with a warning.
 
 use crate::cache_support;
+use crate::kubectl_support;
 
 use base64::Engine;
 use cache_support::*;
@@ -489,4 +490,90 @@ async fn operator_certificates_are_served_and_read_again_when_they_change() {
     })
     .await;
     drop(wink);
+}
+
+/// The URL in the validating configuration, once there is one.
+async fn configured_url(sim: &Sim, wink: &Wink, want: &str) {
+    let want = want.to_string();
+    configuration(sim, wink, "ValidatingWebhookConfiguration", |c| {
+        c.is_some_and(|c| {
+            c["webhooks"][0]["clientConfig"]["url"]
+                .as_str()
+                .is_some_and(|u| u.starts_with(&want))
+        })
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_leader_keeps_the_configurations_and_kubectl_hears_the_plugin() {
+    if !kubectl_support::have_kubectl() {
+        return;
+    }
+    let env = kubectl_support::env("admission_leader", SimConfig::default()).await;
+    let s = Setup::new("admission_leader", &env.sim);
+    s.install("admit_probe", "probe", None);
+    let ports = [free_port(), free_port()];
+    let urls: Vec<String> = ports.iter().map(|p| format!("https://127.0.0.1:{p}")).collect();
+    let addrs: Vec<String> = ports.iter().map(|p| format!("127.0.0.1:{p}")).collect();
+    let start = |i: usize, identity: &str| {
+        let args = ["--admission-addr", &addrs[i], "--admission-webhook-url", &urls[i]];
+        let w = replica(&s, identity, &args);
+        w.wait_for_line("admission webhook server listening", WAIT);
+        w
+    };
+    let a = start(0, "a");
+    a.wait_for_line("became the leader", WAIT);
+    let b = start(1, "b");
+    wait_synced(&b, "probe");
+    configured_url(&env.sim, &a, &urls[0]).await;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert!(
+        !b.lines().iter().any(|l| l.contains("webhook configuration")),
+        "a standby writes no configuration"
+    );
+    // The standby answers too, with the same CA.
+    let ca = ca_pem(&env.sim).await;
+    let r = ask(
+        ports[1],
+        &ca,
+        "/admission/probe/validate",
+        &review("uid-b", pod("ok", json!({}))),
+    )
+    .await;
+    assert_eq!(r["allowed"], true, "{r}");
+
+    // kubectl hears the plugin's denial, its warning, and sees its mutation.
+    env.ok(&["create", "namespace", "apps"]).await;
+    let file = |name: &str, labels: Value| {
+        let mut p = pod(name, labels);
+        p["metadata"]["namespace"] = json!("apps");
+        let path = env.dir.join(format!("{name}.json"));
+        std::fs::write(&path, p.to_string()).unwrap();
+        path.to_str().unwrap().to_string()
+    };
+    let denied = file("denied", json!({"deny": "1"}));
+    let (ok, _, stderr) = env.run(&["create", "-f", &denied]).await;
+    assert!(!ok, "denied");
+    assert!(
+        stderr.contains("admission webhook \"probe.validate.wink.dev\" denied the request")
+            && stderr.contains("admit-probe: pod denied is labelled deny"),
+        "{stderr}"
+    );
+    let fine = file("fine", json!({}));
+    let (ok, _, stderr) = env.run(&["create", "-f", &fine]).await;
+    assert!(ok, "{stderr}");
+    assert!(stderr.contains("Warning: admit-probe: checked fine"), "{stderr}");
+    let stored = env
+        .json(&["get", "pod", "fine", "-n", "apps", "-o", "json"])
+        .await;
+    assert_eq!(stored["metadata"]["labels"]["probed"], "yes");
+
+    // The leader goes: the new one points the configurations at itself.
+    drop(a);
+    b.wait_for_line("became the leader", WAIT);
+    configured_url(&env.sim, &b, &urls[1]).await;
+    let other = file("other", json!({}));
+    let (ok, _, stderr) = env.run(&["create", "-f", &other]).await;
+    assert!(ok, "{stderr}");
 }
