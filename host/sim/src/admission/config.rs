@@ -119,10 +119,11 @@ pub fn validate(def: &ResourceDef, body: &Value) -> Vec<String> {
                 f("admissionReviewVersions")
             ));
         } else if !versions.iter().any(|v| *v == "v1" || *v == "v1beta1") {
+            let go: Vec<String> = versions.iter().map(|v| format!("{v:?}")).collect();
             errs.push(format!(
-                "{}: Invalid value: {}: must include at least one of v1, v1beta1",
+                "{}: Invalid value: []string{{{}}}: must include at least one of v1, v1beta1",
                 f("admissionReviewVersions"),
-                serde_json::to_string(&versions).unwrap_or_default()
+                go.join(", ")
             ));
         }
         let cc = h.get("clientConfig");
@@ -138,9 +139,9 @@ pub fn validate(def: &ResourceDef, body: &Value) -> Vec<String> {
                 f("clientConfig")
             )),
             (Some(u), None) if !u.starts_with("https://") => errs.push(format!(
-                "{}: Unsupported value: {:?}: supported values: \"https\"",
+                "{}: Invalid value: {:?}: 'https' is the only allowed URL scheme; desired format: https://host[/path]",
                 f("clientConfig.url"),
-                u.split("://").next().unwrap_or("")
+                u.split_once("://").map_or("", |(scheme, _)| scheme)
             )),
             _ => {}
         }
@@ -242,4 +243,51 @@ pub fn any(st: &State) -> bool {
         st.table(&format!("{p}.{GROUP}"))
             .is_some_and(|t| !t.objects.is_empty())
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::super::resources::builtins;
+    use super::*;
+
+    fn def(plural: &str) -> ResourceDef {
+        builtins()
+            .into_iter()
+            .find(|d| d.plural == plural)
+            .expect("built-in")
+    }
+
+    #[test]
+    fn defaults_and_checks_as_the_api_server_has_them() {
+        let mutating = def(MUTATING);
+        let mut cfg = json!({"webhooks": [{"name": "a.b.c", "clientConfig": {"service": {"namespace": "n", "name": "s"}},
+            "rules": [{"operations": ["*"], "apiGroups": ["*"], "apiVersions": ["*"], "resources": ["*"]}],
+            "sideEffects": "None", "admissionReviewVersions": ["v1"]}]});
+        default(&mutating, &mut cfg);
+        let h = &cfg["webhooks"][0];
+        assert_eq!(h["failurePolicy"], "Fail");
+        assert_eq!(h["matchPolicy"], "Equivalent");
+        assert_eq!(h["timeoutSeconds"], 10);
+        assert_eq!(h["reinvocationPolicy"], "Never");
+        assert_eq!(h["namespaceSelector"], json!({}));
+        assert_eq!(h["clientConfig"]["service"]["port"], 443);
+        assert_eq!(h["rules"][0]["scope"], "*");
+        assert!(validate(&mutating, &cfg).is_empty());
+
+        let bad = json!({"webhooks": [
+            {"name": "a.b.c", "clientConfig": {"url": "http://x"}, "sideEffects": "Some", "admissionReviewVersions": ["v2"]},
+            {"name": "a.b.c", "clientConfig": {}, "admissionReviewVersions": ["v1"], "sideEffects": "None", "timeoutSeconds": 31},
+        ]});
+        assert_eq!(
+            validate(&def(VALIDATING), &bad),
+            vec![
+                "webhooks[0].sideEffects: Unsupported value: \"Some\": supported values: \"None\", \"NoneOnDryRun\"",
+                "webhooks[0].admissionReviewVersions: Invalid value: []string{\"v2\"}: must include at least one of v1, v1beta1",
+                "webhooks[0].clientConfig.url: Invalid value: \"http\": 'https' is the only allowed URL scheme; desired format: https://host[/path]",
+                "webhooks[1].name: Duplicate value: \"a.b.c\"",
+                "webhooks[1].clientConfig: Required value: exactly one of url or service is required",
+                "webhooks[1].timeoutSeconds: Invalid value: 31: the timeout value must be between 1 and 30 seconds",
+            ]
+        );
+    }
 }
