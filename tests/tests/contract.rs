@@ -326,9 +326,12 @@ async fn in_audit_mode_every_write_and_event_says_it_changed_nothing() {
     let ops = json!([
         {"op": "create", "api_version": "v1", "kind": "ConfigMap", "body": {"metadata": {"name": "n", "namespace": "default"}}},
         {"op": "patch", "api_version": "v1", "kind": "ConfigMap", "key": "default/trigger", "body": {"data": {"a": "b"}}},
-        {"op": "delete", "api_version": "v1", "kind": "ConfigMap", "key": "default/trigger"},
+        {"op": "delete", "api_version": "v1", "kind": "ConfigMap", "key": "default/victim"},
         {"op": "event", "key": "default/trigger", "type": "normal", "reason": "Probe", "action": "Probed", "note": "n"},
     ]);
+    let victim = json!({"apiVersion": "v1", "kind": "ConfigMap",
+                        "metadata": {"name": "victim", "namespace": "default"}});
+    sim.insert(victim.clone()).unwrap();
     let audit = format!("{PROBE_GRANT}    mode: audit\n");
     let (answers, _wink) = probe(&sim, "contract_dry_run", ops.clone(), &audit, &[]).await;
     assert_eq!(
@@ -346,8 +349,10 @@ async fn in_audit_mode_every_write_and_event_says_it_changed_nothing() {
         cms.get("trigger").await.unwrap().data.is_none(),
         "nothing was patched"
     );
+    assert!(cms.get_opt("victim").await.unwrap().is_some(), "nothing was deleted");
     // The same writes in enforce mode say they were applied.
     let sim = Sim::start(SimConfig::default()).await.unwrap();
+    sim.insert(victim).unwrap();
     let (answers, _wink) = probe(&sim, "contract_applied", ops, PROBE_GRANT, &[]).await;
     assert_eq!(answers[0], "write 0 create: ok default/n");
     assert_eq!(answers[3], "write 3 event: ok default/trigger");

@@ -363,9 +363,10 @@ async fn in_audit_mode_no_key_trick_writes_for_real() {
     let grant = GRANT.replace("MODE", "mode: audit");
     let answers = run_probe(&sim, "escape_audit", &ops, &grant).await;
     assert_eq!(answers.len(), n + 2, "{answers:#?}");
-    assert_eq!(answers[n], format!("write {n} patch: ok default/victim"));
+    // Both answers say they were dry runs.
+    assert_eq!(answers[n], format!("write {n} patch: ok default/victim (dry run)"));
     assert!(
-        answers[n + 1].starts_with(&format!("write {} delete: ok", n + 1)),
+        answers[n + 1].starts_with(&format!("write {} delete: ok", n + 1)) && answers[n + 1].ends_with("(dry run)"),
         "{answers:#?}"
     );
     assert_nothing_got_through(&sim, &before, &answers, n).await;

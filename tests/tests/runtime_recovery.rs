@@ -297,7 +297,7 @@ async fn broken_replacements_never_replace_a_working_plugin() {
         errors[0]
     );
     assert!(
-        errors[1].contains(&format!("{pl}: not a wink:plugin@0.3.0 component")),
+        errors[1].contains(&format!("{pl}: not a wink:plugin@0.4.0 (or @0.3.0) component")),
         "{}",
         errors[1]
     );

@@ -47,6 +47,6 @@ class Handler(_Sdk):  # type: ignore[misc, valid-type]
         _bare = '"bare"' in config
         return super().init(config)
 
-    def on_update(self, key, old, new) -> None:  # type: ignore[no-untyped-def]
+    def on_update(self, watch, key, old, new) -> None:  # type: ignore[no-untyped-def]
         if not _bare:
-            super().on_update(key, old, new)
+            super().on_update(watch, key, old, new)
