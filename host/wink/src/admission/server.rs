@@ -78,6 +78,10 @@ pub async fn serve(
     manager: Arc<PluginManager>,
 ) -> anyhow::Result<()> {
     let acceptor = TlsAcceptor::from(Arc::new(tls));
+    let manager = Arc::new(Served {
+        manager,
+        asking: Default::default(),
+    });
     loop {
         let (io, peer, _) = listener.next(false).await;
         let (acceptor, manager, options) = (acceptor.clone(), manager.clone(), options.clone());
@@ -95,11 +99,7 @@ pub async fn serve(
     }
 }
 
-async fn connection<I>(
-    io: I,
-    manager: Arc<PluginManager>,
-    options: &ListenOptions,
-) -> Result<(), hyper::Error>
+async fn connection<I>(io: I, manager: Arc<Served>, options: &ListenOptions) -> Result<(), hyper::Error>
 where
     I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
@@ -257,7 +257,7 @@ pub fn route(path: &str) -> Option<(&str, Door)> {
 
 async fn answer(
     request: Request<Incoming>,
-    manager: Arc<PluginManager>,
+    manager: Arc<Served>,
     body_timeout: Duration,
 ) -> Response<Full<Bytes>> {
     let path = request.uri().path().to_string();
@@ -326,23 +326,58 @@ async fn webhook(manager: &PluginManager, plugin: &str, door: Door) -> Option<We
         .and_then(|p| p.webhooks.into_iter().find(|w| w.hook == hook))
 }
 
+/// How many requests one plugin may have under way, those past their
+/// deadline included (a call runs on to the runtime's deadline): past it,
+/// a request gets the failure policy at once rather than a growing queue
+/// behind a plugin that does not answer.
+pub const MAX_ASKING: usize = 32;
+
+/// What the server answers from: the plugins, and the requests each one
+/// has under way.
+struct Served {
+    manager: Arc<PluginManager>,
+    asking: std::sync::Mutex<std::collections::HashMap<String, Arc<tokio::sync::Semaphore>>>,
+}
+
+impl Served {
+    /// A place among `plugin`'s requests under way, if one is free.
+    fn place(&self, plugin: &str) -> Option<tokio::sync::OwnedSemaphorePermit> {
+        let mut asking = self.asking.lock().unwrap();
+        // Plugins come and go: forget those with nothing under way.
+        if asking.len() > 1024 {
+            asking.retain(|_, s| s.available_permits() < MAX_ASKING);
+        }
+        let places = asking
+            .entry(plugin.to_string())
+            .or_insert_with(|| Arc::new(tokio::sync::Semaphore::new(MAX_ASKING)));
+        places.clone().try_acquire_owned().ok()
+    }
+}
+
 /// The plugin's decision, or its failure policy's when it has none in time.
-async fn decide(
-    manager: &Arc<PluginManager>,
-    plugin: &str,
-    door: Door,
-    request: &serde_json::Value,
-) -> Decision {
+async fn decide(served: &Served, plugin: &str, door: Door, request: &serde_json::Value) -> Decision {
     if review::is_lease(request) {
         return Decision::allow();
     }
+    let manager = &served.manager;
     let webhook = webhook(manager, plugin, door).await;
     let within = deadline(webhook.as_ref().map_or(10, |w| w.timeout_seconds));
+    let Some(place) = served.place(plugin) else {
+        let why = Unanswered::Failed(
+            plugin.to_string(),
+            format!("{MAX_ASKING} of its requests are still under way"),
+        );
+        return admission::failed(webhook.as_ref(), &why);
+    };
     // A task of its own: a call past the deadline runs on to its own
     // deadline (trapped by the runtime) without holding this answer.
     let asked = {
         let (manager, plugin, request) = (manager.clone(), plugin.to_string(), request.clone());
-        tokio::spawn(async move { manager.admit(&plugin, door, &request).await })
+        tokio::spawn(async move {
+            let decision = manager.admit(&plugin, door, &request).await;
+            drop(place);
+            decision
+        })
     };
     match tokio::time::timeout(within, asked).await {
         Ok(Ok(decision)) => decision,
