@@ -48,11 +48,10 @@ async fn ca_pem(sim: &Sim) -> String {
     String::from_utf8(data["ca.crt"].0.clone()).unwrap()
 }
 
-/// POST `body` to `path` over HTTPS, trusting `ca`: (status, body).
-async fn post(port: u16, ca: &str, path: &str, body: &str) -> (u16, String) {
+/// A TLS connection to the webhook server on `port`, trusting `ca` (PEM).
+async fn connect(port: u16, ca: &str) -> tokio_rustls::client::TlsStream<tokio::net::TcpStream> {
     let mut roots = rustls::RootCertStore::empty();
-    let mut pem = ca.as_bytes();
-    for cert in rustls_certs(&mut pem) {
+    for cert in rustls_certs(&mut ca.as_bytes()) {
         roots.add(cert).unwrap();
     }
     let provider = Arc::new(rustls::crypto::ring::default_provider());
@@ -64,10 +63,23 @@ async fn post(port: u16, ca: &str, path: &str, body: &str) -> (u16, String) {
     let connector = tokio_rustls::TlsConnector::from(Arc::new(config));
     let tcp = tokio::net::TcpStream::connect(("127.0.0.1", port)).await.unwrap();
     let name = rustls::pki_types::ServerName::try_from("127.0.0.1").unwrap();
-    let mut tls = connector
+    connector
         .connect(name, tcp)
         .await
-        .expect("a TLS handshake trusting the CA");
+        .expect("a TLS handshake trusting the CA")
+}
+
+/// The (status, body) of an HTTP/1.1 answer.
+fn status_and_body(answer: &[u8]) -> (u16, String) {
+    let answer = String::from_utf8_lossy(answer).into_owned();
+    let (head, body) = answer.split_once("\r\n\r\n").unwrap_or((&answer, ""));
+    let status = head.split(' ').nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
+    (status, body.to_string())
+}
+
+/// POST `body` to `path` over HTTPS, trusting `ca`: (status, body).
+async fn post(port: u16, ca: &str, path: &str, body: &str) -> (u16, String) {
+    let mut tls = connect(port, ca).await;
     let request = format!(
         "POST {path} HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
         body.len()
@@ -75,10 +87,20 @@ async fn post(port: u16, ca: &str, path: &str, body: &str) -> (u16, String) {
     tls.write_all(request.as_bytes()).await.unwrap();
     let mut answer = Vec::new();
     let _ = tls.read_to_end(&mut answer).await;
-    let answer = String::from_utf8_lossy(&answer).into_owned();
-    let (head, body) = answer.split_once("\r\n\r\n").unwrap_or((&answer, ""));
-    let status = head.split(' ').nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
-    (status, body.to_string())
+    status_and_body(&answer)
+}
+
+/// Send only the head of a POST whose body would be `length` bytes:
+/// (status, body) of the answer.
+async fn post_head(port: u16, ca: &str, path: &str, length: usize) -> (u16, String) {
+    let mut tls = connect(port, ca).await;
+    let head = format!(
+        "POST {path} HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-length: {length}\r\nconnection: close\r\n\r\n"
+    );
+    tls.write_all(head.as_bytes()).await.unwrap();
+    let mut answer = Vec::new();
+    let _ = tokio::time::timeout(Duration::from_secs(5), tls.read_to_end(&mut answer)).await;
+    status_and_body(&answer)
 }
 
 fn rustls_certs(pem: &mut &[u8]) -> Vec<rustls::pki_types::CertificateDer<'static>> {
@@ -233,6 +255,10 @@ async fn reviews_are_answered_configurations_kept_and_the_ca_reused() {
     )
     .await;
     assert_eq!(status, 404);
+    // A body past the cap is refused before it is read.
+    let (status, body) = post_head(port, &ca, "/admission/probe/validate", 7 << 20).await;
+    assert_eq!(status, 413, "{body}");
+    assert!(body.contains("an admission review is at most"), "{body}");
     // A Lease is never asked about.
     let mut lease = serde_json::from_str::<Value>(&review("uid-4", pod("l", json!({"deny": "1"})))).unwrap();
     lease["request"]["resource"] =

@@ -270,6 +270,16 @@ async fn answer(
     if request.method() != Method::POST {
         return text(StatusCode::METHOD_NOT_ALLOWED, "an admission review is POSTed");
     }
+    let too_large = || {
+        text(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!("an admission review is at most {MAX_BODY} bytes"),
+        )
+    };
+    // Said before a byte of it is read, when its length says so.
+    if hyper::body::Body::size_hint(request.body()).lower() > MAX_BODY as u64 {
+        return too_large();
+    }
     // The whole body within its deadline, however slowly it is dribbled.
     let body = Limited::new(request.into_body(), MAX_BODY).collect();
     let body = match tokio::time::timeout(body_timeout, body).await {
@@ -280,12 +290,7 @@ async fn answer(
             );
         }
         Ok(Ok(body)) => body.to_bytes(),
-        Ok(Err(e)) if e.is::<http_body_util::LengthLimitError>() => {
-            return text(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                format!("an admission review is at most {MAX_BODY} bytes"),
-            );
-        }
+        Ok(Err(e)) if e.is::<http_body_util::LengthLimitError>() => return too_large(),
         Ok(Err(e)) => {
             return text(
                 StatusCode::BAD_REQUEST,
