@@ -343,8 +343,8 @@ async fn keep_own(
             Ok(Some(s)) => match ca_of(&s) {
                 Ok(Some(stored)) if stored.pem != ca.pem => {
                     tracing::info!(secret, "the admission CA in its Secret changed: adopted");
+                    tx.send_replace(rotated(&stored.pem, &ca.pem));
                     ca = stored;
-                    tx.send_replace(ca.pem.clone());
                     reissue = true;
                 }
                 Ok(_) => {}
@@ -352,8 +352,8 @@ async fn keep_own(
             },
             Ok(None) => match load_or_create_ca(&api, &secret).await {
                 Ok(stored) if stored.pem != ca.pem => {
+                    tx.send_replace(rotated(&stored.pem, &ca.pem));
                     ca = stored;
-                    tx.send_replace(ca.pem.clone());
                     reissue = true;
                 }
                 Ok(_) => {}
@@ -372,6 +372,17 @@ async fn keep_own(
             }
         }
     }
+}
+
+/// The CA bundle after a rotation from `old` to `new`: both, so that a
+/// replica still serving a certificate of the old CA (each adopts the new
+/// one within a minute) is trusted meanwhile.
+fn rotated(new: &str, old: &str) -> String {
+    let mut bundle = new.trim_end().to_string();
+    bundle.push('\n');
+    bundle.push_str(old.trim_end());
+    bundle.push('\n');
+    bundle
 }
 
 /// The names a serving certificate is for: the Service's DNS names in
@@ -406,6 +417,17 @@ pub fn url_host(url: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_rotated_bundle_trusts_both_cas() {
+        let (old, new) = (Ca::new().unwrap(), Ca::new().unwrap());
+        let bundle = rotated(&new.pem, &old.pem);
+        let certs: Vec<_> = CertificateDer::pem_slice_iter(bundle.as_bytes())
+            .map(Result::unwrap)
+            .collect();
+        assert_eq!(certs.len(), 2);
+        assert_eq!(certs[0], *new.cert.der());
+    }
 
     #[test]
     fn names_cover_the_service_and_the_url_host() {
