@@ -603,3 +603,41 @@ async fn the_leader_keeps_the_configurations_and_kubectl_hears_the_plugin() {
     let (ok, _, stderr) = env.run(&["create", "-f", &other]).await;
     assert!(ok, "{stderr}");
 }
+
+/// The certificate the webhook server on `port` presents.
+async fn served_certificate(port: u16, ca: &str) -> Vec<u8> {
+    let tls = connect(port, ca).await;
+    tls.get_ref().1.peer_certificates().expect("a certificate")[0].to_vec()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_serving_certificate_is_renewed_without_a_restart() {
+    let sim = Sim::start(SimConfig::default()).await.unwrap();
+    let s = Setup::new("admission_renewal", &sim);
+    s.install("admit_probe", "probe", None);
+    let port = free_port();
+    // Valid 6 s: renewed after 4.
+    let wink = run(&s, port, &["--admission-cert-validity-secs", "6"]);
+    wait_synced(&wink, "probe");
+    let ca = ca_pem(&sim).await;
+    let first = served_certificate(port, &ca).await;
+    wink.wait_for_line("admission serving certificate renewed", WAIT);
+    let second = served_certificate(port, &ca).await;
+    assert_ne!(first, second, "a new certificate, trusted by the same CA");
+    let r = ask(
+        port,
+        &ca,
+        "/admission/probe/validate",
+        &review("uid-r", pod("ok", json!({}))),
+    )
+    .await;
+    assert_eq!(r["allowed"], true, "{r}");
+    assert_eq!(
+        wink.lines()
+            .iter()
+            .filter(|l| l.contains("admission webhook server listening"))
+            .count(),
+        1,
+        "no restart"
+    );
+}

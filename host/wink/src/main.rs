@@ -256,6 +256,10 @@ struct HostArgs {
     /// elsewhere.
     #[arg(long, num_args = 0..=1, default_value_t = true, default_missing_value = "true", action = clap::ArgAction::Set)]
     admission_configurations: bool,
+    /// How long wink's own serving certificate is valid, seconds (renewed
+    /// after two thirds of it); for tests.
+    #[arg(long, hide = true, default_value_t = wink::admission::certs::SERVING_VALIDITY.as_secs())]
+    admission_cert_validity_secs: u64,
     /// Let HTTP surfaces (the admin server, the cache view) listen on a non-loopback address:
     /// they have no authentication.
     #[arg(long)]
@@ -359,6 +363,7 @@ impl HostArgs {
             ca_secret: self.admission_ca_secret.clone(),
             tls_files,
             configurations: self.admission_configurations,
+            cert_validity: Duration::from_secs(self.admission_cert_validity_secs.max(3)),
         })
     }
 

@@ -34,10 +34,9 @@ pub const CA_CERT_KEY: &str = "ca.crt";
 pub const CA_KEY_KEY: &str = "ca.key";
 /// How long wink's CA is valid.
 const CA_VALIDITY: Duration = Duration::from_secs(10 * 365 * 24 * 3600);
-/// How long a serving certificate is valid ...
+/// How long a serving certificate is valid; it is replaced once two
+/// thirds of its life have passed (30 days before its end).
 pub const SERVING_VALIDITY: Duration = Duration::from_secs(90 * 24 * 3600);
-/// ... and how long before its end it is replaced (a third of its life).
-pub const RENEW_BEFORE: Duration = Duration::from_secs(30 * 24 * 3600);
 /// How often the operator's files and the CA Secret are looked at.
 const RECHECK: Duration = Duration::from_secs(10);
 
@@ -58,6 +57,8 @@ pub enum Source {
         namespace: String,
         secret: String,
         names: Vec<String>,
+        /// How long its serving certificates are valid ([`SERVING_VALIDITY`]).
+        validity: Duration,
     },
 }
 
@@ -154,8 +155,8 @@ impl Ca {
         })
     }
 
-    /// A serving certificate for `names`, valid for [`SERVING_VALIDITY`].
-    fn issue(&self, names: &[String]) -> anyhow::Result<CertifiedKey> {
+    /// A serving certificate for `names`, valid for `validity`.
+    fn issue(&self, names: &[String], validity: Duration) -> anyhow::Result<CertifiedKey> {
         let mut params = CertificateParams::new(names.to_vec())?;
         let mut dn = DistinguishedName::new();
         dn.push(DnType::CommonName, names.first().map_or("wink", String::as_str));
@@ -167,7 +168,7 @@ impl Ca {
         ];
         params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
         params.not_before = now() - time::Duration::hours(1);
-        params.not_after = now() + SERVING_VALIDITY;
+        params.not_after = now() + validity;
         let key = KeyPair::generate()?;
         let cert = params.signed_by(&key, &self.cert, &self.key)?;
         let chain = vec![cert.der().clone()];
@@ -305,13 +306,14 @@ pub async fn start(source: Source) -> anyhow::Result<Certs> {
             namespace,
             secret,
             names,
+            validity,
         } => {
             let api: Api<Secret> = Api::namespaced(client, &namespace);
             let ca = load_or_create_ca(&api, &secret).await?;
-            let resolver = Resolver::new(ca.issue(&names)?);
+            let resolver = Resolver::new(ca.issue(&names, validity)?);
             tracing::info!(names = ?names, "admission serving certificate issued");
             let (tx, rx) = watch::channel(ca.pem.clone());
-            tokio::spawn(keep_own(api, secret, names, ca, resolver.clone(), tx));
+            tokio::spawn(keep_own(api, secret, (names, validity), ca, resolver.clone(), tx));
             Ok(Certs {
                 resolver,
                 ca_bundle: rx,
@@ -326,15 +328,15 @@ pub async fn start(source: Source) -> anyhow::Result<Certs> {
 async fn keep_own(
     api: Api<Secret>,
     secret: String,
-    names: Vec<String>,
+    (names, validity): (Vec<String>, Duration),
     mut ca: Ca,
     resolver: Arc<Resolver>,
     tx: watch::Sender<String>,
 ) {
     let mut issued = tokio::time::Instant::now();
-    let renew_after = SERVING_VALIDITY - RENEW_BEFORE;
+    let renew_after = validity * 2 / 3;
     loop {
-        tokio::time::sleep(RECHECK * 6).await;
+        tokio::time::sleep((RECHECK * 6).min(validity / 6)).await;
         if tx.is_closed() {
             return;
         }
@@ -362,7 +364,7 @@ async fn keep_own(
             Err(e) => tracing::debug!(secret, "the CA Secret could not be read: {e}"),
         }
         if reissue {
-            match ca.issue(&names) {
+            match ca.issue(&names, validity) {
                 Ok(key) => {
                     resolver.swap(key);
                     issued = tokio::time::Instant::now();
@@ -449,7 +451,7 @@ mod tests {
         let _ = rustls::crypto::ring::default_provider().install_default();
         let ca = Ca::new().unwrap();
         let again = Ca::read(&ca.pem, &ca.key.serialize_pem()).unwrap();
-        let served = again.issue(&["wink.ns.svc".into()]).unwrap();
+        let served = again.issue(&["wink.ns.svc".into()], SERVING_VALIDITY).unwrap();
         let mut roots = rustls::RootCertStore::empty();
         roots
             .add(CertificateDer::from_pem_slice(ca.pem.as_bytes()).unwrap())

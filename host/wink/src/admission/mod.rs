@@ -43,6 +43,8 @@ pub struct AdmissionOptions {
     pub tls_files: Option<(PathBuf, PathBuf, Option<PathBuf>)>,
     /// Keep the webhook configurations in step (while leading).
     pub configurations: bool,
+    /// How long wink's own serving certificates are valid.
+    pub cert_validity: std::time::Duration,
 }
 
 /// The webhook server's socket (bound first, so a port that cannot be
@@ -89,6 +91,7 @@ pub async fn start(
                 &options.namespace,
                 options.webhook_url.as_deref(),
             ),
+            validity: options.cert_validity,
         },
     };
     let certs = certs::start(source).await?;
