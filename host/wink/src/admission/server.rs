@@ -243,6 +243,13 @@ fn text(status: StatusCode, message: impl Into<String>) -> Response<Full<Bytes>>
         .expect("a valid response")
 }
 
+/// The `timeout` kube-apiserver adds to a webhook's URL (`?timeout=10s`),
+/// in whole seconds.
+pub fn query_timeout(query: &str) -> Option<u32> {
+    let value = query.split('&').find_map(|kv| kv.strip_prefix("timeout="))?;
+    value.strip_suffix('s')?.parse().ok()
+}
+
 /// The plugin and door of `/admission/<plugin>/<validate|mutate>`.
 pub fn route(path: &str) -> Option<(&str, Door)> {
     let rest = path.strip_prefix("/admission/")?;
@@ -261,6 +268,7 @@ async fn answer(
     body_timeout: Duration,
 ) -> Response<Full<Bytes>> {
     let path = request.uri().path().to_string();
+    let asked_within = request.uri().query().and_then(query_timeout);
     let Some((plugin, door)) = route(&path) else {
         return text(
             StatusCode::NOT_FOUND,
@@ -307,7 +315,7 @@ async fn answer(
             );
         }
     };
-    let decision = decide(&manager, plugin, door, &asked.request).await;
+    let decision = decide(&manager, plugin, door, &asked.request, asked_within).await;
     let json = review::response(&asked.uid, &decision);
     Response::builder()
         .status(StatusCode::OK)
@@ -360,13 +368,23 @@ impl Served {
 }
 
 /// The plugin's decision, or its failure policy's when it has none in time.
-async fn decide(served: &Served, plugin: &str, door: Door, request: &serde_json::Value) -> Decision {
+/// `asked_within`: the timeout the API server sent with the request, when
+/// it did (it may be shorter than the plugin's webhook says: an operator's
+/// edit of the configuration).
+async fn decide(
+    served: &Served,
+    plugin: &str,
+    door: Door,
+    request: &serde_json::Value,
+    asked_within: Option<u32>,
+) -> Decision {
     if review::is_lease(request) {
         return Decision::allow();
     }
     let manager = &served.manager;
     let webhook = webhook(manager, plugin, door).await;
-    let within = deadline(webhook.as_ref().map_or(10, |w| w.timeout_seconds));
+    let registered = webhook.as_ref().map_or(10, |w| w.timeout_seconds);
+    let within = deadline(asked_within.map_or(registered, |t| t.min(registered)));
     let Some(place) = served.place(plugin) else {
         let why = Unanswered::Failed(
             plugin.to_string(),
@@ -461,6 +479,14 @@ mod tests {
         ] {
             assert!(route(bad).is_none(), "{bad}");
         }
+    }
+
+    #[test]
+    fn the_api_servers_timeout_is_read_from_the_query() {
+        assert_eq!(query_timeout("timeout=10s"), Some(10));
+        assert_eq!(query_timeout("a=b&timeout=3s"), Some(3));
+        assert_eq!(query_timeout("timeout=1m"), None);
+        assert_eq!(query_timeout("x=1"), None);
     }
 
     #[test]
