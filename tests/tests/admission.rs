@@ -40,7 +40,7 @@ fn run(s: &Setup, port: u16, extra: &[&str]) -> Wink {
 }
 
 /// The CA wink keeps in the Secret `wink-admission-ca` of `default`.
-async fn ca_pem(sim: &Sim) -> String {
+pub(crate) async fn ca_pem(sim: &Sim) -> String {
     let secrets: Api<Secret> = Api::namespaced(sim.client(), "default");
     let secret = secrets.get("wink-admission-ca").await.expect("the CA Secret");
     let data = secret.data.expect("data");
@@ -132,7 +132,7 @@ fn review(uid: &str, object: Value) -> String {
 }
 
 /// The AdmissionReview answered to `review` at `path`.
-async fn ask(port: u16, ca: &str, path: &str, review: &str) -> Value {
+pub(crate) async fn ask(port: u16, ca: &str, path: &str, review: &str) -> Value {
     let (status, body) = post(port, ca, path, review).await;
     assert_eq!(status, 200, "{body}");
     let v: Value = serde_json::from_str(&body).unwrap();

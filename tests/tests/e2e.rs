@@ -15,8 +15,9 @@ mod report_support;
 mod runtime_support;
 
 mod admin;
-mod admission;
 mod admin_limits;
+mod admission;
+mod admission_examples;
 mod author;
 mod cache_plugins;
 mod cache_scope;

@@ -1,0 +1,238 @@
+//! End-to-end: the example policies at the door, through unmodified
+//! kubectl against the simulated API server calling wink's webhooks.
+//! `pod-security` refuses a privileged Pod and warns about a host port;
+//! `require-labels` stores a new Deployment with its missing label set;
+//! `service-selector-guard` refuses a Service that selects no Pod, from
+//! the informer cache: a thousand admission requests to it make no request
+//! of wink's to the API server. With wink stopped, its Fail webhooks refuse
+//! Pods elsewhere but never in wink's own namespace.
+
+use crate::admission::{ask, ca_pem};
+use crate::cache_support::*;
+use crate::kubectl_support;
+use serde_json::{Value, json};
+use std::time::{Duration, Instant};
+
+/// The webhook configuration `wink` of `kind` once it has `webhooks` webhooks.
+async fn configured(env: &kubectl_support::Env, kind: &str, webhooks: usize) {
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let (ok, out, _) = env.run(&["get", kind, "wink", "-o", "json"]).await;
+        let got: Value = if ok {
+            serde_json::from_str(&out).unwrap_or_default()
+        } else {
+            Value::Null
+        };
+        if got["webhooks"].as_array().is_some_and(|w| w.len() == webhooks) {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{kind} wink never had {webhooks} webhooks: {got}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+fn write(env: &kubectl_support::Env, name: &str, v: &Value) -> String {
+    let path = env.dir.join(format!("{name}.json"));
+    std::fs::write(&path, v.to_string()).unwrap();
+    path.to_str().unwrap().to_string()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_example_policies_guard_the_door_for_kubectl() {
+    if !kubectl_support::have_kubectl() {
+        return;
+    }
+    let env = kubectl_support::env("admission_examples", Default::default()).await;
+    let s = Setup::new("admission_examples", &env.sim);
+    s.install("pod_security", "pod-security", None);
+    s.install("require_labels", "require-labels", None);
+    s.install("service_selector_guard", "guard", None);
+    let port = free_port();
+    let (addr, url) = (format!("127.0.0.1:{port}"), format!("https://127.0.0.1:{port}"));
+    let grants = s.plugins.parent().unwrap().join("grants.yaml");
+    std::fs::write(&grants, REQUIRE_LABELS_GRANT).unwrap();
+    let wink = s.run(&[
+        "--admission-addr",
+        &addr,
+        "--admission-webhook-url",
+        &url,
+        "--grants",
+        grants.to_str().unwrap(),
+    ]);
+    wait_synced(&wink, "service-selector-guard");
+    configured(&env, "validatingwebhookconfigurations", 2).await;
+    configured(&env, "mutatingwebhookconfigurations", 1).await;
+    // wink's own namespace (here `default`) is never sent to a webhook.
+    env.ok(&["create", "namespace", "team-a"]).await;
+
+    // pod-security: a privileged Pod is refused, naming the rule.
+    let privileged = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "root", "namespace": "team-a"},
+        "spec": {"containers": [{"name": "c", "image": "i", "securityContext": {"privileged": true}}]}});
+    let (ok, _, stderr) = env
+        .run(&["create", "-f", &write(&env, "root", &privileged)])
+        .await;
+    assert!(!ok, "refused");
+    assert!(
+        stderr.contains(r#"admission webhook "pod-security.validate.wink.dev" denied the request"#)
+            && stderr.contains("privileged-containers"),
+        "{stderr}"
+    );
+    // A host port is a medium rule: allowed, with kubectl printing the warning.
+    let host_port = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "web", "namespace": "team-a", "labels": {"app": "web"}},
+        "spec": {"containers": [{"name": "c", "image": "i", "ports": [{"containerPort": 80, "hostPort": 8080}]}]}});
+    let (ok, _, stderr) = env.run(&["create", "-f", &write(&env, "web", &host_port)]).await;
+    assert!(ok, "{stderr}");
+    assert!(stderr.contains("Warning: pod-security: host-ports"), "{stderr}");
+
+    // require-labels: the Deployment is stored with its label, and kubectl says why.
+    let deployment = json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "api", "namespace": "team-a"},
+        "spec": {"selector": {"matchLabels": {"app": "api"}}, "template": {"metadata": {"labels": {"app": "api"}},
+        "spec": {"containers": [{"name": "c", "image": "i"}]}}}});
+    let (ok, _, stderr) = env.run(&["apply", "-f", &write(&env, "api", &deployment)]).await;
+    assert!(ok, "{stderr}");
+    assert!(
+        stderr.contains(r#"Warning: require-labels: missing label team: set to "unassigned""#),
+        "{stderr}"
+    );
+    let stored = env
+        .json(&["get", "deployment", "api", "-n", "team-a", "-o", "json"])
+        .await;
+    assert_eq!(stored["metadata"]["labels"]["team"], "unassigned", "{stored}");
+
+    // service-selector-guard: a Service selecting no Pod is refused; one
+    // selecting the Pod above is stored.
+    let service = |name: &str, app: &str| {
+        json!({"apiVersion": "v1", "kind": "Service",
+        "metadata": {"name": name, "namespace": "team-a"},
+        "spec": {"selector": {"app": app}, "ports": [{"port": 80}]}})
+    };
+    let (ok, _, stderr) = env
+        .run(&[
+            "create",
+            "-f",
+            &write(&env, "nowhere", &service("nowhere", "nothing")),
+        ])
+        .await;
+    assert!(!ok, "refused");
+    assert!(
+        stderr.contains("the selector app=nothing matches no Pod in namespace team-a"),
+        "{stderr}"
+    );
+    let (ok, _, stderr) = env
+        .run(&["create", "-f", &write(&env, "web-svc", &service("web", "web"))])
+        .await;
+    assert!(ok, "{stderr}");
+    // A dry run reaches the plugin and stores nothing.
+    let (ok, _, stderr) = env
+        .run(&[
+            "create",
+            "--dry-run=server",
+            "-f",
+            &write(&env, "dry", &service("dry", "nothing")),
+        ])
+        .await;
+    assert!(!ok && stderr.contains("matches no Pod"), "{stderr}");
+
+    // wink stops; its webhooks (failurePolicy Fail) stay registered. A Pod
+    // in another namespace is refused, but wink's own namespace is never
+    // sent to them, so wink's own Pods can start again.
+    drop(wink);
+    let plain = |name: &str, ns: &str| {
+        json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": ns},
+        "spec": {"containers": [{"name": "c", "image": "i"}]}})
+    };
+    let (ok, _, stderr) = env
+        .run(&[
+            "create",
+            "-f",
+            &write(&env, "elsewhere", &plain("elsewhere", "team-a")),
+        ])
+        .await;
+    assert!(!ok && stderr.contains("failed calling webhook"), "{stderr}");
+    let (ok, _, stderr) = env
+        .run(&[
+            "create",
+            "-f",
+            &write(&env, "wink-0", &plain("wink-0", "default")),
+        ])
+        .await;
+    assert!(ok, "wink's namespace is never locked: {stderr}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_thousand_context_aware_answers_cost_the_api_server_nothing() {
+    let sim = wink_sim::Sim::start(Default::default()).await.unwrap();
+    for i in 0..200 {
+        sim.insert(json!({"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": format!("p{i}"), "namespace": "default", "labels": {"app": format!("a{}", i % 20)}},
+            "spec": {"containers": [{"name": "c", "image": "i"}]}}))
+            .unwrap();
+    }
+    let s = Setup::new("admission_context", &sim);
+    s.install("service_selector_guard", "guard", None);
+    let port = free_port();
+    let (addr, url) = (format!("127.0.0.1:{port}"), format!("https://127.0.0.1:{port}"));
+    let wink = s.run(&["--admission-addr", &addr, "--admission-webhook-url", &url]);
+    wait_synced(&wink, "service-selector-guard");
+    let ca = ca_pem(&sim).await;
+    let service = |app: &str| {
+        json!({"apiVersion": "v1", "kind": "Service",
+        "metadata": {"name": "s", "namespace": "default"}, "spec": {"selector": {"app": app}}})
+    };
+    let review = |uid: usize, app: &str| {
+        json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {
+            "uid": format!("uid-{uid}"),
+            "kind": {"group": "", "version": "v1", "kind": "Service"},
+            "resource": {"group": "", "version": "v1", "resource": "services"},
+            "name": "s", "namespace": "default", "operation": "CREATE",
+            "userInfo": {"username": "tester"}, "object": service(app), "dryRun": false,
+        }})
+        .to_string()
+    };
+    // What wink could ask the API server about Pods and Services.
+    let reads = || {
+        ["pods", "services"]
+            .iter()
+            .map(|r| sim.request_count("list", r) + sim.request_count("get", r))
+            .sum::<u64>()
+    };
+    // Warm: the first answer may wait for the plugin's instances.
+    ask(
+        port,
+        &ca,
+        "/admission/service-selector-guard/validate",
+        &review(0, "a1"),
+    )
+    .await;
+    let before = reads();
+    let (mut allowed, mut denied) = (0, 0);
+    for i in 0..1000 {
+        let app = if i % 2 == 0 {
+            format!("a{}", i % 20)
+        } else {
+            "none".to_string()
+        };
+        let r = ask(
+            port,
+            &ca,
+            "/admission/service-selector-guard/validate",
+            &review(i, &app),
+        )
+        .await;
+        assert_eq!(r["uid"], format!("uid-{i}"));
+        if r["allowed"] == true {
+            allowed += 1
+        } else {
+            denied += 1
+        }
+    }
+    assert_eq!((allowed, denied), (500, 500), "each answer from the cache");
+    assert_eq!(
+        reads() - before,
+        0,
+        "no read reached the API server during 1,000 admission answers"
+    );
+}
