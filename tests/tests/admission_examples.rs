@@ -236,3 +236,74 @@ async fn a_thousand_context_aware_answers_cost_the_api_server_nothing() {
         "no read reached the API server during 1,000 admission answers"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hot_reload_of_an_admitting_plugin_loses_no_request() {
+    let sim = wink_sim::Sim::start(Default::default()).await.unwrap();
+    sim.insert(json!({"apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "p", "namespace": "default", "labels": {"app": "web"}},
+        "spec": {"containers": [{"name": "c", "image": "i"}]}}))
+        .unwrap();
+    let s = Setup::new("admission_reload", &sim);
+    s.install("service_selector_guard", "guard", None);
+    let port = free_port();
+    let (addr, url) = (format!("127.0.0.1:{port}"), format!("https://127.0.0.1:{port}"));
+    let wink = s.run(&["--admission-addr", &addr, "--admission-webhook-url", &url]);
+    wait_synced(&wink, "service-selector-guard");
+    let ca = ca_pem(&sim).await;
+    let review = |uid: usize| {
+        json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {
+            "uid": format!("uid-{uid}"),
+            "kind": {"group": "", "version": "v1", "kind": "Service"},
+            "resource": {"group": "", "version": "v1", "resource": "services"},
+            "name": "s", "namespace": "default", "operation": "CREATE", "userInfo": {"username": "t"},
+            "object": {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s", "namespace": "default"},
+                       "spec": {"selector": {"app": if uid % 2 == 0 { "web" } else { "none" }}}},
+        }})
+        .to_string()
+    };
+    // Requests go on while the plugin is reloaded three times (a new
+    // config each time: a reload, with a new instance and admission pool),
+    // and a while after the last reload.
+    let dir = s.plugins.clone();
+    let reloading = tokio::spawn(async move {
+        for n in 0..3 {
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            std::fs::write(dir.join("guard.json"), json!({"reload": n}).to_string()).unwrap();
+        }
+    });
+    let reloaded = || {
+        wink.lines()
+            .iter()
+            .filter(|l| l.contains("plugin reloaded"))
+            .count()
+    };
+    let mut answers = Vec::new();
+    let mut after_last = 0;
+    let deadline = Instant::now() + WAIT;
+    while after_last < 100 {
+        let i = answers.len();
+        answers.push((
+            i,
+            ask(
+                port,
+                &ca,
+                "/admission/service-selector-guard/validate",
+                &review(i),
+            )
+            .await,
+        ));
+        if reloading.is_finished() && reloaded() >= 3 {
+            after_last += 1;
+        }
+        assert!(Instant::now() < deadline, "three reloads: {}", reloaded());
+    }
+    for (i, r) in &answers {
+        assert_eq!(r["uid"], format!("uid-{i}"));
+        let want = i % 2 == 0;
+        assert_eq!(
+            r["allowed"], want,
+            "request {i} answered by the plugin, not a failure policy: {r}"
+        );
+    }
+}
