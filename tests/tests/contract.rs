@@ -349,7 +349,10 @@ async fn in_audit_mode_every_write_and_event_says_it_changed_nothing() {
         cms.get("trigger").await.unwrap().data.is_none(),
         "nothing was patched"
     );
-    assert!(cms.get_opt("victim").await.unwrap().is_some(), "nothing was deleted");
+    assert!(
+        cms.get_opt("victim").await.unwrap().is_some(),
+        "nothing was deleted"
+    );
     // The same writes in enforce mode say they were applied.
     let sim = Sim::start(SimConfig::default()).await.unwrap();
     sim.insert(victim).unwrap();

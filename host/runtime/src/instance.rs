@@ -110,16 +110,23 @@ impl PluginInstance {
     }
 
     /// Another instance of `handler`'s plugin for admission calls: the same
-    /// component, config and limits, answering cache queries from the same
+    /// component, config and memory limit, its own call deadline, answering cache queries from the same
     /// stores; no writes, Events or reports, and its traps are its caller's
     /// to handle.
-    pub fn start_sharing(handler: &PluginInstance) -> Result<Arc<Self>, InitError> {
+    pub fn start_sharing(
+        handler: &PluginInstance,
+        call_deadline: std::time::Duration,
+    ) -> Result<Arc<Self>, InitError> {
+        let limits = Limits {
+            call_deadline,
+            ..handler.limits
+        };
         let (instance, _) = Self::start_in(
             handler.name.clone(),
             handler.pre.clone(),
             &handler.engine,
             handler.config.clone(),
-            handler.limits,
+            limits,
             None,
             handler.cache.clone(),
         )?;

@@ -29,7 +29,8 @@ impl PluginManager {
             return Ok(None);
         }
         let handler = instance.clone();
-        let pool = tokio::task::spawn_blocking(move || AdmissionPool::start(&handler)).await??;
+        let webhooks = registration.admission.clone();
+        let pool = tokio::task::spawn_blocking(move || AdmissionPool::start(&handler, &webhooks)).await??;
         Ok(Some((registration.admission.clone(), Arc::new(pool))))
     }
 
@@ -45,6 +46,15 @@ impl PluginManager {
                 })
             })
             .collect()
+    }
+
+    /// `plugin`'s webhook for `door`, if it serves one (one lookup, no copy
+    /// of the other plugins' webhooks).
+    pub async fn webhook(&self, plugin: &str, door: Door) -> Option<Webhook> {
+        let hook = admission::hook(door);
+        let plugins = self.plugins.lock().await;
+        let (webhooks, _) = plugins.get(plugin)?.admission.as_ref()?;
+        webhooks.iter().find(|w| w.hook == hook).cloned()
     }
 
     /// Ask `plugin` about an AdmissionRequest (its JSON) through `door`.

@@ -20,6 +20,7 @@ mod regrant;
 mod reporting;
 mod takeover;
 mod unloading;
+pub use admitting::PluginWebhooks;
 pub use allowed::{Allowed, allowed};
 pub use registration::declared_writes;
 pub use registration::{Source, index_spec, sources};

@@ -396,10 +396,10 @@ pub fn names(service: &str, namespace: &str, url: Option<&str>) -> Vec<String> {
         format!("{service}.{namespace}"),
         service.to_string(),
     ];
-    if let Some(host) = url.and_then(url_host) {
-        if !names.contains(&host) {
-            names.insert(0, host);
-        }
+    if let Some(host) = url.and_then(url_host)
+        && !names.contains(&host)
+    {
+        names.insert(0, host);
     }
     names
 }

@@ -30,7 +30,7 @@ use tokio::time::Sleep;
 use tokio_rustls::TlsAcceptor;
 use wink_runtime::PluginManager;
 use wink_runtime::admission::{self, Decision, Unanswered};
-use wink_runtime::bindings::types::{Hook, Webhook};
+use wink_runtime::bindings::types::Webhook;
 use wink_runtime::instance::Door;
 
 /// The largest review read: an UPDATE carries the object and its old
@@ -326,17 +326,7 @@ async fn answer(
 
 /// The plugin's webhook for `door`, if it serves one.
 async fn webhook(manager: &PluginManager, plugin: &str, door: Door) -> Option<Webhook> {
-    let hook = if door == Door::Validate {
-        Hook::Validate
-    } else {
-        Hook::Mutate
-    };
-    manager
-        .webhooks()
-        .await
-        .into_iter()
-        .find(|p| p.plugin == plugin)
-        .and_then(|p| p.webhooks.into_iter().find(|w| w.hook == hook))
+    manager.webhook(plugin, door).await
 }
 
 /// How many requests one plugin may have under way, those past their

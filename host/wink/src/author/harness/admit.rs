@@ -43,7 +43,7 @@ pub fn play(
     let admitter = match admitting {
         Some(a) if !a.is_crashed() => a.clone(),
         _ => {
-            let fresh = PluginInstance::start_sharing(instance)?;
+            let fresh = PluginInstance::start_sharing(instance, instance.limits().call_deadline)?;
             *admitting = Some(fresh.clone());
             fresh
         }
