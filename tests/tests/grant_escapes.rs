@@ -364,9 +364,13 @@ async fn in_audit_mode_no_key_trick_writes_for_real() {
     let answers = run_probe(&sim, "escape_audit", &ops, &grant).await;
     assert_eq!(answers.len(), n + 2, "{answers:#?}");
     // Both answers say they were dry runs.
-    assert_eq!(answers[n], format!("write {n} patch: ok default/victim (dry run)"));
+    assert_eq!(
+        answers[n],
+        format!("write {n} patch: ok default/victim (dry run)")
+    );
     assert!(
-        answers[n + 1].starts_with(&format!("write {} delete: ok", n + 1)) && answers[n + 1].ends_with("(dry run)"),
+        answers[n + 1].starts_with(&format!("write {} delete: ok", n + 1))
+            && answers[n + 1].ends_with("(dry run)"),
         "{answers:#?}"
     );
     assert_nothing_got_through(&sim, &before, &answers, n).await;

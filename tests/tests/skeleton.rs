@@ -123,7 +123,10 @@ async fn bad_components_get_one_clear_error_and_the_good_plugin_runs() {
         "{errors:#?}"
     );
     assert!(
-        has("other-world.wasm", "not a wink:plugin@0.4.0 (or @0.3.0) component"),
+        has(
+            "other-world.wasm",
+            "not a wink:plugin@0.4.0 (or @0.3.0) component"
+        ),
         "{errors:#?}"
     );
     assert!(has("bad-config", "init refused: bad config"), "{errors:#?}");
