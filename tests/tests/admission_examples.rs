@@ -13,6 +13,36 @@ use crate::kubectl_support;
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
 
+/// An AdmissionReview asking about the creation of the Service `s` whose
+/// selector is `app=<app>`.
+fn service_review(uid: usize, app: &str) -> String {
+    let service = json!({"apiVersion": "v1", "kind": "Service",
+        "metadata": {"name": "s", "namespace": "default"}, "spec": {"selector": {"app": app}}});
+    json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {
+        "uid": format!("uid-{uid}"),
+        "kind": {"group": "", "version": "v1", "kind": "Service"},
+        "resource": {"group": "", "version": "v1", "resource": "services"},
+        "name": "s", "namespace": "default", "operation": "CREATE",
+        "userInfo": {"username": "tester"}, "object": service, "dryRun": false,
+    }})
+    .to_string()
+}
+
+/// wink serving `service-selector-guard`'s webhook on the simulated server
+/// (seeded by the caller): the daemon, its webhook port and the CA to trust.
+async fn guard(sim: &wink_sim::Sim, test: &str) -> (crate::common::Wink, u16, String, Setup) {
+    let s = Setup::new(test, sim);
+    s.install("service_selector_guard", "guard", None);
+    let port = free_port();
+    let (addr, url) = (format!("127.0.0.1:{port}"), format!("https://127.0.0.1:{port}"));
+    let wink = s.run(&["--admission-addr", &addr, "--admission-webhook-url", &url]);
+    wait_synced(&wink, "service-selector-guard");
+    let ca = ca_pem(sim).await;
+    (wink, port, ca, s)
+}
+
+const GUARD: &str = "/admission/service-selector-guard/validate";
+
 /// The webhook configuration `wink` of `kind` once it has `webhooks` webhooks.
 async fn configured(env: &kubectl_support::Env, kind: &str, webhooks: usize) {
     let deadline = Instant::now() + WAIT;
@@ -171,27 +201,7 @@ async fn a_thousand_context_aware_answers_cost_the_api_server_nothing() {
             "spec": {"containers": [{"name": "c", "image": "i"}]}}))
             .unwrap();
     }
-    let s = Setup::new("admission_context", &sim);
-    s.install("service_selector_guard", "guard", None);
-    let port = free_port();
-    let (addr, url) = (format!("127.0.0.1:{port}"), format!("https://127.0.0.1:{port}"));
-    let wink = s.run(&["--admission-addr", &addr, "--admission-webhook-url", &url]);
-    wait_synced(&wink, "service-selector-guard");
-    let ca = ca_pem(&sim).await;
-    let service = |app: &str| {
-        json!({"apiVersion": "v1", "kind": "Service",
-        "metadata": {"name": "s", "namespace": "default"}, "spec": {"selector": {"app": app}}})
-    };
-    let review = |uid: usize, app: &str| {
-        json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {
-            "uid": format!("uid-{uid}"),
-            "kind": {"group": "", "version": "v1", "kind": "Service"},
-            "resource": {"group": "", "version": "v1", "resource": "services"},
-            "name": "s", "namespace": "default", "operation": "CREATE",
-            "userInfo": {"username": "tester"}, "object": service(app), "dryRun": false,
-        }})
-        .to_string()
-    };
+    let (_wink, port, ca, _s) = guard(&sim, "admission_context").await;
     // What wink could ask the API server about Pods and Services.
     let reads = || {
         ["pods", "services"]
@@ -200,13 +210,7 @@ async fn a_thousand_context_aware_answers_cost_the_api_server_nothing() {
             .sum::<u64>()
     };
     // Warm: the first answer may wait for the plugin's instances.
-    ask(
-        port,
-        &ca,
-        "/admission/service-selector-guard/validate",
-        &review(0, "a1"),
-    )
-    .await;
+    ask(port, &ca, GUARD, &service_review(0, "a1")).await;
     let before = reads();
     let (mut allowed, mut denied) = (0, 0);
     for i in 0..1000 {
@@ -215,13 +219,7 @@ async fn a_thousand_context_aware_answers_cost_the_api_server_nothing() {
         } else {
             "none".to_string()
         };
-        let r = ask(
-            port,
-            &ca,
-            "/admission/service-selector-guard/validate",
-            &review(i, &app),
-        )
-        .await;
+        let r = ask(port, &ca, GUARD, &service_review(i, &app)).await;
         assert_eq!(r["uid"], format!("uid-{i}"));
         if r["allowed"] == true {
             allowed += 1
@@ -244,24 +242,8 @@ async fn a_hot_reload_of_an_admitting_plugin_loses_no_request() {
         "metadata": {"name": "p", "namespace": "default", "labels": {"app": "web"}},
         "spec": {"containers": [{"name": "c", "image": "i"}]}}))
         .unwrap();
-    let s = Setup::new("admission_reload", &sim);
-    s.install("service_selector_guard", "guard", None);
-    let port = free_port();
-    let (addr, url) = (format!("127.0.0.1:{port}"), format!("https://127.0.0.1:{port}"));
-    let wink = s.run(&["--admission-addr", &addr, "--admission-webhook-url", &url]);
-    wait_synced(&wink, "service-selector-guard");
-    let ca = ca_pem(&sim).await;
-    let review = |uid: usize| {
-        json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {
-            "uid": format!("uid-{uid}"),
-            "kind": {"group": "", "version": "v1", "kind": "Service"},
-            "resource": {"group": "", "version": "v1", "resource": "services"},
-            "name": "s", "namespace": "default", "operation": "CREATE", "userInfo": {"username": "t"},
-            "object": {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s", "namespace": "default"},
-                       "spec": {"selector": {"app": if uid % 2 == 0 { "web" } else { "none" }}}},
-        }})
-        .to_string()
-    };
+    let (wink, port, ca, s) = guard(&sim, "admission_reload").await;
+    let review = |uid: usize| service_review(uid, if uid % 2 == 0 { "web" } else { "none" });
     // Requests go on while the plugin is reloaded three times (a new
     // config each time: a reload, with a new instance and admission pool),
     // and a while after the last reload.
@@ -283,16 +265,7 @@ async fn a_hot_reload_of_an_admitting_plugin_loses_no_request() {
     let deadline = Instant::now() + WAIT;
     while after_last < 100 {
         let i = answers.len();
-        answers.push((
-            i,
-            ask(
-                port,
-                &ca,
-                "/admission/service-selector-guard/validate",
-                &review(i),
-            )
-            .await,
-        ));
+        answers.push((i, ask(port, &ca, GUARD, &review(i)).await));
         if reloading.is_finished() && reloaded() >= 3 {
             after_last += 1;
         }
