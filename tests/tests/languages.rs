@@ -436,3 +436,29 @@ async fn a_python_raise_and_a_js_throw_are_restarted_then_quarantined() {
         );
     }
 }
+
+/// Plugins of a directory load side by side: a Python component's compile
+/// (several seconds; tens on a loaded machine) delays no other plugin. The
+/// Python file sorts first, so loading one file after another would start
+/// the Rust plugin only after it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_compile_delays_no_other_plugin() {
+    let sim = Sim::start(SimConfig::default()).await.unwrap();
+    let s = Setup::new("lang_parallel_load", &sim);
+    install(&s, &example(Lang::Python, "pod-logger"), "a-python");
+    s.install("pod_logger", "b-rust", None);
+    // No precompiled directory: the Python component is compiled now.
+    let wink = s.run(&[]);
+    wink.wait_for_line("plugin loaded", WAIT);
+    wink.wait_for_line("plugins loaded loaded=2", Duration::from_secs(600));
+    let loaded: Vec<String> = wink
+        .lines()
+        .into_iter()
+        .filter(|l| l.contains("plugin loaded from"))
+        .collect();
+    assert_eq!(loaded.len(), 2, "{loaded:#?}");
+    assert!(
+        loaded[0].contains("plugin=b-rust"),
+        "the Rust plugin was loaded first, while the Python one compiled: {loaded:#?}"
+    );
+}

@@ -50,6 +50,11 @@ use unloading::plugin_path;
 use wasmtime::component::Linker;
 use wink_informer::{SharedInformerFactory, WatchSpec};
 
+/// How many plugins of a directory load at once: each compile is itself
+/// parallel, so a few at a time keep the cores busy without a slow one
+/// holding the others back.
+pub const PARALLEL_LOADS: usize = 4;
+
 /// One loaded plugin: where it came from, its current instance, its
 /// registrations on informers and its lifecycle.
 struct LoadedPlugin {
@@ -263,14 +268,19 @@ impl PluginManager {
         self.precompiled.as_deref()
     }
 
-    /// Load every component of `dir`. Each failure is logged with its file
-    /// and reason and returned; the other plugins run.
+    /// Load every component of `dir`, [`PARALLEL_LOADS`] at a time, so a
+    /// slow compile (a large Python component on Winch) delays no other
+    /// plugin's start. Each failure is logged with its file and reason and
+    /// returned; the other plugins run.
     pub async fn load_dir(&self, dir: &Path) -> anyhow::Result<Vec<anyhow::Error>> {
-        let mut errors = Vec::new();
+        use futures::StreamExt;
         let files = plugin_file::component_files(dir)
             .with_context(|| format!("cannot read plugin directory {}", dir.display()))?;
-        for path in files {
-            if let Err(e) = self.load_file(&path).await {
+        let loads = futures::stream::iter(files).map(|path| async move { self.load_file(&path).await });
+        let mut done = loads.buffer_unordered(PARALLEL_LOADS);
+        let mut errors = Vec::new();
+        while let Some(loaded) = done.next().await {
+            if let Err(e) = loaded {
                 tracing::error!("plugin not loaded: {e:#}");
                 errors.push(e);
             }
