@@ -14,7 +14,10 @@
 //!     hyper's HTTP/1.1 server on wink's own TLS configuration
 //!     (`wink::admission::server::tls_config`), answering with the first Pod
 //!     of the namespace that matches (`Store::find`: kube's store has no
-//!     index, so a Service selecting nothing scans every cached Pod).
+//!     index, so a Service selecting nothing scans every cached Pod);
+//!   - indexed: the same process, which also keeps the Pods of each
+//!     namespace from the reflector's events (the index a kube-runtime
+//!     webhook would add) and looks only at the request's namespace.
 //! The load generator (this process) POSTs AdmissionReviews of Services over
 //! keep-alive connections (`ADMISSION_CONNECTIONS`, 8), paced (each
 //! connection sends at its due times, open loop), half of them selecting
@@ -29,7 +32,9 @@
 //!
 //! Environment: `ADMISSION_SECONDS` (10), `ADMISSION_RATES` (`100,1000`),
 //! `ADMISSION_REPEATS` (3), `ADMISSION_PODS` (100000),
-//! `ADMISSION_CONNECTIONS` (8).
+//! `ADMISSION_CONNECTIONS` (8), `ADMISSION_TARGETS` (`wink,native,indexed`),
+//! `ADMISSION_WINK_BIN` (the daemon's binary, relative to the workspace:
+//! `target/release/wink` once built; else `target/debug/wink`).
 
 #[path = "../tests/common/mod.rs"]
 mod common;
@@ -42,8 +47,9 @@ use http_body_util::{BodyExt, Full};
 use hyper::body::Bytes;
 use k8s_openapi::api::core::v1::{Pod, Secret};
 use kube::api::Api;
-use kube::runtime::{WatchStreamExt, reflector, watcher};
+use kube::runtime::{reflector, watcher};
 use serde_json::{Value, json};
+use std::collections::HashMap;
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 use std::sync::Arc;
@@ -73,7 +79,7 @@ fn runtime() -> tokio::runtime::Runtime {
 fn main() {
     if std::env::var("ADMISSION_BENCH_ROLE").as_deref() == Ok("native") {
         let args: Vec<String> = std::env::args().collect();
-        runtime().block_on(native(&args[1], args[2].parse().unwrap()));
+        runtime().block_on(native(&args[1], args[2].parse().unwrap(), args[3] == "indexed"));
         return;
     }
     runtime().block_on(bench());
@@ -81,7 +87,43 @@ fn main() {
 
 // ---- the native webhook (a child process) ------------------------------
 
-async fn native(kubeconfig: &str, port: u16) {
+/// The Pods of each namespace by name, kept from the reflector's events:
+/// the index a kube-runtime webhook adds, its store having none.
+type Index = Arc<std::sync::RwLock<HashMap<String, HashMap<String, Arc<Pod>>>>>;
+
+fn keep(index: &Index, relist: &mut HashMap<String, HashMap<String, Arc<Pod>>>, event: &watcher::Event<Pod>) {
+    let key = |p: &Pod| {
+        (
+            p.metadata.namespace.clone().unwrap_or_default(),
+            p.metadata.name.clone().unwrap_or_default(),
+        )
+    };
+    match event {
+        watcher::Event::Init => relist.clear(),
+        watcher::Event::InitApply(p) => {
+            let (ns, name) = key(p);
+            relist.entry(ns).or_default().insert(name, Arc::new(p.clone()));
+        }
+        watcher::Event::InitDone => *index.write().unwrap() = std::mem::take(relist),
+        watcher::Event::Apply(p) => {
+            let (ns, name) = key(p);
+            index
+                .write()
+                .unwrap()
+                .entry(ns)
+                .or_default()
+                .insert(name, Arc::new(p.clone()));
+        }
+        watcher::Event::Delete(p) => {
+            let (ns, name) = key(p);
+            if let Some(m) = index.write().unwrap().get_mut(&ns) {
+                m.remove(&name);
+            }
+        }
+    }
+}
+
+async fn native(kubeconfig: &str, port: u16, indexed: bool) {
     let config = kube::Config::from_custom_kubeconfig(
         kube::config::Kubeconfig::read_from(kubeconfig).unwrap(),
         &Default::default(),
@@ -90,10 +132,26 @@ async fn native(kubeconfig: &str, port: u16) {
     .unwrap();
     let client = kube::Client::try_from(config).unwrap();
     let (store, writer) = reflector::store::<Pod>();
-    let stream = reflector(writer, watcher(Api::<Pod>::all(client.clone()), watcher::Config::default()))
-        .applied_objects();
-    tokio::spawn(stream.for_each(|_| async {}));
+    let index: Index = Default::default();
+    let stream = reflector(
+        writer,
+        watcher(Api::<Pod>::all(client.clone()), watcher::Config::default()),
+    );
+    tokio::spawn({
+        let index = index.clone();
+        let mut relist = HashMap::new();
+        stream.for_each(move |event| {
+            if let (true, Ok(event)) = (indexed, &event) {
+                keep(&index, &mut relist, event);
+            }
+            async {}
+        })
+    });
     store.wait_until_ready().await.unwrap();
+    while indexed && index.read().unwrap().is_empty() {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let index = indexed.then_some(index);
     let certs = wink::admission::certs::start(wink::admission::certs::Source::Own {
         client,
         namespace: "default".into(),
@@ -110,22 +168,25 @@ async fn native(kubeconfig: &str, port: u16) {
     loop {
         let (tcp, _) = listener.accept().await.unwrap();
         let _ = tcp.set_nodelay(true);
-        let (acceptor, store) = (acceptor.clone(), store.clone());
+        let (acceptor, store, index) = (acceptor.clone(), store.clone(), index.clone());
         tokio::spawn(async move {
-            let Ok(tls) = acceptor.accept(tcp).await else { return };
-            let service = hyper::service::service_fn(move |request: hyper::Request<hyper::body::Incoming>| {
-                let store = store.clone();
-                async move {
-                    let body = request.into_body().collect().await?.to_bytes();
-                    let answer = answer(&store, &body);
-                    Ok::<_, hyper::Error>(
-                        hyper::Response::builder()
-                            .header("content-type", "application/json")
-                            .body(Full::new(Bytes::from(answer)))
-                            .unwrap(),
-                    )
-                }
-            });
+            let Ok(tls) = acceptor.accept(tcp).await else {
+                return;
+            };
+            let service =
+                hyper::service::service_fn(move |request: hyper::Request<hyper::body::Incoming>| {
+                    let (store, index) = (store.clone(), index.clone());
+                    async move {
+                        let body = request.into_body().collect().await?.to_bytes();
+                        let answer = answer(&store, index.as_ref(), &body);
+                        Ok::<_, hyper::Error>(
+                            hyper::Response::builder()
+                                .header("content-type", "application/json")
+                                .body(Full::new(Bytes::from(answer)))
+                                .unwrap(),
+                        )
+                    }
+                });
             let _ = hyper::server::conn::http1::Builder::new()
                 .serve_connection(hyper_util::rt::TokioIo::new(tls), service)
                 .await;
@@ -134,26 +195,37 @@ async fn native(kubeconfig: &str, port: u16) {
 }
 
 /// The native webhook's answer: service-selector-guard's rule, from the store.
-fn answer(store: &reflector::Store<Pod>, body: &[u8]) -> Vec<u8> {
+fn answer(store: &reflector::Store<Pod>, index: Option<&Index>, body: &[u8]) -> Vec<u8> {
     let review: Value = serde_json::from_slice(body).unwrap_or_default();
     let request = &review["request"];
     let uid = request["uid"].clone();
     let namespace = request["namespace"].as_str().unwrap_or("");
     let selector: Vec<(&str, &str)> = request["object"]["spec"]["selector"]
         .as_object()
-        .map(|m| m.iter().filter_map(|(k, v)| Some((k.as_str(), v.as_str()?))).collect())
+        .map(|m| {
+            m.iter()
+                .filter_map(|(k, v)| Some((k.as_str(), v.as_str()?)))
+                .collect()
+        })
         .unwrap_or_default();
+    let selects = |pod: &Pod| {
+        pod.metadata.labels.as_ref().is_some_and(|l| {
+            selector
+                .iter()
+                .all(|(k, v)| l.get(*k).map(String::as_str) == Some(*v))
+        })
+    };
     let allowed = selector.is_empty()
-        || store
-            .find(|pod| {
-                pod.metadata.namespace.as_deref() == Some(namespace)
-                    && pod
-                        .metadata
-                        .labels
-                        .as_ref()
-                        .is_some_and(|l| selector.iter().all(|(k, v)| l.get(*k).map(String::as_str) == Some(*v)))
-            })
-            .is_some();
+        || match index {
+            Some(index) => index
+                .read()
+                .unwrap()
+                .get(namespace)
+                .is_some_and(|pods| pods.values().any(|p| selects(p))),
+            None => store
+                .find(|pod| pod.metadata.namespace.as_deref() == Some(namespace) && selects(pod))
+                .is_some(),
+        };
     let response = if allowed {
         json!({"uid": uid, "allowed": true})
     } else {
@@ -161,15 +233,21 @@ fn answer(store: &reflector::Store<Pod>, body: &[u8]) -> Vec<u8> {
         json!({"uid": uid, "allowed": false, "status": {"code": 403, "message":
             format!("native: the selector {} matches no Pod in namespace {namespace}", text.join(","))}})
     };
-    serde_json::to_vec(&json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": response}))
-        .unwrap()
+    serde_json::to_vec(
+        &json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": response}),
+    )
+    .unwrap()
 }
 
 // ---- the load generator ------------------------------------------------
 
 fn review(k: usize) -> (String, bool) {
     let allowed = k % 2 == 0;
-    let app = if allowed { format!("a{}", (k / 2) % APPS) } else { "none".into() };
+    let app = if allowed {
+        format!("a{}", (k / 2) % APPS)
+    } else {
+        "none".into()
+    };
     let ns = format!("ns-{}", (k / 3) % NAMESPACES);
     let body = json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {
         "uid": format!("uid-{k}"),
@@ -233,9 +311,8 @@ async fn ask(sender: &mut Sender, path: &str, body: String, allowed: bool, uid: 
     let body = response.into_body().collect().await.unwrap().to_bytes();
     let took = sent.elapsed();
     let v: Value = serde_json::from_slice(&body).unwrap_or_default();
-    let ok = status == 200
-        && v["response"]["allowed"] == allowed
-        && v["response"]["uid"] == format!("uid-{uid}");
+    let ok =
+        status == 200 && v["response"]["allowed"] == allowed && v["response"]["uid"] == format!("uid-{uid}");
     (took, ok)
 }
 
@@ -342,12 +419,14 @@ async fn bench() {
         .collect();
     // Built before anything is timed.
     let plugin = common::plugin("service_selector_guard");
-    common::wink_bin();
+    let wink_bin = wink_binary();
 
     let sim = Sim::start(SimConfig::default()).await.unwrap();
     let t = Instant::now();
     for n in 0..NAMESPACES {
-        let _ = sim.insert(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": format!("ns-{n}")}}));
+        let _ = sim.insert(
+            json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": format!("ns-{n}")}}),
+        );
     }
     for i in 0..pods {
         let ns = i % NAMESPACES;
@@ -359,7 +438,10 @@ async fn bench() {
             "status": {"phase": "Running"}}))
             .unwrap();
     }
-    eprintln!("{pods} pods in {NAMESPACES} namespaces inserted in {:.1?}", t.elapsed());
+    eprintln!(
+        "{pods} pods in {NAMESPACES} namespaces inserted in {:.1?}",
+        t.elapsed()
+    );
 
     let dir = common::scratch("bench-admission");
     let plugins = dir.join("plugins");
@@ -371,7 +453,7 @@ async fn bench() {
 
     // wink's resident memory synced without the webhook server, then with it.
     let rss_plain = {
-        let mut wink = common::Wink::run_on(&plugins, &kubeconfig, &[]);
+        let mut wink = Daemon::run(&wink_bin, &plugins, &kubeconfig, &[]);
         wink.wait_for_line(synced, WAIT);
         tokio::time::sleep(Duration::from_secs(2)).await;
         let rss = rss_mib(wink.pid());
@@ -379,9 +461,13 @@ async fn bench() {
         rss
     };
     let wink_port = free_port();
-    let (addr, url) = (format!("127.0.0.1:{wink_port}"), format!("https://127.0.0.1:{wink_port}"));
+    let (addr, url) = (
+        format!("127.0.0.1:{wink_port}"),
+        format!("https://127.0.0.1:{wink_port}"),
+    );
     let t = Instant::now();
-    let mut wink = common::Wink::run_on(
+    let mut wink = Daemon::run(
+        &wink_bin,
         &plugins,
         &kubeconfig,
         &["--admission-addr", &addr, "--admission-webhook-url", &url],
@@ -393,25 +479,48 @@ async fn bench() {
     let rss_admission = rss_mib(wink.pid());
     let wink_ca = ca_from(&sim, "wink-admission-ca").await;
 
-    let native_port = free_port();
-    let t = Instant::now();
-    let mut native = Command::new(std::env::current_exe().unwrap())
-        .env("ADMISSION_BENCH_ROLE", "native")
-        .args([kubeconfig.to_str().unwrap(), &native_port.to_string()])
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(native.stdout.take().unwrap()).lines();
-    let ready = lines.next().expect("the native webhook answers").unwrap();
-    assert!(ready.starts_with("ready"), "{ready}");
-    eprintln!("native webhook synced and serving in {:.1?} ({ready})", t.elapsed());
+    let wanted: Vec<String> = std::env::var("ADMISSION_TARGETS")
+        .unwrap_or_else(|_| "wink,native,indexed".into())
+        .split(',')
+        .map(|t| t.trim().to_string())
+        .collect();
+    let mut natives = Vec::new();
+    for variant in ["native", "indexed"] {
+        if !wanted.iter().any(|w| w == variant) {
+            continue;
+        }
+        let port = free_port();
+        let t = Instant::now();
+        let mut child = Command::new(std::env::current_exe().unwrap())
+            .env("ADMISSION_BENCH_ROLE", "native")
+            .args([kubeconfig.to_str().unwrap(), &port.to_string(), variant])
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        let ready = lines.next().expect("the native webhook answers").unwrap();
+        assert!(ready.starts_with("ready"), "{ready}");
+        eprintln!(
+            "{variant} webhook synced and serving in {:.1?} ({ready})",
+            t.elapsed()
+        );
+        natives.push((variant, port, child));
+    }
     let native_ca = ca_from(&sim, NATIVE_CA).await;
-    let native_pid = native.id();
 
-    let targets = [
-        ("wink", wink_port, wink_ca.as_str(), "/admission/service-selector-guard/validate", wink.pid()),
-        ("native", native_port, native_ca.as_str(), "/validate", native_pid),
-    ];
+    let mut targets = Vec::new();
+    if wanted.iter().any(|w| w == "wink") {
+        targets.push((
+            "wink",
+            wink_port,
+            wink_ca.as_str(),
+            "/admission/service-selector-guard/validate",
+            wink.pid(),
+        ));
+    }
+    for (variant, port, child) in &natives {
+        targets.push((*variant, *port, native_ca.as_str(), "/validate", child.id()));
+    }
     let reads = || {
         ["pods", "services"]
             .iter()
@@ -423,13 +532,15 @@ async fn bench() {
     println!(
         "\nAdmission round trip: {pods} cached Pods in {NAMESPACES} namespaces, {secs} s per run, {connections} keep-alive HTTPS connections, half allowed / half denied\n"
     );
-    println!("| rate/s | target | run | requests | wrong | achieved/s | p50 ms | p99 ms | max ms | CPU µs/req (stat) | CPU µs/req (sched) |");
+    println!(
+        "| rate/s | target | run | requests | wrong | achieved/s | p50 ms | p99 ms | max ms | CPU µs/req (stat) | CPU µs/req (sched) |"
+    );
     println!("|---|---|---|---|---|---|---|---|---|---|---|");
     // (rate, target) -> per-run (p99, cpu per request, sched cpu per request)
     let mut results: Vec<(f64, &str, usize, f64, f64, f64)> = Vec::new();
     for &rate in &rates {
         for run in 1..=repeats {
-            for (name, port, ca, path, pid) in targets {
+            for &(name, port, ca, path, pid) in &targets {
                 let r = load(port, ca, path, pid, rate, secs, connections).await;
                 let n = r.latencies.len();
                 let per = |d: Duration| d.as_secs_f64() * 1e6 / n.max(1) as f64;
@@ -443,40 +554,138 @@ async fn bench() {
                     per(r.cpu_stat),
                     per(r.cpu_sched),
                 );
-                results.push((rate, name, run, ms(quantile(&r.latencies, 0.99)), per(r.cpu_stat), per(r.cpu_sched)));
+                results.push((
+                    rate,
+                    name,
+                    run,
+                    ms(quantile(&r.latencies, 0.99)),
+                    per(r.cpu_stat),
+                    per(r.cpu_sched),
+                ));
             }
         }
     }
     let rss_after = rss_mib(wink.pid());
     let api_reads = reads() - reads_before;
 
-    println!("\n| rate/s | run | wink/native CPU per request (stat) | (sched) | wink p99 ms | goal p99 ≤ 2 ms at 1,000/s | goal CPU ≤ 1.5× |");
-    println!("|---|---|---|---|---|---|---|");
+    println!(
+        "\n| rate/s | run | against | wink/native CPU per request (stat) | (sched) | wink p99 ms | goal p99 ≤ 2 ms at 1,000/s | goal CPU ≤ 1.5× |"
+    );
+    println!("|---|---|---|---|---|---|---|---|");
     for &rate in &rates {
         for run in 1..=repeats {
-            let get = |t: &str| results.iter().find(|r| r.0 == rate && r.1 == t && r.2 == run).unwrap();
-            let (w, nat) = (get("wink"), get("native"));
-            let ratio = w.4 / nat.4;
-            let p99_goal = if rate == 1000.0 {
-                if w.3 <= 2.0 { "met" } else { "missed" }
-            } else {
-                "-"
-            };
-            println!(
-                "| {rate} | {run} | {ratio:.2} | {:.2} | {:.3} | {p99_goal} | {} |",
-                w.5 / nat.5,
-                w.3,
-                if ratio <= 1.5 { "met" } else { "missed" }
-            );
+            for (against, _, _) in &natives {
+                let get = |t: &str| results.iter().find(|r| r.0 == rate && r.1 == t && r.2 == run);
+                let (Some(w), Some(nat)) = (get("wink"), get(against)) else {
+                    continue;
+                };
+                let ratio = w.4 / nat.4;
+                let p99_goal = if rate == 1000.0 {
+                    if w.3 <= 2.0 { "met" } else { "missed" }
+                } else {
+                    "-"
+                };
+                println!(
+                    "| {rate} | {run} | {against} | {ratio:.2} | {:.2} | {:.3} | {p99_goal} | {} |",
+                    w.5 / nat.5,
+                    w.3,
+                    if ratio <= 1.5 { "met" } else { "missed" }
+                );
+            }
         }
     }
     println!(
         "\nwink resident memory (MiB): synced without --admission-addr {rss_plain:.1}, synced with it {rss_admission:.1}, after the load {rss_after:.1}"
     );
     println!("reads of Pods or Services at the API server during the load (both targets): {api_reads}");
-    let _ = native.kill();
-    let _ = native.wait();
+    for (_, _, mut child) in natives {
+        let _ = child.kill();
+        let _ = child.wait();
+    }
     wink.terminate(Duration::from_secs(10));
+}
+
+/// The daemon's binary: `ADMISSION_WINK_BIN` (e.g. `target/release/wink`,
+/// built beforehand), else the debug build the other benchmarks run.
+fn wink_binary() -> std::path::PathBuf {
+    match std::env::var_os("ADMISSION_WINK_BIN") {
+        Some(bin) => common::root().join(bin),
+        None => common::wink_bin().to_path_buf(),
+    }
+}
+
+/// `wink run` as a child process, its output lines collected.
+struct Daemon {
+    child: std::process::Child,
+    lines: Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+impl Daemon {
+    fn run(
+        bin: &std::path::Path,
+        plugins: &std::path::Path,
+        kubeconfig: &std::path::Path,
+        extra: &[&str],
+    ) -> Daemon {
+        let mut child = Command::new(bin)
+            .args([
+                "run",
+                "--plugins",
+                plugins.to_str().unwrap(),
+                "--kubeconfig",
+                kubeconfig.to_str().unwrap(),
+            ])
+            .args(extra)
+            .env("RUST_LOG", "info")
+            .env_remove("KUBECONFIG")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn wink");
+        let lines = Arc::new(std::sync::Mutex::new(Vec::new()));
+        for out in [
+            Box::new(child.stdout.take().unwrap()) as Box<dyn std::io::Read + Send>,
+            Box::new(child.stderr.take().unwrap()),
+        ] {
+            let lines = lines.clone();
+            std::thread::spawn(move || {
+                for line in BufReader::new(out).lines().map_while(Result::ok) {
+                    lines.lock().unwrap().push(line);
+                }
+            });
+        }
+        Daemon { child, lines }
+    }
+
+    fn wait_for_line(&self, needle: &str, timeout: Duration) {
+        let deadline = Instant::now() + timeout;
+        while !self.lines.lock().unwrap().iter().any(|l| l.contains(needle)) {
+            assert!(
+                Instant::now() < deadline,
+                "wink never said {needle:?}:\n{}",
+                self.lines.lock().unwrap().join("\n")
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    fn terminate(&mut self, timeout: Duration) {
+        // SAFETY: kill has no preconditions; the pid is our own child's.
+        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
+        let deadline = Instant::now() + timeout;
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
 }
 
 fn free_port() -> u16 {
