@@ -18,6 +18,7 @@
 //!   - indexed: the same process, which also keeps the Pods of each
 //!     namespace from the reflector's events (the index a kube-runtime
 //!     webhook would add) and looks only at the request's namespace.
+//!
 //! The load generator (this process) POSTs AdmissionReviews of Services over
 //! keep-alive connections (`ADMISSION_CONNECTIONS`, 8), paced (each
 //! connection sends at its due times, open loop), half of them selecting
@@ -242,7 +243,7 @@ fn answer(store: &reflector::Store<Pod>, index: Option<&Index>, body: &[u8]) -> 
 // ---- the load generator ------------------------------------------------
 
 fn review(k: usize) -> (String, bool) {
-    let allowed = k % 2 == 0;
+    let allowed = k.is_multiple_of(2);
     let app = if allowed {
         format!("a{}", (k / 2) % APPS)
     } else {

@@ -243,7 +243,7 @@ async fn a_hot_reload_of_an_admitting_plugin_loses_no_request() {
         "spec": {"containers": [{"name": "c", "image": "i"}]}}))
         .unwrap();
     let (wink, port, ca, s) = guard(&sim, "admission_reload").await;
-    let review = |uid: usize| service_review(uid, if uid % 2 == 0 { "web" } else { "none" });
+    let review = |uid: usize| service_review(uid, if uid.is_multiple_of(2) { "web" } else { "none" });
     // Requests go on while the plugin is reloaded three times (a new
     // config each time: a reload, with a new instance and admission pool),
     // and a while after the last reload.
