@@ -122,7 +122,11 @@ pub fn audited(plugin: &str, mut decision: Decision) -> Decision {
 /// no instance stays busy long after its answer stopped mattering.
 pub fn call_deadline(webhooks: &[Webhook], call_deadline: std::time::Duration) -> std::time::Duration {
     use std::time::Duration;
-    let shortest = webhooks.iter().map(|w| w.timeout_seconds.max(1)).min().unwrap_or(30);
+    let shortest = webhooks
+        .iter()
+        .map(|w| w.timeout_seconds.max(1))
+        .min()
+        .unwrap_or(30);
     let timeout = Duration::from_secs(u64::from(shortest));
     let margin = (timeout / 5).clamp(Duration::from_millis(200), Duration::from_secs(2));
     call_deadline.min(timeout - margin / 2)

@@ -10,6 +10,7 @@
 //! its own job.
 
 pub mod certs;
+pub mod flags;
 pub mod configurations;
 pub mod review;
 pub mod server;
