@@ -59,19 +59,7 @@ async fn a_0_3_0_component_loads_and_acts_as_before() {
     let wink = s.run(&["--grants", &file]);
     // The 0.3.0 build logs as it always did, writes, and records its Event.
     wink.wait_for_line("require-labels: default/web missing team", WAIT);
-    eventually("the label", || async {
-        let d = deployments.get("web").await.unwrap();
-        d.labels().get("team").map(String::as_str) == Some("unassigned")
-    })
-    .await;
-    let web = deployments.get("web").await.unwrap();
-    assert!(
-        web.managed_fields()
-            .iter()
-            .any(|m| m.manager.as_deref() == Some("wink-require-labels")),
-        "{:?}",
-        web.managed_fields()
-    );
+    labeled_by_require_labels(&deployments, "web").await;
     eventually("the Event", || async {
         let events: Api<Event> = Api::namespaced(sim.client(), "default");
         let list = events.list(&ListParams::default()).await.unwrap();

@@ -63,19 +63,7 @@ async fn require_labels_labels_records_an_event_and_converges() {
     let file = grants(&s, REQUIRE_LABELS_GRANT);
     let wink = s.run(&["--grants", &file]);
     wink.wait_for_line("require-labels: default/web: missing label team", WAIT);
-    eventually("the label", || async {
-        let d = deployments.get("web").await.unwrap();
-        d.labels().get("team").map(String::as_str) == Some("unassigned")
-    })
-    .await;
-    let web = deployments.get("web").await.unwrap();
-    assert!(
-        web.managed_fields()
-            .iter()
-            .any(|m| m.manager.as_deref() == Some("wink-require-labels")),
-        "the write is attributed to the plugin: {:?}",
-        web.managed_fields()
-    );
+    labeled_by_require_labels(&deployments, "web").await;
     eventually("the Event", || async {
         !events_about(&sim, "web").await.is_empty()
     })

@@ -220,3 +220,31 @@ plugins:
     writes:
       - {apiVersion: apps/v1, kind: Deployment, verbs: [patch]}
 "#;
+
+/// `require-labels` set `team: unassigned` on the Deployment `name` (waited
+/// for) with its own field manager.
+pub async fn labeled_by_require_labels(
+    deployments: &kube::api::Api<k8s_openapi::api::apps::v1::Deployment>,
+    name: &str,
+) {
+    use kube::ResourceExt;
+    let deadline = std::time::Instant::now() + WAIT;
+    loop {
+        let d = deployments.get(name).await.unwrap();
+        if d.labels().get("team").map(String::as_str) == Some("unassigned") {
+            assert!(
+                d.managed_fields()
+                    .iter()
+                    .any(|m| m.manager.as_deref() == Some("wink-require-labels")),
+                "the write is attributed to the plugin: {:?}",
+                d.managed_fields()
+            );
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "timed out waiting for the label on {name}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
