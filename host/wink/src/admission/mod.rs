@@ -10,8 +10,8 @@
 //! its own job.
 
 pub mod certs;
-pub mod flags;
 pub mod configurations;
+pub mod flags;
 pub mod review;
 pub mod server;
 
