@@ -9,6 +9,7 @@
 use crate::admin::sample;
 use crate::cache_support::*;
 use crate::common::Wink;
+use crate::plugins_act::{PROBE_GRANT, grants, probe_config as write_config, probe_with};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret};
 use k8s_openapi::api::events::v1::Event;
@@ -24,12 +25,6 @@ fn released(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("fixtures/wink-plugin-0.3.0")
         .join(format!("{name}.wasm"))
-}
-
-fn grants(s: &Setup, yaml: &str) -> String {
-    let path = s.plugins.parent().unwrap().join("grants.yaml");
-    std::fs::write(&path, yaml).unwrap();
-    path.to_str().unwrap().to_string()
 }
 
 async fn eventually<F: std::future::Future<Output = bool>>(what: &str, mut check: impl FnMut() -> F) {
@@ -275,37 +270,10 @@ async fn two_files_declaring_one_name_load_once() {
     wait_synced(&wink, "same");
 }
 
-const PROBE_GRANT: &str = r#"
-plugins:
-  probe:
-    events: true
-    writes:
-      - {apiVersion: v1, kind: ConfigMap, verbs: [create, update, patch, delete]}
-"#;
-
-fn write_config(ops: Value) -> Value {
-    json!({
-        "writes": [{"api_version": "v1", "kind": "ConfigMap", "verbs": ["create", "update", "patch", "delete"]}],
-        "events": true,
-        "ops": ops,
-    })
-}
-
 /// `write-probe` with `ops` under `grant`, triggered once: its answers and
 /// the running daemon.
 async fn probe(sim: &Sim, test: &str, ops: Value, grant: &str, extra: &[&str]) -> (Vec<String>, Wink) {
-    let s = Setup::new(test, sim);
-    s.install("write_probe", "probe", Some(&write_config(ops)));
-    let file = grants(&s, grant);
-    let mut args = vec!["--grants", file.as_str()];
-    args.extend_from_slice(extra);
-    let wink = s.run(&args);
-    wait_synced(&wink, "probe");
-    sim.insert(json!({"apiVersion": "v1", "kind": "ConfigMap",
-                      "metadata": {"name": "trigger", "namespace": "default"}}))
-        .unwrap();
-    wink.wait_for_line("[probe] probe done", WAIT);
-    (lines_starting(&wink, "probe", "write "), wink)
+    probe_with(sim, test, write_config(ops), grant, None, extra).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

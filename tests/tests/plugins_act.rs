@@ -16,7 +16,7 @@ use serde_json::json;
 use std::time::Duration;
 use wink_sim::{Sim, SimConfig};
 
-fn grants(setup: &Setup, yaml: &str) -> String {
+pub(crate) fn grants(setup: &Setup, yaml: &str) -> String {
     let path = setup.plugins.parent().unwrap().join("grants.yaml");
     std::fs::write(&path, yaml).unwrap();
     path.to_str().unwrap().to_string()
@@ -260,10 +260,24 @@ async fn probe(
     grant: &str,
     fault: Option<(usize, u16)>,
 ) -> Vec<String> {
+    probe_with(sim, test, config, grant, fault, &[]).await.0
+}
+
+/// [`probe`] with `extra` arguments to `wink run`: also the running daemon.
+pub(crate) async fn probe_with(
+    sim: &Sim,
+    test: &str,
+    config: serde_json::Value,
+    grant: &str,
+    fault: Option<(usize, u16)>,
+    extra: &[&str],
+) -> (Vec<String>, crate::common::Wink) {
     let s = Setup::new(test, sim);
     s.install("write_probe", "probe", Some(&config));
     let file = grants(&s, grant);
-    let wink = s.run(&["--grants", &file]);
+    let mut args = vec!["--grants", file.as_str()];
+    args.extend_from_slice(extra);
+    let wink = s.run(&args);
     wait_synced(&wink, "probe");
     if let Some((n, status)) = fault {
         sim.faults().fail_next(n, status);
@@ -272,10 +286,10 @@ async fn probe(
                          "metadata": {"name": "trigger", "namespace": "default"}});
     sim.insert(trigger).unwrap();
     wink.wait_for_line("[probe] probe done", WAIT);
-    lines_starting(&wink, "probe", "write ")
+    (lines_starting(&wink, "probe", "write "), wink)
 }
 
-const PROBE_GRANT: &str = r#"
+pub(crate) const PROBE_GRANT: &str = r#"
 plugins:
   probe:
     events: true
@@ -283,7 +297,7 @@ plugins:
       - {apiVersion: v1, kind: ConfigMap, verbs: [create, update, patch, delete]}
 "#;
 
-fn probe_config(ops: serde_json::Value) -> serde_json::Value {
+pub(crate) fn probe_config(ops: serde_json::Value) -> serde_json::Value {
     json!({
         "writes": [{"api_version": "v1", "kind": "ConfigMap", "verbs": ["create", "update", "patch", "delete"]}],
         "events": true,
