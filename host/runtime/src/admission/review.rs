@@ -145,11 +145,41 @@ pub fn request<'a>(
     }
 }
 
-/// The guest's verdict as a decision; `changed` (a mutation's whole object)
+/// The most warnings (and audit annotations) an answer carries; the API
+/// server itself keeps a few kilobytes of warnings per request.
+pub const MAX_WARNINGS: usize = 32;
+
+/// The largest mutated object a guest may answer: the API server's own
+/// limit on a stored object (3 MiB).
+pub const MAX_OBJECT: usize = 3 << 20;
+
+/// The longest message, reason, warning or annotation, in bytes.
+pub const MAX_TEXT: usize = 4096;
+
+/// `text` cut to at most `max` bytes, at a character boundary.
+fn clip(mut text: String, max: usize) -> String {
+    if text.len() > max {
+        let mut end = max;
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        text.truncate(end);
+    }
+    text
+}
+
+/// The guest's verdict as a decision (its texts and lists capped, a denial
+/// code outside 400–599 replaced by 403); `changed` (a mutation's whole object)
 /// becomes the JSON Patch from the request's object.
 pub fn decision(verdict: Verdict, changed: Option<String>, request: &Value) -> Result<Decision, String> {
     let patch = match changed {
         None => None,
+        Some(text) if text.len() > MAX_OBJECT => {
+            return Err(format!(
+                "the mutated object is {} bytes; the API server stores at most {MAX_OBJECT}",
+                text.len()
+            ));
+        }
         Some(text) => {
             let after: Value =
                 serde_json::from_str(&text).map_err(|e| format!("the mutated object is not JSON: {e}"))?;
@@ -158,13 +188,22 @@ pub fn decision(verdict: Verdict, changed: Option<String>, request: &Value) -> R
             (!patch.0.is_empty()).then(|| serde_json::to_value(patch).unwrap_or(Value::Null))
         }
     };
+    let mut warnings = verdict.warnings;
+    warnings.truncate(MAX_WARNINGS);
+    let mut annotations = verdict.audit_annotations;
+    annotations.truncate(MAX_WARNINGS);
+    let capped = |t: String| clip(t, MAX_TEXT);
+    let code = verdict.code.filter(|c| (400..600).contains(c));
     Ok(Decision {
         allowed: verdict.allowed,
-        code: verdict.code.unwrap_or(if verdict.allowed { 200 } else { 403 }),
-        reason: verdict.reason.unwrap_or_default(),
-        message: verdict.message,
-        warnings: verdict.warnings,
-        audit_annotations: verdict.audit_annotations,
+        code: code.unwrap_or(if verdict.allowed { 200 } else { 403 }),
+        reason: capped(verdict.reason.unwrap_or_default()),
+        message: capped(verdict.message),
+        warnings: warnings.into_iter().map(capped).collect(),
+        audit_annotations: annotations
+            .into_iter()
+            .map(|(k, v)| (capped(k), capped(v)))
+            .collect(),
         patch: patch.filter(|_| verdict.allowed),
     })
 }
@@ -204,6 +243,24 @@ mod tests {
         let denied = decision(verdict(false), None, &request).unwrap();
         assert_eq!((denied.allowed, denied.code), (false, 403));
         assert!(decision(verdict(true), Some("{".into()), &request).is_err());
+        let huge = format!("{{\"a\":\"{}\"}}", "x".repeat(MAX_OBJECT));
+        let e = decision(verdict(true), Some(huge), &request).unwrap_err();
+        assert!(e.contains("stores at most"), "{e}");
+    }
+
+    #[test]
+    fn what_a_guest_answers_is_capped() {
+        let mut v = verdict(false);
+        v.code = Some(200);
+        v.message = "é".repeat(MAX_TEXT);
+        v.warnings = vec!["w".into(); 1000];
+        v.audit_annotations = vec![("k".into(), "x".repeat(10_000)); 100];
+        let d = decision(v, None, &json!({})).unwrap();
+        assert_eq!(d.code, 403, "a denial is never a success code");
+        assert!(d.message.len() <= MAX_TEXT && d.message.chars().all(|c| c == 'é'));
+        assert_eq!(d.warnings.len(), MAX_WARNINGS);
+        assert_eq!(d.audit_annotations.len(), MAX_WARNINGS);
+        assert_eq!(d.audit_annotations[0].1.len(), MAX_TEXT);
     }
 
     #[test]
