@@ -13,7 +13,8 @@
 //! - [`reload`]: the reload watcher on the plugin directory;
 //! - [`reports`]: what plugins report, aggregated and written as PolicyReports;
 //! - [`leadership`]: whether this replica leads (deliveries and writes read it);
-//! - [`text_log`]: the text log's escaping of what plugins control.
+//! - [`text_log`]: the text log's escaping of what plugins control;
+//! - [`workqueue`]: client-go's workqueue for the keys plugins reconcile.
 //!
 //! Events come in only through [`wink_informer::EventHandler`]; guest
 //! queries go out only through the cache capability.
@@ -38,6 +39,7 @@ pub mod reload;
 pub mod reports;
 pub mod stdio;
 pub mod text_log;
+pub mod workqueue;
 pub mod ticker;
 
 pub use engine::{Limits, WinkEngine};
