@@ -18,6 +18,7 @@ pub use wink_informer::{blocking, canonical, client};
 pub use wink_runtime as runtime;
 pub use wink_runtime::{reports, text_log};
 pub mod cache_view;
+pub mod cli_docs;
 pub mod daemon;
 pub mod leader;
 pub mod listener;

@@ -1,7 +1,7 @@
 //! The `wink` binary: `wink run`, `wink dev`, `wink sim` (the last two
 //! only with the `sim` feature, on by default).
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, CommandFactory, Parser, Subcommand};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -123,6 +123,8 @@ enum Command {
         #[arg(long)]
         bless: bool,
     },
+    #[command(flatten)]
+    Docs(wink::cli_docs::DocsCommand),
 }
 
 #[derive(Args)]
@@ -435,7 +437,7 @@ fn init_tracing(format: LogFormat) {
 
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
-    let cli = Cli::parse();
+    let cli: Cli = wink::cli_docs::parse();
     init_tracing(cli.log_format);
     // One line a person can read (the cause chain), not a debug dump.
     match run(cli).await {
@@ -480,6 +482,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         }
         Command::Test { cases, bless } => wink::author::harness::test(&cases, bless),
         Command::New { dir, sdk, lang } => wink::author::scaffold::new(&dir, lang, sdk.as_deref()),
+        Command::Docs(docs) => wink::cli_docs::run(docs, Cli::command()),
     }
 }
 
