@@ -1,5 +1,5 @@
-//! End-to-end: the main README's commands for Python and TypeScript plugins
-//! (the `sh` block of *Plugins in Python and JavaScript/TypeScript*) run as
+//! End-to-end: the manual's commands for Python and TypeScript plugins
+//! (the `sh` block of `docs/src/getting-started/python-and-js.md`) run as
 //! written in a fresh clone of the committed tree, from its root: each
 //! example builds with its own `npm install` (no `npm install` in `sdk/js`
 //! first, no `$WINK_JS_TOOLS`), type-checks, and passes its `wink test`
@@ -11,7 +11,7 @@
 //! other examples' names in its place (lines already run are not run
 //! again). Two commands of it are the test's own: `pip install
 //! componentize-py==...` is checked for the version and answered by the
-//! folder `lang_support` installs it into, on `PYTHONPATH` (the README's
+//! folder `lang_support` installs it into, on `PYTHONPATH` (the manual's
 //! `--target DIR on PYTHONPATH`), and `cargo run -p wink -- ARGS` is the
 //! already built `wink ARGS` (a build in the clone would take minutes, and
 //! one sharing the workspace's target folder would replace its `wink`).
@@ -67,9 +67,9 @@ fn text(out: &Output) -> String {
     )
 }
 
-/// The lines of the first `sh` block after `heading` in the main README.
-fn readme_block(heading: &str) -> Vec<String> {
-    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+/// The lines of the first `sh` block after `heading` in the manual's page `page`.
+fn readme_block(page: &str, heading: &str) -> Vec<String> {
+    let readme = std::fs::read_to_string(root().join("docs/src").join(page)).unwrap();
     let section = &readme[readme.find(heading).unwrap_or_else(|| panic!("no {heading:?}"))..];
     let block = &section[section.find("```sh\n").expect("an sh block") + 6..];
     let block = &block[..block.find("```").expect("the block's end")];
@@ -99,7 +99,10 @@ pip() {{
 
 #[test]
 fn python_and_typescript_examples_build_in_a_fresh_clone() {
-    let block = readme_block("## Plugins in Python and JavaScript/TypeScript");
+    let block = readme_block(
+        "getting-started/python-and-js.md",
+        "# A first plugin in Python or TypeScript",
+    );
     let (run, skip): (Vec<&String>, Vec<&String>) = block.iter().partition(|l| !l.contains("--plugins DIR"));
     assert_eq!(skip.len(), 1, "one placeholder line: {skip:?}");
     for needle in [
@@ -138,7 +141,7 @@ fn python_and_typescript_examples_build_in_a_fresh_clone() {
         .output()
         .expect("run sh");
     let log = text(&out);
-    assert!(out.status.success(), "the README's commands failed:\n{log}");
+    assert!(out.status.success(), "the manual's commands failed:\n{log}");
     for name in ["pod-logger", "app-index", "require-labels"] {
         for lang in ["python", "js"] {
             let case = format!("plugins/{lang}/{name}/wink-test.yaml");

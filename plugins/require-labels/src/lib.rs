@@ -87,6 +87,7 @@ impl RequireLabels {
         }
     }
 
+    // ANCHOR: report
     /// One result per required label: `fail` when it is `missing`, else `pass`.
     fn report(&self, obj: &Object, missing: &[&String]) {
         let findings: Vec<report::Finding> = self
@@ -109,11 +110,13 @@ impl RequireLabels {
             wink_sdk::warn!("require-labels: results about {} not given: {e}", obj.key());
         }
     }
+    // ANCHOR_END: report
 }
 
 impl Handler for RequireLabels {
     fn init(config: &str) -> Result<(Self, Registration), String> {
         let config: Config = wink_sdk::config(config)?;
+        // ANCHOR: registration
         let registration = Registration::new()
             .watch(Watch::new("apps/v1", "Deployment"))
             .writes(deployments(), &[Verb::Patch])
@@ -124,6 +127,7 @@ impl Handler for RequireLabels {
                 "v1",
                 "deployments",
             )));
+        // ANCHOR_END: registration
         Ok((RequireLabels { config }, registration))
     }
 
