@@ -2,7 +2,8 @@
 //! the plugins themselves. For the example plugins and a grants file, the
 //! ClusterRole grants exactly what they watch and may write (asserted rule
 //! by rule; a plugin that reports brings the PolicyReport CRDs and rights on
-//! the reports only), and real `kubectl apply` of the output succeeds on the
+//! the reports only, or with `--report-api openreports` the OpenReports
+//! ones), and real `kubectl apply` of the output succeeds on the
 //! simulated server (skipped where kubectl is not installed). A plugin that
 //! `wink run` would not load (Secrets without a grant, in any spelling) gets
 //! no rule, and stderr says so.
@@ -215,10 +216,18 @@ async fn the_rbac_is_exactly_what_the_plugins_need_and_applies_with_kubectl() {
 /// `wink manifests` for the plugins of `plugins`, no grants file: its
 /// documents and its stderr.
 fn manifests_of(plugins: &Path) -> (Vec<Value>, String) {
+    let (docs, stderr, _) = manifests_with(plugins, &[]);
+    (docs, stderr)
+}
+
+/// `wink manifests` for the plugins of `plugins` with `extra` arguments:
+/// its documents, its stderr and its output.
+fn manifests_with(plugins: &Path, extra: &[&str]) -> (Vec<Value>, String, String) {
     let out = Command::new(wink_bin())
         .args(["manifests", "--plugins"])
         .arg(plugins)
         .args(["--namespace", "wink-system", "--image", "wink:test"])
+        .args(extra)
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
@@ -227,7 +236,7 @@ fn manifests_of(plugins: &Path) -> (Vec<Value>, String) {
     let docs = serde_norway::Deserializer::from_str(&text)
         .map(|d| serde_norway::with::singleton_map_recursive::deserialize::<Value, _>(d).unwrap())
         .collect();
-    (docs, stderr)
+    (docs, stderr, text)
 }
 
 #[test]
@@ -288,5 +297,101 @@ fn a_plugin_watching_secrets_without_a_grant_gets_no_rule_and_a_warning() {
     assert!(
         stderr.contains("plugin everywhere asks for Secrets, which the operator has not granted"),
         "{stderr}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_report_api_chooses_the_crds_the_rights_and_the_flag_and_applies() {
+    let dir = scratch("manifests_report_api");
+    let plugins = dir.join("plugins");
+    std::fs::create_dir_all(&plugins).unwrap();
+    std::fs::copy(plugin("pod_security"), plugins.join("pod-security.wasm")).unwrap();
+    let verbs: Vec<String> = REPORT_VERBS.iter().map(|v| v.to_string()).collect();
+    let pods = (
+        "".to_string(),
+        "pods".to_string(),
+        vec!["list".to_string(), "watch".to_string()],
+    );
+    let mut openreports = String::new();
+    for (extra, group, plurals) in [
+        (
+            &[][..],
+            "wgpolicyk8s.io",
+            ["policyreports", "clusterpolicyreports"],
+        ),
+        (
+            &["--report-api=wgpolicyk8s"][..],
+            "wgpolicyk8s.io",
+            ["policyreports", "clusterpolicyreports"],
+        ),
+        (
+            &["--report-api", "openreports"][..],
+            "openreports.io",
+            ["reports", "clusterreports"],
+        ),
+    ] {
+        let (docs, _, text) = manifests_with(&plugins, extra);
+        let crds: Vec<&str> = docs
+            .iter()
+            .filter(|d| d["kind"] == "CustomResourceDefinition")
+            .map(|c| c["metadata"]["name"].as_str().unwrap())
+            .collect();
+        let names = plurals.map(|p| format!("{p}.{group}"));
+        assert_eq!(crds, names, "{extra:?}");
+        let cluster_role = docs.iter().find(|d| d["kind"] == "ClusterRole").unwrap();
+        let rule = |p: &str| (group.to_string(), p.to_string(), verbs.clone());
+        // Sorted by group: "" < openreports.io < wgpolicyk8s.io; plurals by name.
+        let mut want = vec![pods.clone(), rule(plurals[1]), rule(plurals[0])];
+        want[1..].sort();
+        assert_eq!(rules(cluster_role), want, "{extra:?}: rights on its reports only");
+        let deployment = docs.iter().find(|d| d["kind"] == "Deployment").unwrap();
+        let args = &deployment["spec"]["template"]["spec"]["containers"][0]["args"];
+        let api = if group == "openreports.io" {
+            "openreports"
+        } else {
+            "wgpolicyk8s"
+        };
+        assert!(
+            args.as_array()
+                .unwrap()
+                .iter()
+                .any(|a| *a == format!("--report-api={api}")),
+            "{extra:?}: {args}"
+        );
+        if group == "openreports.io" {
+            openreports = text;
+        }
+    }
+
+    if !Path::new(KUBECTL).exists() {
+        println!("kubectl is not installed at {KUBECTL}: skipping kubectl apply");
+        return;
+    }
+    let sim = Sim::start(SimConfig::default()).await.unwrap();
+    let kubeconfig = dir.join("kubeconfig");
+    sim.write_kubeconfig(&kubeconfig).unwrap();
+    let file = dir.join("wink.yaml");
+    std::fs::write(&file, &openreports).unwrap();
+    let kubectl = |args: &[&str]| {
+        let out = Command::new(KUBECTL)
+            .arg("--kubeconfig")
+            .arg(&kubeconfig)
+            .args(args)
+            .output()
+            .unwrap();
+        let said = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "kubectl {args:?}: {said}");
+        said
+    };
+    kubectl(&["apply", "-f", file.to_str().unwrap()]);
+    // The OpenReports kinds are served once their CRDs are applied.
+    for kind in ["reports.openreports.io", "clusterreports.openreports.io"] {
+        let said = kubectl(&["get", kind, "-A"]);
+        assert!(said.contains("No resources found"), "{kind}: {said}");
+    }
+    let resources = kubectl(&["api-resources", "--api-group=openreports.io", "-o", "name"]);
+    assert_eq!(
+        resources.lines().collect::<Vec<_>>(),
+        ["clusterreports.openreports.io", "reports.openreports.io"]
     );
 }

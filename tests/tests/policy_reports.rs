@@ -3,7 +3,8 @@
 //! hold exactly the current results with correct summaries, follow fixes
 //! and deletions, stay right across a restart that missed deletions, batch
 //! many changes into few writes, are written by the leader only, and read
-//! with `kubectl`.
+//! with `kubectl`; `--report-api openreports` writes the same reports as
+//! OpenReports Reports.
 
 use crate::cache_support;
 use crate::common;
@@ -12,8 +13,10 @@ use crate::report_support;
 use cache_support::*;
 use common::Wink;
 use report_support::*;
+use serde_json::Value;
 use std::collections::BTreeSet;
 use std::time::Duration;
+use wink::reports::ReportApi;
 use wink_sim::{Sim, SimConfig};
 
 /// Pods as (namespace, name, flaw).
@@ -276,4 +279,105 @@ async fn policy_reports_off_leaves_the_cluster_alone() {
     assert_eq!(sim.request_count("create", "customresourcedefinitions"), 0);
     assert_eq!(sim.request_count("list", "policyreports"), 0);
     assert!(reports(&sim).await.is_empty());
+}
+
+/// A report as both APIs must hold it: its place, summary and results,
+/// without what differs by API or by server (kind, timestamps, uids).
+fn comparable(r: &Value) -> Value {
+    let mut results = r["results"].clone();
+    for x in results.as_array_mut().unwrap() {
+        let x = x.as_object_mut().unwrap();
+        x.remove("timestamp");
+        x["resources"][0].as_object_mut().unwrap().remove("uid");
+    }
+    serde_json::json!({
+        "namespace": r["metadata"]["namespace"],
+        "name": r["metadata"]["name"],
+        "summary": r["summary"],
+        "results": results,
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_same_results_become_openreports_reports_or_policyreports_as_asked() {
+    let mut written = Vec::new();
+    for (api, other) in [
+        (ReportApi::OpenReports, ReportApi::Wgpolicyk8s),
+        (ReportApi::Wgpolicyk8s, ReportApi::OpenReports),
+    ] {
+        let sim = Sim::start(SimConfig::default()).await.unwrap();
+        let mut pods = fifty_pods(&sim, 12).await;
+        let s = Setup::new(&format!("reports_api_{api}"), &sim);
+        s.install("pod_security", "pod-security", None);
+        let flag = format!("--report-api={api}");
+        let _wink = s.run(&[&flag, "--report-batch-ms", "200"]);
+        until_reports_in(&sim, api, &expected(&pods), WAIT).await;
+        assert!(
+            reports_in(&sim, other).await.is_empty(),
+            "{api}: nothing in {other}"
+        );
+        assert_eq!(
+            sim.request_count("create", "customresourcedefinitions"),
+            2,
+            "{api}: its two CRDs installed, no others"
+        );
+        let mut now: Vec<Value> = reports_in(&sim, api).await.iter().map(comparable).collect();
+        now.sort_by_key(|r| r["namespace"].to_string());
+        written.push(now);
+
+        // kubectl reads them as it would on a cluster.
+        let group = api.group();
+        let table = kubectl(&s, &["get", &format!("{}.{group}", api.plural(true)), "-A"]);
+        let header = table.lines().next().unwrap_or_default();
+        assert!(
+            ["NAMESPACE", "NAME", "PASS", "FAIL", "AGE"]
+                .iter()
+                .all(|c| header.contains(c)),
+            "{table}"
+        );
+        assert!(
+            table
+                .lines()
+                .any(|l| l.starts_with("team-a") && l.contains("wink-report")),
+            "{table}"
+        );
+        let short = kubectl(&s, &["get", api.short_name(true), "-n", "team-a", "-o", "name"]);
+        assert_eq!(
+            short.trim(),
+            format!("{}.{group}/wink-report", api.kind(true).to_lowercase())
+        );
+        let yaml = kubectl(
+            &s,
+            &[
+                "get",
+                api.plural(true),
+                "wink-report",
+                "-n",
+                "team-b",
+                "-o",
+                "yaml",
+            ],
+        );
+        assert!(
+            yaml.contains(&format!("apiVersion: {}", api.api_version()))
+                && yaml.contains(&format!("kind: {}", api.kind(true)))
+                && yaml.contains("source: wink")
+                && yaml.contains("rule: privileged-containers"),
+            "{yaml}"
+        );
+
+        // The same batching: one deletion, one write of its namespace's report.
+        let before = report_writes_in(&sim, api);
+        let (ns, name, _) = remove(&mut pods, "pod-04");
+        sim.delete("pods", Some(&ns), &name).unwrap();
+        until_reports_in(&sim, api, &expected(&pods), WAIT).await;
+        tokio::time::sleep(Duration::from_millis(600)).await;
+        assert_eq!(report_writes_in(&sim, api) - before, 1, "{api}");
+        assert_eq!(report_writes_in(&sim, other), 0, "{api}: no write in {other}");
+    }
+    assert_eq!(written[0].len(), 2, "a report per namespace");
+    assert_eq!(
+        written[0], written[1],
+        "the same reports, summaries and results in either API"
+    );
 }

@@ -15,6 +15,8 @@ use wink::runtime::manager::ManagerOptions;
 use wink::runtime::precompiled::Precompiled;
 use wink::runtime::{Limits, reload};
 
+mod report_flags;
+
 #[derive(Parser)]
 #[command(
     name = "wink",
@@ -99,6 +101,8 @@ enum Command {
         /// declares a webhook, else none.
         #[arg(long)]
         admission_port: Option<u16>,
+        #[command(flatten)]
+        report_api: report_flags::ReportApiFlag,
     },
     /// Scaffold a plugin crate that builds and passes its `wink test` case.
     New {
@@ -237,14 +241,8 @@ struct HostArgs {
     /// memory for a few µs per event: `--cache-compression=false` to turn off.
     #[arg(long, num_args = 0..=1, default_value_t = true, default_missing_value = "true", action = clap::ArgAction::Set)]
     cache_compression: bool,
-    /// Keep plugins' policy results in wgpolicyk8s.io PolicyReports (the
-    /// CRDs are installed when missing): `--policy-reports=false` to turn off.
-    #[arg(long, num_args = 0..=1, default_value_t = true, default_missing_value = "true", action = clap::ArgAction::Set)]
-    policy_reports: bool,
-    /// How long the report writer gathers changes before it writes them
-    /// together, milliseconds.
-    #[arg(long, default_value_t = 1000)]
-    report_batch_ms: u64,
+    #[command(flatten)]
+    reports: report_flags::ReportFlags,
 }
 
 /// Where `cargo build --release --target wasm32-wasip2` puts components.
@@ -360,10 +358,7 @@ impl HostArgs {
             "the plugin directory {} does not exist (create it, or give another with --plugins DIR)",
             self.plugins.display()
         );
-        let reports = self.policy_reports.then(|| wink::reports::WriterOptions {
-            batch: Duration::from_millis(self.report_batch_ms),
-            ..Default::default()
-        });
+        let reports = self.reports.options();
         // Recorded before the first scan: nothing changed during it is missed.
         let changes = (!self.no_reload)
             .then(|| reload::record(&self.plugins))
@@ -474,9 +469,16 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             namespace,
             image,
             admission_port,
+            report_api,
         } => {
-            let deployment =
-                wink::manifests::needs::read(&plugins, grants.as_deref(), namespace, image, admission_port)?;
+            let deployment = wink::manifests::needs::read(
+                &plugins,
+                grants.as_deref(),
+                namespace,
+                image,
+                admission_port,
+                report_api.api(),
+            )?;
             print!("{deployment}");
             Ok(())
         }
@@ -552,6 +554,7 @@ async fn dev(
                 dir.display()
             );
             for p in &projects {
+                println!("wink dev: building {} ({:?})", p.name, p.lang);
                 match p.build(&out) {
                     Ok(took) => println!("wink dev: {} built in {} ms", p.name, took.as_millis()),
                     Err(e) => println!("wink dev: {} does not build yet:\n{e}", p.name),

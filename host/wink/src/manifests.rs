@@ -13,6 +13,7 @@
 pub mod admission;
 pub mod needs;
 
+use crate::reports::ReportApi;
 use crate::runtime::grants::{Permissions, Verb};
 use kube::api::ApiResource;
 use kube::core::GroupVersionKind;
@@ -27,7 +28,7 @@ pub struct PluginNeeds {
     pub reads: Vec<(String, String, Option<String>)>,
     /// Its writes and Events, as granted.
     pub permissions: Permissions,
-    /// Whether it gives policy results (wink then writes PolicyReports).
+    /// Whether it gives policy results (wink then writes reports).
     pub reports: bool,
 }
 
@@ -40,6 +41,8 @@ pub struct Deployment {
     pub grants: Option<String>,
     /// The admission webhook server's container port, when it runs.
     pub admission: Option<u16>,
+    /// The API wink writes policy reports in, when a plugin reports.
+    pub report_api: ReportApi,
 }
 
 /// (group, plural) of a kind, as RBAC names it.
@@ -52,7 +55,7 @@ fn group_resource(api_version: &str, kind: &str) -> (String, String) {
 /// Verbs per (namespace or cluster-wide, group, resource).
 type Rules = BTreeMap<Option<String>, BTreeMap<(String, String), BTreeSet<&'static str>>>;
 
-fn rules(plugins: &[PluginNeeds], namespace: &str) -> Rules {
+fn rules(plugins: &[PluginNeeds], namespace: &str, report_api: ReportApi) -> Rules {
     let mut rules = Rules::new();
     // Leader election: the Lease in wink's own namespace.
     rules
@@ -97,12 +100,12 @@ fn rules(plugins: &[PluginNeeds], namespace: &str) -> Rules {
             }
         }
         if p.reports {
-            // The report writer's own objects; the CRDs ship with the
-            // manifests, so it needs no right on CRDs.
-            for plural in ["policyreports", "clusterpolicyreports"] {
+            // The report writer's own objects, in the API it writes; the
+            // CRDs ship with the manifests, so it needs no right on CRDs.
+            for namespaced in [true, false] {
                 add(
                     None,
-                    ("wgpolicyk8s.io".into(), plural.into()),
+                    (report_api.group().into(), report_api.plural(namespaced).into()),
                     &["get", "list", "create", "patch", "delete"],
                 );
             }
@@ -135,15 +138,16 @@ pub fn render(plugins: &[PluginNeeds], d: &Deployment) -> Vec<Value> {
     let labels = json!({"app.kubernetes.io/name": "wink"});
     let meta = |name: &str| json!({"name": name, "namespace": ns, "labels": labels});
     let mut docs = Vec::new();
-    if plugins.iter().any(|p| p.reports) {
-        docs.extend(crate::reports::crd::definitions());
+    let reports = plugins.iter().any(|p| p.reports);
+    if reports {
+        docs.extend(crate::reports::crd::definitions(d.report_api));
     }
     docs.extend([
         json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns, "labels": labels}}),
         json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": meta("wink")}),
     ]);
     let subject = json!([{"kind": "ServiceAccount", "name": "wink", "namespace": ns}]);
-    for (scope, rules) in rules(plugins, ns) {
+    for (scope, rules) in rules(plugins, ns, d.report_api) {
         match scope {
             None => {
                 docs.push(
@@ -179,6 +183,10 @@ pub fn render(plugins: &[PluginNeeds], d: &Deployment) -> Vec<Value> {
         "--no-precompiled".into(),
         "--leader-elect".into(),
     ];
+    if reports {
+        // Named even when it is the default: the CRDs above are its.
+        args.push(format!("--report-api={}", d.report_api));
+    }
     let mut ports = vec![json!({"name": "admin", "containerPort": ADMIN_PORT})];
     if let Some(port) = d.admission {
         docs.extend(admission::documents(ns, &labels));
@@ -288,7 +296,7 @@ mod tests {
             },
             reports: false,
         };
-        let r = rules(&[plugin], "wink-system");
+        let r = rules(&[plugin], "wink-system", ReportApi::default());
         let cluster = &r[&None];
         assert_eq!(
             cluster[&("".into(), "configmaps".into())],
@@ -318,36 +326,63 @@ mod tests {
             permissions: Permissions::default(),
             reports,
         };
-        let d = Deployment {
+        let d = |report_api| Deployment {
             namespace: "wink-system".into(),
             image: "wink".into(),
             grants: None,
             admission: None,
+            report_api,
         };
-        let docs = render(&[plugin(true)], &d);
-        let crds: Vec<&Value> = docs
-            .iter()
-            .filter(|d| d["kind"] == "CustomResourceDefinition")
-            .collect();
-        assert_eq!(crds.len(), 2);
-        assert_eq!(docs[0]["kind"], "CustomResourceDefinition", "CRDs come first");
-        let r = rules(&[plugin(true)], "wink-system");
+        let args = |docs: &[Value]| -> Vec<String> {
+            let deployment = docs.iter().find(|x| x["kind"] == "Deployment").unwrap();
+            let c = &deployment["spec"]["template"]["spec"]["containers"][0];
+            serde_json::from_value(c["args"].clone()).unwrap()
+        };
         let verbs = BTreeSet::from(["create", "delete", "get", "list", "patch"]);
-        assert_eq!(
-            r[&None][&("wgpolicyk8s.io".into(), "policyreports".into())],
-            verbs
-        );
-        assert_eq!(
-            r[&None][&("wgpolicyk8s.io".into(), "clusterpolicyreports".into())],
-            verbs
-        );
-        assert!(!r[&None].keys().any(|(g, _)| g == "apiextensions.k8s.io"));
-        let quiet = render(&[plugin(false)], &d);
-        assert!(!quiet.iter().any(|d| d["kind"] == "CustomResourceDefinition"));
-        assert!(
-            !rules(&[plugin(false)], "wink-system")[&None]
-                .keys()
-                .any(|(g, _)| g == "wgpolicyk8s.io")
-        );
+        for (api, group, plurals, other) in [
+            (
+                ReportApi::Wgpolicyk8s,
+                "wgpolicyk8s.io",
+                ["policyreports", "clusterpolicyreports"],
+                "openreports.io",
+            ),
+            (
+                ReportApi::OpenReports,
+                "openreports.io",
+                ["reports", "clusterreports"],
+                "wgpolicyk8s.io",
+            ),
+        ] {
+            let docs = render(&[plugin(true)], &d(api));
+            let crds: Vec<&str> = docs
+                .iter()
+                .filter(|d| d["kind"] == "CustomResourceDefinition")
+                .map(|d| d["metadata"]["name"].as_str().unwrap())
+                .collect();
+            let names = plurals.map(|p| format!("{p}.{group}"));
+            assert_eq!(crds, names, "{api}: its own CRDs, no others");
+            assert_eq!(docs[0]["kind"], "CustomResourceDefinition", "CRDs come first");
+            assert!(
+                args(&docs).contains(&format!("--report-api={api}")),
+                "{api}: the Deployment writes the API whose CRDs it ships"
+            );
+            let r = rules(&[plugin(true)], "wink-system", api);
+            for plural in plurals {
+                assert_eq!(r[&None][&(group.into(), plural.into())], verbs, "{api}");
+            }
+            assert!(
+                !r[&None].keys().any(|(g, _)| g == other),
+                "{api}: no right on {other}"
+            );
+            assert!(!r[&None].keys().any(|(g, _)| g == "apiextensions.k8s.io"));
+            let quiet = render(&[plugin(false)], &d(api));
+            assert!(!quiet.iter().any(|d| d["kind"] == "CustomResourceDefinition"));
+            assert!(!args(&quiet).iter().any(|a| a.starts_with("--report-api")));
+            assert!(
+                !rules(&[plugin(false)], "wink-system", api)[&None]
+                    .keys()
+                    .any(|(g, _)| g == group)
+            );
+        }
     }
 }

@@ -1,12 +1,14 @@
 //! Helpers of the policy report tests: pods that break (or keep) the Pod
 //! Security Standards baseline rules `pod-security` checks, the results
-//! expected of them, and a reader of the reports on the server.
+//! expected of them, and a reader of the reports on the server, in either
+//! report API.
 
 use kube::api::{Api, ApiResource, DynamicObject, ListParams};
 use kube::core::GroupVersionKind;
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
+use wink::reports::ReportApi;
 use wink_sim::Sim;
 
 /// The rules of `pod-security`, in the order [`violating_pod`] breaks them.
@@ -61,9 +63,15 @@ pub fn expected<'a>(pods: impl IntoIterator<Item = &'a (String, String, usize)>)
 /// Every PolicyReport and ClusterPolicyReport on the server (none while
 /// the CRDs are missing).
 pub async fn reports(sim: &Sim) -> Vec<Value> {
+    reports_in(sim, ReportApi::Wgpolicyk8s).await
+}
+
+/// Every report of `api` on the server, namespaced and cluster ones (none
+/// while the CRDs are missing).
+pub async fn reports_in(sim: &Sim, api: ReportApi) -> Vec<Value> {
     let mut all = Vec::new();
-    for kind in ["PolicyReport", "ClusterPolicyReport"] {
-        let gvk = GroupVersionKind::gvk("wgpolicyk8s.io", "v1alpha2", kind);
+    for namespaced in [true, false] {
+        let gvk = GroupVersionKind::gvk(api.group(), api.version(), api.kind(namespaced));
         let api: Api<DynamicObject> = Api::all_with(sim.client(), &ApiResource::from_gvk(&gvk));
         if let Ok(list) = api.list(&ListParams::default()).await {
             all.extend(list.items.into_iter().map(|o| serde_json::to_value(o).unwrap()));
@@ -110,9 +118,14 @@ pub fn rows(reports: &[Value]) -> Vec<Row> {
 
 /// Wait until the reports hold exactly `want`, each once.
 pub async fn until_reports(sim: &Sim, want: &BTreeSet<Row>, patience: Duration) {
+    until_reports_in(sim, ReportApi::Wgpolicyk8s, want, patience).await
+}
+
+/// Wait until the reports of `api` hold exactly `want`, each once.
+pub async fn until_reports_in(sim: &Sim, api: ReportApi, want: &BTreeSet<Row>, patience: Duration) {
     let deadline = Instant::now() + patience;
     loop {
-        let got = rows(&reports(sim).await);
+        let got = rows(&reports_in(sim, api).await);
         let set: BTreeSet<Row> = got.iter().cloned().collect();
         if &set == want {
             assert_eq!(got.len(), set.len(), "no result is reported twice");
@@ -133,8 +146,13 @@ pub async fn until_reports(sim: &Sim, want: &BTreeSet<Row>, patience: Duration) 
 
 /// Report writes the server received: creates, patches, updates, deletes.
 pub fn report_writes(sim: &Sim) -> u64 {
+    report_writes_in(sim, ReportApi::Wgpolicyk8s)
+}
+
+/// Writes of reports of `api` the server received.
+pub fn report_writes_in(sim: &Sim, api: ReportApi) -> u64 {
     ["create", "patch", "update", "delete"]
         .iter()
-        .map(|v| sim.request_count(v, "policyreports") + sim.request_count(v, "clusterpolicyreports"))
+        .map(|v| sim.request_count(v, api.plural(true)) + sim.request_count(v, api.plural(false)))
         .sum()
 }

@@ -1,8 +1,14 @@
-//! The layout of reports: which PolicyReport objects hold which results.
-//! One set of reports per namespace (`PolicyReport` named `wink-report`,
-//! then `wink-report-2`, ... when one would pass the size limit) and one for
-//! cluster-scoped subjects (`ClusterPolicyReport` `wink-cluster-report`, ...),
-//! each with its `summary`, labelled `app.kubernetes.io/managed-by: wink`.
+//! The layout of reports: which report objects hold which results.
+//! One set of reports per namespace (a `PolicyReport` or `Report` named
+//! `wink-report`, then `wink-report-2`, ... when one would pass the size
+//! limit) and one for cluster-scoped subjects (a `ClusterPolicyReport` or
+//! `ClusterReport` `wink-cluster-report`, ...), each with its `summary`,
+//! labelled `app.kubernetes.io/managed-by: wink`.
+//!
+//! One layout, two renderings: the same objects with the same results in
+//! either [`ReportApi`]; an OpenReports report also names its `source` at
+//! the report level (every result keeps its own `source` too, which the
+//! API lets override the report's, for consumers that read only results).
 //!
 //! Pure functions: from the aggregator's snapshot of one scope to the JSON of
 //! its reports. A result keeps the timestamp the server's copy has for the
@@ -10,11 +16,9 @@
 //! (and no write), across restarts too.
 
 use super::aggregate::{Held, Outcome, Scope};
+use super::api::ReportApi;
 use serde_json::{Map, Value, json};
 use std::collections::HashMap;
-
-/// The API group and version of the reports.
-pub const API_VERSION: &str = "wgpolicyk8s.io/v1alpha2";
 
 /// The label on every report wink manages.
 pub const MANAGED_BY: (&str, &str) = ("app.kubernetes.io/managed-by", "wink");
@@ -26,25 +30,24 @@ pub const SOURCE: &str = "wink";
 /// per object, so a report plus its metadata always fits.
 pub const MAX_REPORT_BYTES: usize = 1024 * 1024;
 
-/// One report object: its namespace (none for a ClusterPolicyReport) and name.
+/// One report object: its API, its namespace (none for a cluster report)
+/// and name.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct ReportId {
+    pub api: ReportApi,
     pub namespace: Option<String>,
     pub name: String,
 }
 
 impl ReportId {
-    /// `PolicyReport` or `ClusterPolicyReport`.
+    /// `PolicyReport`, `ClusterPolicyReport`, `Report` or `ClusterReport`.
     pub fn kind(&self) -> &'static str {
-        match self.namespace {
-            Some(_) => "PolicyReport",
-            None => "ClusterPolicyReport",
-        }
+        self.api.kind(self.namespace.is_some())
     }
 
     /// The API path of this report's collection.
     pub fn collection(&self) -> String {
-        collection(self.namespace.as_deref())
+        collection(self.api, self.namespace.as_deref())
     }
 
     /// The API path of this report.
@@ -58,12 +61,19 @@ impl ReportId {
     }
 }
 
-/// The collection path of the reports in `namespace` (none: cluster reports).
-pub fn collection(namespace: Option<&str>) -> String {
+/// The collection path of `api`'s reports in `namespace` (none: cluster
+/// reports).
+pub fn collection(api: ReportApi, namespace: Option<&str>) -> String {
+    let v = api.api_version();
     match namespace {
-        Some(ns) => format!("/apis/{API_VERSION}/namespaces/{ns}/policyreports"),
-        None => format!("/apis/{API_VERSION}/clusterpolicyreports"),
+        Some(ns) => format!("/apis/{v}/namespaces/{ns}/{}", api.plural(true)),
+        None => format!("/apis/{v}/{}", api.plural(false)),
     }
+}
+
+/// The path of `api`'s namespaced reports in every namespace.
+pub fn all_namespaces(api: ReportApi) -> String {
+    format!("/apis/{}/{}", api.api_version(), api.plural(true))
 }
 
 /// The name of the `n`th (0-based) report of a scope.
@@ -151,8 +161,15 @@ fn now() -> Value {
     json!({"seconds": t.as_secs(), "nanos": 0})
 }
 
-/// The reports of `scope` holding `held` (sorted), none when it is empty.
-pub fn reports(scope: &Scope, held: &[Held], known: &Timestamps, max_bytes: usize) -> Vec<(ReportId, Value)> {
+/// The reports of `scope` holding `held` (sorted) in `api`, none when it
+/// is empty.
+pub fn reports(
+    api: ReportApi,
+    scope: &Scope,
+    held: &[Held],
+    known: &Timestamps,
+    max_bytes: usize,
+) -> Vec<(ReportId, Value)> {
     let mut chunks: Vec<Vec<Value>> = Vec::new();
     let mut size = 0;
     let stamp = now();
@@ -174,6 +191,7 @@ pub fn reports(scope: &Scope, held: &[Held], known: &Timestamps, max_bytes: usiz
         .enumerate()
         .map(|(n, results)| {
             let id = ReportId {
+                api,
                 namespace: scope.clone(),
                 name: name(scope, n),
             };
@@ -197,17 +215,21 @@ fn report(id: &ReportId, results: Vec<Value>) -> Value {
     if let Some(ns) = &id.namespace {
         metadata["namespace"] = ns.clone().into();
     }
-    json!({
-        "apiVersion": API_VERSION,
+    let mut report = json!({
+        "apiVersion": id.api.api_version(),
         "kind": id.kind(),
         "metadata": metadata,
         "summary": summary(&results),
         "results": results,
-    })
+    });
+    if id.api == ReportApi::OpenReports {
+        report["source"] = SOURCE.into();
+    }
+    report
 }
 
 /// Whether the server's copy of a report says what `desired` says (its
-/// results, summary and label), so that no write is needed.
+/// results, summary, source and label), so that no write is needed.
 pub fn same_content(server: &Value, desired: &Value) -> bool {
     let label = |v: &Value| v["metadata"]["labels"][MANAGED_BY.0].clone();
     let results = |v: &Value| match &v["results"] {
@@ -215,6 +237,7 @@ pub fn same_content(server: &Value, desired: &Value) -> bool {
         r => r.clone(),
     };
     server["summary"] == desired["summary"]
+        && server["source"] == desired["source"]
         && results(server) == results(desired)
         && label(server) == label(desired)
 }
@@ -254,7 +277,13 @@ mod tests {
             held("b", "r1", Outcome::Pass),
         ];
         let scope = Some("ns".to_string());
-        let out = reports(&scope, &held, &Timestamps::default(), MAX_REPORT_BYTES);
+        let out = reports(
+            ReportApi::Wgpolicyk8s,
+            &scope,
+            &held,
+            &Timestamps::default(),
+            MAX_REPORT_BYTES,
+        );
         assert_eq!(out.len(), 1);
         let (id, r) = &out[0];
         assert_eq!((id.name.as_str(), id.kind()), ("wink-report", "PolicyReport"));
@@ -269,8 +298,23 @@ mod tests {
         assert_eq!(r["results"][0]["resources"][0]["uid"], "u-a");
         assert_eq!(r["results"][0]["severity"], "high");
         assert_eq!(r["metadata"]["labels"]["app.kubernetes.io/managed-by"], "wink");
-        assert!(reports(&scope, &[], &Timestamps::default(), MAX_REPORT_BYTES).is_empty());
-        let cluster = reports(&None, &held[..1], &Timestamps::default(), MAX_REPORT_BYTES);
+        assert!(
+            reports(
+                ReportApi::Wgpolicyk8s,
+                &scope,
+                &[],
+                &Timestamps::default(),
+                MAX_REPORT_BYTES
+            )
+            .is_empty()
+        );
+        let cluster = reports(
+            ReportApi::Wgpolicyk8s,
+            &None,
+            &held[..1],
+            &Timestamps::default(),
+            MAX_REPORT_BYTES,
+        );
         assert_eq!(cluster[0].0.kind(), "ClusterPolicyReport");
         assert!(cluster[0].1["metadata"].get("namespace").is_none());
     }
@@ -281,7 +325,13 @@ mod tests {
             .map(|i| held(&format!("pod-{i:03}"), "r", Outcome::Fail))
             .collect();
         let scope = Some("ns".to_string());
-        let out = reports(&scope, &held, &Timestamps::default(), 16 * 1024);
+        let out = reports(
+            ReportApi::Wgpolicyk8s,
+            &scope,
+            &held,
+            &Timestamps::default(),
+            16 * 1024,
+        );
         assert!(out.len() > 3, "{} reports", out.len());
         let names: Vec<&str> = out.iter().map(|(id, _)| id.name.as_str()).collect();
         assert_eq!(&names[..3], ["wink-report", "wink-report-2", "wink-report-3"]);
@@ -299,16 +349,85 @@ mod tests {
     fn unchanged_results_keep_the_servers_timestamps() {
         let held = vec![held("a", "r1", Outcome::Fail)];
         let scope = Some("ns".to_string());
-        let (_, mut server) = reports(&scope, &held, &Timestamps::default(), MAX_REPORT_BYTES).remove(0);
+        let (_, mut server) = reports(
+            ReportApi::Wgpolicyk8s,
+            &scope,
+            &held,
+            &Timestamps::default(),
+            MAX_REPORT_BYTES,
+        )
+        .remove(0);
         server["results"][0]["timestamp"] = json!({"seconds": 12, "nanos": 0});
         let mut known = Timestamps::default();
         known.learn(&server);
-        let (_, again) = reports(&scope, &held, &known, MAX_REPORT_BYTES).remove(0);
+        let (_, again) = reports(ReportApi::Wgpolicyk8s, &scope, &held, &known, MAX_REPORT_BYTES).remove(0);
         assert_eq!(again["results"][0]["timestamp"]["seconds"], 12);
         assert!(same_content(&server, &again));
         let changed = vec![held_with_outcome(Outcome::Pass)];
-        let (_, other) = reports(&scope, &changed, &known, MAX_REPORT_BYTES).remove(0);
+        let (_, other) =
+            reports(ReportApi::Wgpolicyk8s, &scope, &changed, &known, MAX_REPORT_BYTES).remove(0);
         assert!(!same_content(&server, &other));
+    }
+
+    #[test]
+    fn one_layout_two_renderings() {
+        let held: Vec<Held> = (0..60)
+            .map(|i| held(&format!("pod-{i:02}"), "r", Outcome::Fail))
+            .collect();
+        let scope = Some("ns".to_string());
+        let known = Timestamps::default();
+        let w = reports(ReportApi::Wgpolicyk8s, &scope, &held, &known, 8 * 1024);
+        let o = reports(ReportApi::OpenReports, &scope, &held, &known, 8 * 1024);
+        assert!(w.len() > 1, "split into {} reports", w.len());
+        assert_eq!(w.len(), o.len());
+        for ((wid, wr), (oid, or)) in w.iter().zip(&o) {
+            assert_eq!((&wid.namespace, &wid.name), (&oid.namespace, &oid.name));
+            assert_eq!(wr["summary"], or["summary"]);
+            assert_eq!(wr["metadata"], or["metadata"]);
+            let strip = |r: &Value| {
+                let mut r = r["results"].clone();
+                for x in r.as_array_mut().unwrap() {
+                    x.as_object_mut().unwrap().remove("timestamp");
+                }
+                r
+            };
+            assert_eq!(strip(wr), strip(or), "the same results");
+            assert_eq!(wr["apiVersion"], "wgpolicyk8s.io/v1alpha2");
+            assert_eq!(wr["kind"], "PolicyReport");
+            assert!(
+                wr.get("source").is_none(),
+                "PolicyReport has no report-level source"
+            );
+            assert_eq!(or["apiVersion"], "openreports.io/v1alpha1");
+            assert_eq!(or["kind"], "Report");
+            assert_eq!(or["source"], SOURCE);
+            assert_eq!(or["results"][0]["source"], SOURCE);
+        }
+        assert_eq!(
+            o[0].0.path(),
+            "/apis/openreports.io/v1alpha1/namespaces/ns/reports/wink-report"
+        );
+        let cluster = reports(
+            ReportApi::OpenReports,
+            &None,
+            &held[..1],
+            &known,
+            MAX_REPORT_BYTES,
+        );
+        assert_eq!(cluster[0].0.kind(), "ClusterReport");
+        assert_eq!(
+            cluster[0].0.path(),
+            "/apis/openreports.io/v1alpha1/clusterreports/wink-cluster-report"
+        );
+        assert_eq!(
+            all_namespaces(ReportApi::OpenReports),
+            "/apis/openreports.io/v1alpha1/reports"
+        );
+        // A server copy without the report-level source is rewritten.
+        let mut old = o[0].1.clone();
+        old.as_object_mut().unwrap().remove("source");
+        assert!(!same_content(&old, &o[0].1));
+        assert!(same_content(&o[0].1, &o[0].1));
     }
 
     fn held_with_outcome(o: Outcome) -> Held {

@@ -1,5 +1,7 @@
 //! Policy reports: plugins' pass/fail results about objects, kept current in
-//! `wgpolicyk8s.io/v1alpha2` PolicyReports and ClusterPolicyReports.
+//! `wgpolicyk8s.io/v1alpha2` PolicyReports and ClusterPolicyReports, or in
+//! `openreports.io/v1alpha1` Reports and ClusterReports ([`ReportApi`]):
+//! one layout, the same results and batching, rendered in either API.
 //!
 //! Data flows one way: the `report` capability (in the plugin runtime) puts
 //! each call's results into the [`Aggregator`]; the [`ReportWriter`] task
@@ -16,11 +18,13 @@
 //! split.
 
 pub mod aggregate;
+pub mod api;
 pub mod crd;
 pub mod layout;
 pub mod stats;
 pub mod writer;
 
 pub use aggregate::{Aggregator, Held, Outcome, PolicyResult, Scope, Severity, Subject};
+pub use api::ReportApi;
 pub use stats::WriteStats;
 pub use writer::{Census, CensusFn, Phase, ReportWriter, WriterOptions};

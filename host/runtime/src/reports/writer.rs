@@ -1,5 +1,6 @@
-//! The report writer: keeps the cluster's wink-managed PolicyReports equal
-//! to what the plugins report now. One task; only the leader writes.
+//! The report writer: keeps the cluster's wink-managed reports (in the
+//! [`ReportApi`] of [`WriterOptions::api`]) equal to what the plugins
+//! report now. One task; only the leader writes.
 //!
 //! Its states, and every transition, are [`Phase`] and [`Phase::next`]:
 //!
@@ -19,6 +20,7 @@
 //! and nothing else; the aggregator owns the results.
 
 use super::aggregate::{Aggregator, Held, Scope};
+use super::api::ReportApi;
 use super::layout::{self, ReportId, Timestamps};
 use futures::future::BoxFuture;
 use http::{self, Method};
@@ -39,6 +41,8 @@ pub struct WriterOptions {
     pub max_report_bytes: usize,
     /// Create the CRDs when the cluster lacks them.
     pub install_crds: bool,
+    /// The API the reports are written in.
+    pub api: ReportApi,
 }
 
 impl Default for WriterOptions {
@@ -47,6 +51,7 @@ impl Default for WriterOptions {
             batch: Duration::from_secs(1),
             max_report_bytes: layout::MAX_REPORT_BYTES,
             install_crds: true,
+            api: ReportApi::default(),
         }
     }
 }
@@ -198,7 +203,9 @@ impl ReportWriter {
 
     /// Create the CRDs the cluster lacks, then wait until they are served.
     async fn ensure_crds(&self) -> Result<(), String> {
-        for crd in super::crd::definitions() {
+        let api = self.options.api;
+        let kinds = format!("{} CRDs ({})", api.kind(true), api.group());
+        for crd in super::crd::definitions(api) {
             let uri = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
             let a = self
                 .call("create-crd", Method::POST, uri, "application/json", Some(&crd))
@@ -207,7 +214,7 @@ impl ReportWriter {
                 200..=299 | 409 => {}
                 403 => {
                     return Err(format!(
-                        "the PolicyReport CRDs are missing and wink may not create them ({}): install them (`wink manifests` includes them)",
+                        "the {kinds} are missing and wink may not create them ({}): install them (`wink manifests --report-api {api}` includes them)",
                         a.body["message"].as_str().unwrap_or("forbidden")
                     ));
                 }
@@ -219,18 +226,18 @@ impl ReportWriter {
                 .call(
                     "list",
                     Method::GET,
-                    &format!("{}?limit=1", layout::collection(None)),
+                    &format!("{}?limit=1", layout::collection(api, None)),
                     "application/json",
                     None,
                 )
                 .await?;
             if a.code == 200 {
-                tracing::info!("installed the wgpolicyk8s.io PolicyReport CRDs");
+                tracing::info!("installed the {kinds}");
                 return Ok(());
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
-        Err("the PolicyReport CRDs were created but are not served".into())
+        Err(format!("the {kinds} were created but are not served"))
     }
 
     /// Read every wink-managed report into `server`.
@@ -238,13 +245,8 @@ impl ReportWriter {
         let selector = format!("{}%3D{}", layout::MANAGED_BY.0, layout::MANAGED_BY.1).replace('/', "%2F");
         let mut found = HashMap::new();
         let mut installed = false;
-        for (all, _) in [
-            (
-                format!("/apis/{}/policyreports", layout::API_VERSION),
-                "PolicyReport",
-            ),
-            (layout::collection(None), "ClusterPolicyReport"),
-        ] {
+        let api = self.options.api;
+        for all in [layout::all_namespaces(api), layout::collection(api, None)] {
             let mut cont = String::new();
             loop {
                 let uri = format!("{all}?labelSelector={selector}&limit=500{cont}");
@@ -253,9 +255,11 @@ impl ReportWriter {
                     .await?;
                 if a.code == 404 && !installed {
                     if !self.options.install_crds {
-                        return Err(
-                            "the PolicyReport CRDs are not installed (`wink manifests` includes them)".into(),
-                        );
+                        return Err(format!(
+                            "the {} CRDs ({}) are not installed (`wink manifests --report-api {api}` includes them)",
+                            api.kind(true),
+                            api.group()
+                        ));
                     }
                     self.ensure_crds().await?;
                     installed = true;
@@ -266,6 +270,7 @@ impl ReportWriter {
                 }
                 for item in a.body["items"].as_array().into_iter().flatten() {
                     let id = ReportId {
+                        api,
                         namespace: item["metadata"]["namespace"].as_str().map(str::to_string),
                         name: item["metadata"]["name"].as_str().unwrap_or_default().to_string(),
                     };
@@ -322,7 +327,13 @@ impl ReportWriter {
             for (_, v) in self.server.iter().filter(|(id, _)| id.scope() == scope) {
                 known.learn(v);
             }
-            let desired = layout::reports(&scope, &held, &known, self.options.max_report_bytes);
+            let desired = layout::reports(
+                self.options.api,
+                &scope,
+                &held,
+                &known,
+                self.options.max_report_bytes,
+            );
             let wanted: BTreeSet<ReportId> = desired.iter().map(|(id, _)| id.clone()).collect();
             for (id, body) in desired {
                 if self
@@ -383,11 +394,14 @@ impl ReportWriter {
     async fn put(&mut self, id: &ReportId, body: Value) -> Result<Value, String> {
         let query = "?fieldManager=wink";
         if self.server.contains_key(id) {
-            let patch = json!({
+            let mut patch = json!({
                 "metadata": {"labels": body["metadata"]["labels"]},
                 "summary": body["summary"],
                 "results": body["results"],
             });
+            if let Some(source) = body.get("source") {
+                patch["source"] = source.clone();
+            }
             let uri = format!("{}{query}", id.path());
             let a = self
                 .call(
@@ -486,6 +500,7 @@ impl ReportWriter {
                         self.aggregator.mark_dirty(failed);
                         tracing::info!(
                             reports = self.server.len(),
+                            api = %self.options.api,
                             "policy reports: reconciled with every plugin's results"
                         );
                         phase = phase.next(Step::Settled);

@@ -98,6 +98,7 @@ mod tests {
             image: "wink".into(),
             grants: None,
             admission,
+            report_api: crate::reports::ReportApi::default(),
         };
         let docs = super::super::render(&[], &d(Some(DEFAULT_PORT)));
         let deployment = docs.iter().find(|x| x["kind"] == "Deployment").unwrap();

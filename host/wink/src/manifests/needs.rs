@@ -15,13 +15,15 @@ use std::path::Path;
 /// `grants`. What `wink run` would not allow is said on stderr and left
 /// out of the RBAC. The admission webhook server runs on
 /// `admission_port`, or on [`super::admission::DEFAULT_PORT`] when a
-/// plugin declares a webhook and no port is given.
+/// plugin declares a webhook and no port is given. Reports are written in
+/// `report_api`.
 pub fn read(
     plugins: &Path,
     grants: Option<&Path>,
     namespace: String,
     image: String,
     admission_port: Option<u16>,
+    report_api: crate::reports::ReportApi,
 ) -> anyhow::Result<String> {
     let (grant_text, parsed) = match grants {
         Some(path) => {
@@ -45,6 +47,7 @@ pub fn read(
         image,
         grants: grant_text,
         admission: admission_port.or(webhooks.then_some(super::admission::DEFAULT_PORT)),
+        report_api,
     };
     Ok(to_yaml(&render(&needs, &deployment)))
 }
@@ -141,6 +144,7 @@ mod tests {
             image: "wink".into(),
             grants: None,
             admission: None,
+            report_api: crate::reports::ReportApi::default(),
         };
         (render(&needs, &d), warnings)
     }
