@@ -1,0 +1,18 @@
+//! The README and the manual (`docs/`, an mdBook) as tested documents:
+//!
+//! - every fenced code block is run or compiled by a test, or marked as not
+//!   run (`text`, or `LANG,ignore`); every `wink` command line in them parses
+//!   with the real command line (`commands`);
+//! - `mdbook build` passes without a warning, every page is in the summary,
+//!   every relative link and `#anchor` of the built book and of the README
+//!   resolves (`book`); the book renders and its search answers in headless
+//!   Chromium (`browser`);
+//! - the README's quick path (a plugin in Rust and in Python on `wink dev`)
+//!   runs as written in a fresh clone, and its test command is what CI runs
+//!   (`quick`).
+
+mod book;
+mod browser;
+mod commands;
+mod markdown;
+mod quick;
