@@ -145,11 +145,23 @@ pub fn load_digested(
             "this is a core wasm module, not a component (build with --target wasm32-wasip2)".into(),
         ));
     }
+    // Compiling takes seconds for a large component (Python, JS): say so
+    // before, and how long it took after.
+    let compiles = precompiled.is_none_or(|dir| !dir.contains(&digest));
+    let started = std::time::Instant::now();
+    if compiles {
+        let (kib, compiler) = (bytes.len() >> 10, engine.compiler());
+        tracing::info!(plugin = %name, kib, ?compiler, "compiling the plugin's component");
+    }
     let (component, cache_hit) = match precompiled {
         Some(dir) => dir.component(engine.engine(), bytes, &digest),
         None => Component::from_binary(engine.engine(), bytes).map(|c| (c, false)),
     }
     .map_err(|e| not_component(chain(&e)))?;
+    if compiles {
+        let compile_ms = started.elapsed().as_millis() as u64;
+        tracing::info!(plugin = %name, compile_ms, "compiled the plugin's component in {compile_ms} ms");
+    }
     let wrong_world = |reason: String| LoadError::WrongWorld {
         path: path.to_path_buf(),
         reason,

@@ -97,9 +97,11 @@ fn declaration(line: &str, docs: String, inside: Option<&'static str>) -> Option
         let rest = decl[word.len()..].trim();
         (kind, rest.split([' ', '=']).next()?.to_string())
     } else {
+        // `name: ...` (a field or a function), else `name` or `name(...)`
+        // (a case, a constructor).
         let (name, rest) = match decl.split_once(':') {
-            Some((name, rest)) => (name.trim(), Some(rest.trim())),
-            None => (decl.split('(').next()?.trim(), None),
+            Some((name, rest)) if !name.contains('(') => (name.trim(), Some(rest.trim())),
+            _ => (decl.split('(').next()?.trim(), None),
         };
         let kind = match (inside?, rest) {
             (_, Some(r)) if r.starts_with("func") || r.starts_with("static func") => "func",
@@ -144,7 +146,9 @@ pub fn reference() -> String {
                 }
                 _ => {
                     page.push_str(&format!("### {} `{}`\n\n", item.kind, item.name));
-                    page.push_str(&format!("```wit\n{}\n```\n\n", item.decl));
+                    if item.members.is_empty() {
+                        page.push_str(&format!("```wit\n{}\n```\n\n", item.decl));
+                    }
                     push_docs(&mut page, &item.docs);
                     for m in &item.members {
                         page.push_str(&format!("- `{}`", m.decl));
@@ -156,9 +160,9 @@ pub fn reference() -> String {
                 }
             }
         }
-        if block.kind == "world" {
-            page.push('\n');
-        }
+    }
+    while page.contains("\n\n\n") {
+        page = page.replace("\n\n\n", "\n\n");
     }
     page.truncate(page.trim_end().len());
     page.push('\n');
