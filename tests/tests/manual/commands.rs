@@ -234,10 +234,10 @@ fn every_wink_command_in_the_docs_parses_with_the_real_command_line() {
     let mut wrong = Vec::new();
     let mut checked = std::collections::BTreeSet::new();
     for (at, args) in &commands {
-        if checked.insert(args.clone()) {
-            if let Err(e) = parses(args) {
-                wrong.push(format!("{at}: wink {}\n{e}", args.join(" ")));
-            }
+        if checked.insert(args.clone())
+            && let Err(e) = parses(args)
+        {
+            wrong.push(format!("{at}: wink {}\n{e}", args.join(" ")));
         }
     }
     println!(
