@@ -205,3 +205,12 @@ fn the_readme_test_command_is_what_ci_runs() {
         "`.ci/run` runs the README's `{command}`"
     );
 }
+
+#[test]
+fn the_readme_is_a_front_door_of_at_most_150_lines() {
+    let lines = markdown::read("README.md").lines().count();
+    assert!(
+        lines <= 150,
+        "README.md has {lines} lines: the rest goes into the manual"
+    );
+}
