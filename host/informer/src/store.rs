@@ -303,13 +303,18 @@ impl Store {
         let inner = read(&self.shared);
         let pick = |o: &ObjRef| selected(o, None, selector);
         match namespace {
-            Some(ns) => inner
-                .keys(NAMESPACE_INDEX, ns)
-                .expect("every store has the namespace index")
-                .filter_map(|k| inner.items.get(k))
-                .filter(|o| pick(o))
-                .cloned()
-                .collect(),
+            Some(ns) => {
+                // Two passes: the key lookups first, then the label checks.
+                // Each pass is a tight loop whose memory reads do not depend
+                // on each other, so the processor overlaps their cache
+                // misses (a namespace's objects lie all over the heap).
+                let found: Vec<&ObjRef> = inner
+                    .keys(NAMESPACE_INDEX, ns)
+                    .expect("every store has the namespace index")
+                    .filter_map(|k| inner.items.get(k))
+                    .collect();
+                found.into_iter().filter(|o| pick(o)).cloned().collect()
+            }
             None => {
                 // Sort the stored keys (no key strings built per comparison).
                 let mut all: Vec<(&Key, &ObjRef)> = inner.items.iter().filter(|(_, o)| pick(o)).collect();
