@@ -22,6 +22,7 @@ const GENERATED: [&str; 3] = [
 /// - `rust`, `python`: a README plugin (the quick path compiles and runs
 ///   it), or one `{{#include}}` of a file under `plugins/` or `sdk/`, which
 ///   the end-to-end suites build;
+/// - `yaml,grants`: a grants file, read by `wink manifests --grants` below;
 /// - `text`, or any language with `,ignore`: shown, not run, said so;
 /// - anything in a page generated from the code (`GENERATED`), which
 ///   `reference_docs` regenerates and compares.
@@ -31,6 +32,7 @@ fn allowed(doc: &str, block: &Block) -> Result<(), String> {
         "text" => Ok(()),
         _ if block.ignored() => Ok(()),
         "sh" => Ok(()),
+        "yaml" if block.info == "yaml,grants" => Ok(()),
         "rust" | "python" if doc == "README.md" => Ok(()),
         "rust" | "python" => {
             let body = block.body.trim();
@@ -270,4 +272,43 @@ fn the_command_check_refuses_a_renamed_flag_and_reads_every_spelling() {
         wink_invocations("(cd x && wink test 'a b.yaml' > out.txt)"),
         vec![vec!["test".to_string(), "a b.yaml".into()]]
     );
+}
+
+#[test]
+fn every_grants_file_in_the_docs_is_one_wink_reads() {
+    let dir = std::env::temp_dir().join(format!("wink-docs-grants-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("plugins")).unwrap();
+    let grants = dir.join("grants.yaml");
+    let read = |text: &str| {
+        std::fs::write(&grants, text).unwrap();
+        Command::new(wink_bin())
+            .args(["manifests", "--plugins"])
+            .arg(dir.join("plugins"))
+            .arg("--grants")
+            .arg(&grants)
+            .output()
+            .expect("run wink manifests")
+    };
+    let mut seen = 0;
+    for doc in markdown::documents() {
+        for block in markdown::blocks(&doc, &markdown::read(&doc)) {
+            if block.info != "yaml,grants" {
+                continue;
+            }
+            seen += 1;
+            let out = read(&block.body);
+            assert!(
+                out.status.success(),
+                "{}: wink refuses the grants file:\n{}",
+                block.at(),
+                String::from_utf8_lossy(&out.stderr)
+            );
+            // The check reads the file strictly: a misspelt field is refused.
+            let misspelt = read(&block.body.replace("namespaces:", "namespace:"));
+            assert!(!misspelt.status.success(), "a misspelt field is refused");
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(seen >= 1, "the manual shows a grants file");
 }
