@@ -72,6 +72,7 @@ pub mod admission;
 pub mod cache;
 pub mod events;
 pub mod log;
+pub mod queue;
 pub mod report;
 pub mod write;
 
@@ -156,6 +157,24 @@ pub trait Handler: Sized + 'static {
         let _ = request;
         admission::Mutation::unchanged()
     }
+
+    /// Make the object under `key` (of the [`queue`]'s resource) right:
+    /// read its current state from [`cache`], write what must change, and
+    /// say when to look again. An error is retried with backoff. Called on
+    /// the leader only, one key at a time, never during another call.
+    /// Default: done.
+    fn reconcile(&mut self, key: &str) -> Result<queue::Action, String> {
+        let _ = key;
+        Ok(queue::Action::Done)
+    }
+
+    /// The keys of the queue's resource that `obj`, from a watch whose
+    /// events are [`queue::Enqueue::Mapped`], concerns (`obj.watch()` says
+    /// which watch). Default: none.
+    fn map_to_keys(&mut self, obj: &Object) -> Vec<String> {
+        let _ = obj;
+        Vec::new()
+    }
 }
 
 /// A plugin's config (the text `init` gets) as `T`: `T::default()` when the
@@ -174,8 +193,8 @@ pub fn is_resync(old: &Object, new: &Object) -> bool {
 }
 
 /// Export a [`Handler`] implementation as the plugin's exports: `handler`
-/// (and its batches), and `admission` and `reconciler` with their defaults
-/// (allow; done) until the plugin declares webhooks or a queue.
+/// (and its batches), `admission` and `reconciler`, each method through
+/// the [`Handler`]'s (whose defaults allow and are done).
 #[macro_export]
 macro_rules! export_plugin {
     ($handler:ty) => {
@@ -301,15 +320,23 @@ macro_rules! export_plugin {
 
             impl __wink_reconciler::Guest for __WinkGuest {
                 fn reconcile(
-                    _key: ::std::string::String,
+                    key: ::std::string::String,
                 ) -> ::std::result::Result<__wink_reconciler::Action, ::std::string::String> {
-                    Ok(__wink_reconciler::Action::Done)
+                    let mut answer = Ok($crate::queue::Action::Done);
+                    __wink_with(|h| answer = $crate::Handler::reconcile(h, &key));
+                    answer.map($crate::queue::Action::into_wit)
                 }
                 fn map_to_keys(
-                    _watch: u32,
-                    _obj: &__wink_types::Object,
+                    watch: u32,
+                    obj: &__wink_types::Object,
                 ) -> ::std::vec::Vec<::std::string::String> {
-                    ::std::vec::Vec::new()
+                    // SAFETY: as in `on_add`.
+                    let obj = unsafe {
+                        $crate::Object::lent(obj.handle(), ::std::string::String::new(), watch)
+                    };
+                    let mut keys = ::std::vec::Vec::new();
+                    __wink_with(|h| keys = $crate::Handler::map_to_keys(h, &obj));
+                    keys
                 }
             }
 

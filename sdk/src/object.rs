@@ -98,7 +98,8 @@ impl Object {
         objects
     }
 
-    /// An object lent by the host for one handler call.
+    /// An object lent by the host for one handler call; an empty `key` is
+    /// read from the object when asked for.
     ///
     /// # Safety
     /// `handle` must be a borrowed handle valid until this value is dropped,
@@ -108,9 +109,11 @@ impl Object {
         // SAFETY: the caller guarantees the borrow outlives this value; the
         // ManuallyDrop keeps it from being dropped as if it were ours.
         let handle = ManuallyDrop::new(unsafe { types::Object::from_handle(handle) });
+        // An empty key (none given) is read from the object when asked for.
+        let key = (!key.is_empty()).then_some(key);
         Object {
             watch,
-            ..Object::new(Handle::Lent(handle), Some(key))
+            ..Object::new(Handle::Lent(handle), key)
         }
     }
 

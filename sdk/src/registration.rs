@@ -59,6 +59,7 @@ pub struct Watch {
     resync: Duration,
     indexes: Vec<types::Index>,
     updates_when: Vec<Change>,
+    enqueue: types::Enqueue,
 }
 
 impl Watch {
@@ -72,6 +73,7 @@ impl Watch {
             resync: Duration::ZERO,
             indexes: Vec::new(),
             updates_when: Vec::new(),
+            enqueue: types::Enqueue::None,
         }
     }
 
@@ -124,6 +126,13 @@ impl Watch {
         self
     }
 
+    /// Feed the plugin's [queue](crate::queue) from this watch's events:
+    /// each event adds the keys `how` says.
+    pub fn enqueue(mut self, how: crate::queue::Enqueue) -> Self {
+        self.enqueue = how;
+        self
+    }
+
     fn into_read(self) -> types::Read {
         types::Read {
             resource: self.resource.0,
@@ -144,7 +153,7 @@ impl Watch {
             resync_seconds: secs.min(u32::MAX as f64) as u32,
             indexes: self.indexes,
             updates_when: self.updates_when,
-            enqueue: types::Enqueue::None,
+            enqueue: self.enqueue,
         }
     }
 }
@@ -161,6 +170,7 @@ pub struct Registration {
     records_events: bool,
     wait_for_sync: bool,
     admission: Vec<types::Webhook>,
+    queue: Option<crate::queue::Queue>,
 }
 
 impl Default for Registration {
@@ -173,6 +183,7 @@ impl Default for Registration {
             records_events: false,
             wait_for_sync: true,
             admission: Vec::new(),
+            queue: None,
         }
     }
 }
@@ -237,6 +248,13 @@ impl Registration {
         self
     }
 
+    /// Reconcile the keys of a work queue (see [`crate::queue`]): the host
+    /// calls [`Handler::reconcile`](crate::Handler::reconcile) for each.
+    pub fn queue(mut self, queue: crate::queue::Queue) -> Self {
+        self.queue = Some(queue);
+        self
+    }
+
     /// Declare that this plugin records Events.
     pub fn records_events(mut self) -> Self {
         self.records_events = true;
@@ -253,7 +271,7 @@ impl Registration {
             records_events: self.records_events,
             wait_for_sync: self.wait_for_sync,
             admission: self.admission,
-            queue: None,
+            queue: self.queue.map(|q| q.0),
         }
     }
 }

@@ -39,6 +39,7 @@ mod new_anywhere;
 mod plugins_act;
 mod policy_reports;
 mod readme_paths;
+mod reconcile;
 mod reference_docs;
 mod runtime_limits;
 mod runtime_recovery;

@@ -15,12 +15,13 @@
 //! reaches the API server.
 
 mod admit;
+mod reconcile;
 
 pub use admit::{Answer, Asked, Door};
 
 use super::bindings::types::Registration;
 use super::bindings::{Plugin, v3};
-use super::capabilities::{CacheScope, CallClock, HostState, ReportScope, WriteScope};
+use super::capabilities::{CacheScope, CallClock, HostState, QueueScope, ReportScope, WriteScope};
 use super::engine::{Limits, WinkEngine};
 use super::loader::ComponentPre;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
@@ -70,6 +71,7 @@ pub struct PluginInstance {
     cache: CacheScope,
     writes: WriteScope,
     reports: ReportScope,
+    queue: QueueScope,
     /// An async lock: a call waiting for the instance (it has several
     /// watches) yields instead of holding its thread.
     live: tokio::sync::Mutex<Option<Live>>,
@@ -153,6 +155,7 @@ impl PluginInstance {
             cache,
             writes: WriteScope::default(),
             reports: ReportScope::default(),
+            queue: QueueScope::default(),
             live: tokio::sync::Mutex::new(None),
             synced: AtomicBool::new(false),
             crashed: AtomicBool::new(false),
@@ -173,13 +176,14 @@ impl PluginInstance {
 
     async fn instantiate(&self) -> Result<(Live, Registration), InitError> {
         let plugin = self.name.to_string();
-        let state = HostState::new(
+        let mut state = HostState::new(
             self.name.clone(),
             self.limits.memory_bytes,
             self.cache.clone(),
             self.writes.clone(),
             self.reports.clone(),
         );
+        state.queue = self.queue.clone();
         let mut store = Store::new(self.engine.engine(), state);
         store.limiter(|s| &mut s.limits);
         // The deadline counts the guest's own time: at every epoch tick of a
@@ -303,6 +307,11 @@ impl PluginInstance {
     /// Where the instance's policy results go (shared by its Store).
     pub fn report_scope(&self) -> &ReportScope {
         &self.reports
+    }
+
+    /// Where the instance's `queue` adds go (shared by its Store).
+    pub fn queue_scope(&self) -> &QueueScope {
+        &self.queue
     }
 
     /// Calls made into the guest (events).

@@ -23,6 +23,8 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 use std::sync::Arc;
 
+mod workqueue;
+
 /// What the admin server reads.
 #[derive(Clone)]
 pub struct Admin {
@@ -291,6 +293,7 @@ async fn render(a: &Admin) -> String {
     );
     let mut text = String::new();
     encode(&mut text, &registry).expect("metrics encode into a string");
+    workqueue::append(&mut text, &a.manager.queue_status());
     text
 }
 
@@ -306,6 +309,7 @@ async fn debug_plugins(State(a): State<Admin>) -> Response {
             *backlog.entry(plugin).or_default() += waiting;
         }
     }
+    let queues: std::collections::HashMap<String, _> = a.manager.queue_status().into_iter().collect();
     let plugins: Vec<serde_json::Value> = a
         .manager
         .status()
@@ -326,6 +330,7 @@ async fn debug_plugins(State(a): State<Admin>) -> Response {
                 "memory_mib": p.memory_bytes >> 20,
                 "synced": p.synced,
                 "queue_depth": backlog.get(&p.name).copied().unwrap_or(0),
+                "work_queue": queues.get(&p.name).map(workqueue::debug),
                 "calls": p.calls,
                 "crashes": p.crashes,
                 "restarts": p.restarts,

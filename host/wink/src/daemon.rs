@@ -94,8 +94,10 @@ impl Daemon {
         Ok(Daemon { factory, manager })
     }
 
-    /// Stop every informer (and so every listener).
+    /// Stop taking keys from the plugins' work queues (the reconciles in
+    /// progress finish), then every informer (and so every listener).
     pub fn shutdown(&self) {
+        futures::executor::block_on(self.manager.stop_reconciling());
         self.factory.shutdown();
     }
 }

@@ -36,6 +36,17 @@ impl CacheScope {
         }
     }
 
+    /// The store granted for (`api_version`, `kind`), in their canonical
+    /// spelling: what the host reads a plugin's queue keys from.
+    pub fn granted(&self, api_version: &str, kind: &str) -> Option<Store> {
+        self.stores
+            .read()
+            .unwrap()
+            .iter()
+            .find(|(v, k, _)| v == api_version && k == kind)
+            .map(|(_, _, store)| store.clone())
+    }
+
     /// Count one query's reply (a trap counts as nothing: the plugin restarts).
     fn count<T>(&self, op: &'static str, reply: Reply<T>) -> Reply<T> {
         let result = match &reply {

@@ -28,6 +28,7 @@ mod retry;
 pub mod write;
 
 pub use cache::CacheScope;
+pub use queue::{MAX_KEY, QueueScope};
 pub use report::ReportScope;
 pub use write::{WriteAccess, WriteScope};
 
@@ -140,6 +141,8 @@ pub struct HostState {
     report_pending: report::Pending,
     /// The current call's clock.
     pub(crate) clock: CallClock,
+    /// The plugin's work queue, for the `queue` import.
+    pub(crate) queue: QueueScope,
 }
 
 /// The clock of one call into the guest: when it started and how much of
@@ -210,6 +213,7 @@ impl HostState {
             reports,
             report_pending: report::Pending::default(),
             clock: CallClock::start(),
+            queue: QueueScope::default(),
         }
     }
 

@@ -1,22 +1,57 @@
-//! The `queue` import: keys a plugin adds to its own work queue. Owns the
-//! answer to a plugin without a queue; this host serves no work queues yet
-//! (a registration asking for one is refused at load), so every add is
-//! answered with that error, never a trap.
+//! The `queue` import: keys a plugin adds to its own work queue
+//! ([`QueueScope`]). Owns only the handing of those keys to the plugin's
+//! queue; which keys are reconciled, when, and by whom is the manager's
+//! (`crate::manager`). A plugin without a queue is answered with an error,
+//! never a trap.
 
 use super::HostState;
 use crate::bindings::wink::plugin::queue;
+use crate::workqueue::RateLimiting;
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
 
-/// The answer to an add from a plugin that registered no queue.
-fn no_queue(key: &str) -> String {
-    format!("cannot enqueue {key:?}: this plugin registered no queue")
+/// The longest key a plugin may add: a namespace and a name (each at most
+/// 253 bytes) and their `/`.
+pub const MAX_KEY: usize = 507;
+
+/// The plugin's work queue, once its registration has one; shared by every
+/// Store of the plugin's instance.
+#[derive(Clone, Default)]
+pub struct QueueScope {
+    queue: Arc<RwLock<Option<RateLimiting>>>,
+}
+
+impl QueueScope {
+    /// Keys added from now go to `queue`.
+    pub fn connect(&self, queue: RateLimiting) {
+        *self.queue.write().unwrap() = Some(queue);
+    }
+
+    fn with(&self, key: &str, add: impl FnOnce(&RateLimiting)) -> Result<(), String> {
+        if key.is_empty() || key.len() > MAX_KEY {
+            return Err(format!(
+                "cannot enqueue a key of {} bytes: 1 to {MAX_KEY}",
+                key.len()
+            ));
+        }
+        match &*self.queue.read().unwrap() {
+            Some(q) => {
+                add(q);
+                Ok(())
+            }
+            None => Err(format!("cannot enqueue {key:?}: this plugin registered no queue")),
+        }
+    }
 }
 
 impl queue::Host for HostState {
     fn add(&mut self, key: String) -> wasmtime::Result<Result<(), String>> {
-        Ok(Err(no_queue(&key)))
+        Ok(self.queue.with(&key, |q| q.add(&key)))
     }
 
-    fn add_after(&mut self, key: String, _delay_ms: u64) -> wasmtime::Result<Result<(), String>> {
-        Ok(Err(no_queue(&key)))
+    fn add_after(&mut self, key: String, delay_ms: u64) -> wasmtime::Result<Result<(), String>> {
+        Ok(self
+            .queue
+            .with(&key, |q| q.add_after(&key, Duration::from_millis(delay_ms))))
     }
 }

@@ -12,8 +12,10 @@
 
 mod admitting;
 mod allowed;
+mod enqueueing;
 mod lifecycle;
 mod naming;
+mod reconciling;
 mod recovery;
 mod registration;
 mod regrant;
@@ -27,6 +29,7 @@ pub use registration::{Source, index_spec, sources};
 mod waiting;
 
 pub use lifecycle::{CrashPolicy, PluginState};
+pub use reconciling::QueueStatus;
 
 use super::admission::AdmissionPool;
 use super::bindings::types::{Registration, Webhook};
@@ -197,6 +200,8 @@ pub struct PluginManager {
     waiting: waiting::WaitingPlugins,
     /// The grants in force.
     grants: regrant::LiveGrants,
+    /// The plugins' work queues.
+    queues: reconciling::Queues,
 }
 
 impl PluginManager {
@@ -253,6 +258,7 @@ impl PluginManager {
             waiting: Default::default(),
             crash_tx,
             grants,
+            queues: Default::default(),
         });
         tokio::spawn(Self::supervise(Arc::downgrade(&manager), crash_rx));
         Ok(manager)
@@ -490,6 +496,7 @@ impl PluginManager {
         let previous = previous_name.and_then(|n| plugins.remove(&n));
         if let Some(p) = previous.as_ref().filter(|p| p.instance.name() != instance.name()) {
             self.options.reports.unload(p.instance.name());
+            self.queues.remove(p.instance.name());
         }
         let declared = resolution.declared.clone();
         let registered = self.attach(

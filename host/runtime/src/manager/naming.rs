@@ -3,7 +3,9 @@
 //! those refusals and their messages; grants are decided elsewhere
 //! (`allowed`).
 
-use crate::bindings::types::Registration;
+use crate::bindings::types::{Enqueue, Queue, Registration};
+use crate::workqueue::Config;
+use std::time::Duration;
 
 /// The longest plugin name (a DNS label: it goes into field managers,
 /// Event sources and label values).
@@ -29,24 +31,22 @@ pub fn check(name: &str) -> anyhow::Result<()> {
     )
 }
 
-/// Refuse what the registration asks for that this host does not serve yet
-/// (rather than accept it and do nothing), and webhooks the API server
-/// would refuse.
+/// A registration's queue numbers.
+pub fn queue_config(q: &Queue) -> Config {
+    Config {
+        base_delay: Duration::from_millis(q.base_delay_ms.into()),
+        max_delay: Duration::from_millis(q.max_delay_ms.into()),
+        qps: q.qps,
+        burst: q.burst,
+    }
+}
+
+/// Refuse what the registration asks for that makes no sense (a queue
+/// with bad numbers, or of a resource it neither watches nor reads; watches
+/// enqueueing without a queue, or by an index not declared on the queue's
+/// resource), and webhooks the API server would refuse.
 pub fn unserved(registration: &Registration) -> anyhow::Result<()> {
-    if registration.queue.is_some() {
-        anyhow::bail!("it asks for a work queue (`queue`), which this wink does not serve yet");
-    }
-    if let Some(w) = registration
-        .watches
-        .iter()
-        .find(|w| !matches!(w.enqueue, crate::bindings::types::Enqueue::None))
-    {
-        anyhow::bail!(
-            "its watch of {} {} enqueues keys, which needs a work queue this wink does not serve yet",
-            w.resource.api_version,
-            w.resource.kind
-        );
-    }
+    queue(registration)?;
     let mut hooks = Vec::new();
     for w in &registration.admission {
         if hooks.contains(&w.hook) {
@@ -62,6 +62,49 @@ pub fn unserved(registration: &Registration) -> anyhow::Result<()> {
         }
         if w.rules.is_empty() {
             anyhow::bail!("its {:?} webhook has no rules: it would match nothing", w.hook);
+        }
+    }
+    Ok(())
+}
+
+/// The queue's checks (see [`unserved`]).
+fn queue(registration: &Registration) -> anyhow::Result<()> {
+    let enqueueing = registration
+        .watches
+        .iter()
+        .find(|w| !matches!(w.enqueue, Enqueue::None));
+    let Some(q) = &registration.queue else {
+        if let Some(w) = enqueueing {
+            anyhow::bail!(
+                "its watch of {} {} enqueues keys, but it registers no queue",
+                w.resource.api_version,
+                w.resource.kind
+            );
+        }
+        return Ok(());
+    };
+    queue_config(q).check().map_err(anyhow::Error::msg)?;
+    let (v, k) = (&q.resource.api_version, &q.resource.kind);
+    wink_informer::canonical::Gvk::check(v, k).map_err(|e| anyhow::anyhow!("its queue's resource: {e}"))?;
+    let of_queue = |r: &crate::bindings::types::ResourceType| r.api_version == *v && r.kind == *k;
+    let indexes: Vec<&str> = super::sources(registration)
+        .filter(|s| of_queue(s.resource))
+        .flat_map(|s| s.indexes.iter().map(|i| i.name.as_str()))
+        .collect();
+    if !registration.watches.iter().any(|w| of_queue(&w.resource))
+        && !registration.reads.iter().any(|r| of_queue(&r.resource))
+    {
+        anyhow::bail!("its queue is of {v} {k}, which it neither watches nor reads");
+    }
+    for w in &registration.watches {
+        if let Enqueue::ByIndex(name) = &w.enqueue
+            && !indexes.contains(&name.as_str())
+        {
+            anyhow::bail!(
+                "its watch of {} {} enqueues by the index {name:?}, which no watch or read of {v} {k} declares",
+                w.resource.api_version,
+                w.resource.kind
+            );
         }
     }
     Ok(())

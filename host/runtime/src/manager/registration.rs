@@ -10,7 +10,9 @@
 //! informer's listeners do, through [`InstanceEventHandler`]).
 
 use super::PluginManager;
-use crate::bindings::types::{IndexBy, Registration, Verb as WitVerb};
+use super::enqueueing::Feed;
+use super::reconciling::{self, Reconciling};
+use crate::bindings::types::{Enqueue, IndexBy, Registration, Verb as WitVerb};
 use crate::capabilities::WriteAccess;
 use crate::filter::UpdateFilter;
 use crate::grants::{Declared, Missing, Permissions, Verb};
@@ -49,6 +51,11 @@ struct InstanceEventHandler {
     /// and delivers nothing; on becoming the leader its plugins get the
     /// cache replayed.
     leadership: Leadership,
+    /// The plugin's work queue, when it has one: every key of its resource
+    /// is enqueued when the plugin syncs.
+    reconciling: Option<Arc<Reconciling>>,
+    /// How this watch's events feed that queue, when they do.
+    feed: Option<Feed>,
 }
 
 impl InstanceEventHandler {
@@ -99,7 +106,26 @@ impl InstanceEventHandler {
         tracing::info!(plugin = %self.instance.name(), "plugin synced");
         // Its last initial add was delivered (this listener delivered it,
         // the others' before they counted down).
-        self.leadership.is_leading()
+        let leading = self.leadership.is_leading();
+        if let Some(r) = self.reconciling.as_ref().filter(|_| leading) {
+            r.enqueue_all(&self.instance);
+        }
+        leading
+    }
+
+    /// Feed the queue, then deliver `n` (when this replica leads and the
+    /// watch's filter passes it).
+    async fn handle(&self, n: &Notification) {
+        if !(self.delivers() && self.passes(n)) {
+            return;
+        }
+        if let Some(feed) = &self.feed {
+            feed.notified(&self.instance, n).await;
+        }
+        if let Some(gate) = &self.gate {
+            gate.wait().await;
+        }
+        self.instance.deliver(self.watch, n).await
     }
 }
 
@@ -107,12 +133,7 @@ impl InstanceEventHandler {
     /// Deliver `n` on the calling thread (off the async runtime).
     fn deliver_blocking(&self, n: Notification) {
         if self.delivers() && self.passes(&n) {
-            futures::executor::block_on(async {
-                if let Some(gate) = &self.gate {
-                    gate.wait().await;
-                }
-                self.instance.deliver(self.watch, &n).await
-            })
+            futures::executor::block_on(self.handle(&n))
         }
     }
 }
@@ -149,13 +170,7 @@ impl EventHandler for InstanceEventHandler {
             match n {
                 Notification::Synced if self.count_down_sync() => self.instance.synced_call().await,
                 Notification::Synced => {}
-                n if self.delivers() && self.passes(&n) => {
-                    if let Some(gate) = &self.gate {
-                        gate.wait().await;
-                    }
-                    self.instance.deliver(self.watch, &n).await
-                }
-                _ => {}
+                n => self.handle(&n).await,
             }
         }))
     }
@@ -171,6 +186,8 @@ pub(super) struct Resolution {
     pub(super) declared: (Vec<Declared>, bool),
     pub(super) permissions: Permissions,
     pub(super) missing: Missing,
+    /// The plugin's work queue, when it registers one.
+    pub(super) queue: Option<reconciling::Wanted>,
 }
 
 /// The writes a registration declares.
@@ -204,6 +221,8 @@ pub(super) struct Wanted {
     filter: UpdateFilter,
     resync: Option<Duration>,
     handles_events: bool,
+    /// How its events feed the plugin's queue (none for reads).
+    enqueue: Enqueue,
     informer: Arc<SharedInformer>,
 }
 
@@ -222,6 +241,8 @@ pub struct Source<'a> {
     /// 0 for none, and for reads.
     pub resync_seconds: u32,
     pub handles_events: bool,
+    /// How the watch's events feed the plugin's queue; none for reads.
+    pub enqueue: Option<&'a Enqueue>,
 }
 
 /// A registration's watches, then its reads.
@@ -236,6 +257,7 @@ pub fn sources(registration: &Registration) -> impl Iterator<Item = Source<'_>> 
         updates_when: &w.updates_when,
         resync_seconds: w.resync_seconds,
         handles_events: true,
+        enqueue: Some(&w.enqueue),
     });
     let reads = registration.reads.iter().map(|r| Source {
         resource: &r.resource,
@@ -247,6 +269,7 @@ pub fn sources(registration: &Registration) -> impl Iterator<Item = Source<'_>> 
         updates_when: &[],
         resync_seconds: 0,
         handles_events: false,
+        enqueue: None,
     });
     watches.chain(reads)
 }
@@ -288,6 +311,7 @@ impl PluginManager {
                 handles_events,
                 watch,
                 updates_when,
+                enqueue,
                 ..
             },
         ) in sources
@@ -326,6 +350,7 @@ impl PluginManager {
                 filter: UpdateFilter::new(updates_when.to_vec()),
                 resync,
                 handles_events,
+                enqueue: enqueue.cloned().unwrap_or(Enqueue::None),
                 informer,
             });
         }
@@ -335,6 +360,11 @@ impl PluginManager {
             wanted,
             permissions,
             missing,
+            queue: registration.queue.as_ref().map(|q| reconciling::Wanted {
+                config: super::naming::queue_config(q),
+                api_version: q.resource.api_version.clone(),
+                kind: q.resource.kind.clone(),
+            }),
         })
     }
 
@@ -351,6 +381,7 @@ impl PluginManager {
             wanted,
             permissions,
             wait_for_sync,
+            queue,
             ..
         } = resolution;
         let gate = wait_for_sync.then(|| {
@@ -365,6 +396,12 @@ impl PluginManager {
             permissions,
         ));
         instance.report_scope().connect(self.options.reports.clone());
+        let reconciling = self
+            .queues
+            .for_plugin(instance.name(), queue, &self.options.leadership);
+        if let Some(r) = &reconciling {
+            r.serve(instance);
+        }
         let pending = Arc::new(AtomicUsize::new(wanted.len()));
         if wanted.is_empty() {
             // Nothing to list: synced at once, and said like any other.
@@ -387,6 +424,15 @@ impl PluginManager {
                 pending_syncs: pending.clone(),
                 handles_events: w.handles_events,
                 leadership: self.options.leadership.clone(),
+                feed: reconciling
+                    .as_ref()
+                    .filter(|_| !matches!(w.enqueue, Enqueue::None))
+                    .map(|r| Feed {
+                        reconciling: r.clone(),
+                        how: w.enqueue.clone(),
+                        watch: w.watch,
+                    }),
+                reconciling: reconciling.clone(),
             });
             let old = previous
                 .iter()

@@ -15,6 +15,7 @@ impl PluginManager {
             self.factory.release(&r.spec, r.listener_id);
         }
         self.options.reports.unload(name);
+        self.queues.remove(name);
         tracing::info!(plugin = %name, "plugin unloaded");
         true
     }

@@ -1,0 +1,152 @@
+//! Enqueueing: which keys of a plugin's queue one event of one of its
+//! watches adds, by the watch's `enqueue` (its own key, its controller
+//! owner's, the queue resource's objects indexing it, or the guest's
+//! `map-to-keys`). Owns only that mapping; the queue and its worker are
+//! `reconciling`'s, the delivery of the event itself the listener's.
+
+use super::reconciling::Reconciling;
+use crate::bindings::types::Enqueue;
+use crate::instance::PluginInstance;
+use serde::Deserialize;
+use std::sync::Arc;
+use wink_informer::{Notification, ObjRef};
+
+/// How one watch feeds its plugin's queue.
+pub(super) struct Feed {
+    pub(super) reconciling: Arc<Reconciling>,
+    pub(super) how: Enqueue,
+    /// The watch's number (`map-to-keys` gets it).
+    pub(super) watch: u32,
+}
+
+impl Feed {
+    /// Add the keys `n` concerns (an update: those of both versions).
+    pub(super) async fn notified(&self, instance: &PluginInstance, n: &Notification) {
+        match n {
+            Notification::Add { obj, .. } | Notification::Delete { obj, .. } => {
+                self.object(instance, obj).await
+            }
+            Notification::Update { old, new } => {
+                self.object(instance, new).await;
+                if !matches!(self.how, Enqueue::OwnKey) {
+                    self.object(instance, old).await;
+                }
+            }
+            Notification::Synced => {}
+        }
+    }
+
+    async fn object(&self, instance: &PluginInstance, obj: &ObjRef) {
+        let queue = self.reconciling.queue();
+        let (api_version, kind) = self.reconciling.resource();
+        match &self.how {
+            Enqueue::None => {}
+            Enqueue::OwnKey => {
+                if obj.api_version() == api_version && obj.kind() == kind {
+                    queue.add(&obj.key());
+                }
+            }
+            Enqueue::ControllerOwner => {
+                if let Some(owner) = controller_owner(obj, api_version, kind) {
+                    queue.add(&owner);
+                }
+            }
+            Enqueue::ByIndex(index) => {
+                let Some(store) = instance.cache_scope().granted(api_version, kind) else {
+                    return;
+                };
+                match store.index_keys(index, &obj.key()) {
+                    Ok(keys) => keys.iter().for_each(|k| queue.add(k)),
+                    Err(e) => tracing::warn!(
+                        plugin = %instance.name(),
+                        "cannot enqueue by index {index:?}: {e}"
+                    ),
+                }
+            }
+            Enqueue::Mapped => {
+                for key in instance.map_to_keys(self.watch, obj).await.unwrap_or_default() {
+                    if !key.is_empty() && key.len() <= crate::capabilities::MAX_KEY {
+                        queue.add(&key);
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[derive(Deserialize)]
+struct Owned {
+    #[serde(default)]
+    metadata: OwnedMeta,
+}
+
+#[derive(Deserialize, Default)]
+struct OwnedMeta {
+    #[serde(default, rename = "ownerReferences")]
+    owner_references: Vec<OwnerReference>,
+}
+
+#[derive(Deserialize)]
+struct OwnerReference {
+    #[serde(default, rename = "apiVersion")]
+    api_version: String,
+    #[serde(default)]
+    kind: String,
+    #[serde(default)]
+    name: String,
+    #[serde(default)]
+    controller: bool,
+}
+
+/// The key of `obj`'s controller (its owner reference with `controller:
+/// true`) when that is an `api_version` `kind`, in `obj`'s namespace.
+pub(super) fn controller_owner(obj: &ObjRef, api_version: &str, kind: &str) -> Option<String> {
+    let owned: Owned = serde_json::from_str(&obj.json()).ok()?;
+    let owner = owned
+        .metadata
+        .owner_references
+        .into_iter()
+        .find(|r| r.controller)?;
+    (owner.api_version == api_version && owner.kind == kind && !owner.name.is_empty())
+        .then(|| wink_informer::object::key_of(obj.namespace(), &owner.name))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn with_owners(owners: serde_json::Value) -> ObjRef {
+        let json = serde_json::json!({
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"namespace": "ns", "name": "p", "uid": "u", "ownerReferences": owners},
+        });
+        let obj: kube::api::DynamicObject = serde_json::from_value(json).unwrap();
+        let ar = kube::api::ApiResource::erase::<k8s_openapi::api::core::v1::Pod>(&());
+        wink_informer::CachedObject::from_dynamic(obj, &ar, Default::default())
+    }
+
+    #[test]
+    fn the_controller_owner_of_the_queue_resource_is_enqueued() {
+        let obj = with_owners(serde_json::json!([
+            {"apiVersion": "v1", "kind": "ConfigMap", "name": "other", "uid": "1"},
+            {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web", "uid": "2", "controller": true},
+        ]));
+        assert_eq!(
+            controller_owner(&obj, "apps/v1", "ReplicaSet").as_deref(),
+            Some("ns/web")
+        );
+        assert_eq!(
+            controller_owner(&obj, "v1", "ConfigMap"),
+            None,
+            "not the controller"
+        );
+        assert_eq!(
+            controller_owner(&obj, "apps/v1", "Deployment"),
+            None,
+            "another kind"
+        );
+        let none = with_owners(serde_json::json!([]));
+        assert_eq!(controller_owner(&none, "apps/v1", "ReplicaSet"), None);
+    }
+}

@@ -1,0 +1,179 @@
+//! End-to-end: a plugin's work queue and `reconcile` on the simulated API
+//! server, with `defaults-keeper` (every namespace keeps the ConfigMap
+//! `wink-defaults`): a deleted ConfigMap is restored; a create that fails is
+//! retried with backoff, with no new event, until it succeeds; a
+//! `requeue-after` calls back at its time; the queue's metrics appear under
+//! client-go's names.
+
+use crate::admin::sample;
+use crate::cache_support::*;
+use crate::plugins_act::grants;
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::{Api, DeleteParams};
+use serde_json::json;
+use std::time::{Duration, Instant};
+use wink_sim::{Sim, SimConfig};
+
+const GRANT: &str =
+    "plugins:\n  defaults-keeper:\n    writes: [{apiVersion: v1, kind: ConfigMap, verbs: [create]}]\n";
+
+/// How many of the plugin's lines are exactly `line`.
+fn count(wink: &crate::common::Wink, line: &str) -> usize {
+    wink.plugin_lines("defaults-keeper")
+        .iter()
+        .filter(|l| l.as_str() == line)
+        .count()
+}
+
+/// The value of a histogram's `_count` sample for `plugin`.
+fn histogram_count(text: &str, name: &str, plugin: &str) -> Option<f64> {
+    let prefix = format!("{name}_count{{plugin=\"{plugin}\"}} ");
+    text.lines()
+        .find_map(|l| l.strip_prefix(&prefix))
+        .and_then(|v| v.trim().parse().ok())
+}
+
+async fn config_map_exists(sim: &Sim, ns: &str) -> bool {
+    Api::<ConfigMap>::namespaced(sim.client(), ns)
+        .get_opt("wink-defaults")
+        .await
+        .unwrap()
+        .is_some()
+}
+
+async fn until_config_map(sim: &Sim, ns: &str) {
+    let deadline = Instant::now() + WAIT;
+    while !config_map_exists(sim, ns).await {
+        assert!(Instant::now() < deadline, "{ns}/wink-defaults never came");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deleted_config_map_is_restored_and_a_failed_create_retried_without_an_event() {
+    let sim = Sim::start(SimConfig::default()).await.unwrap();
+    let s = Setup::new("reconcile_restore", &sim);
+    s.install(
+        "defaults_keeper",
+        "defaults-keeper",
+        Some(&json!({"data": {"owner": "platform"}})),
+    );
+    let file = grants(&s, GRANT);
+    let addr = format!("127.0.0.1:{}", free_port());
+    let wink = s.run(&["--grants", &file, "--admin-addr", &addr]);
+    wait_synced(&wink, "defaults-keeper");
+
+    // A new namespace gets its ConfigMap.
+    namespace(&sim, "team-a").await;
+    until_config_map(&sim, "team-a").await;
+    let created = Api::<ConfigMap>::namespaced(sim.client(), "team-a")
+        .get("wink-defaults")
+        .await
+        .unwrap();
+    assert_eq!(created.data.unwrap()["owner"], "platform");
+
+    // Deleted: restored, through the ConfigMap watch's mapping.
+    let before = count(&wink, "defaults-keeper: team-a/wink-defaults created");
+    Api::<ConfigMap>::namespaced(sim.client(), "team-a")
+        .delete("wink-defaults", &DeleteParams::default())
+        .await
+        .unwrap();
+    wink.wait_until("the ConfigMap restored", WAIT, |w| {
+        count(w, "defaults-keeper: team-a/wink-defaults created") > before
+    });
+    until_config_map(&sim, "team-a").await;
+
+    // The API server fails the next three requests (500); the deletion is
+    // made inside the simulator, so the plugin's creates are the only
+    // requests: each fails and is retried with backoff, with no event.
+    let creates = sim.request_count("create", "configmaps");
+    let created_lines = count(&wink, "defaults-keeper: team-a/wink-defaults created");
+    sim.faults().fail_next(3, 500);
+    sim.delete("configmaps", Some("team-a"), "wink-defaults").unwrap();
+    wink.wait_until("the ConfigMap restored after the failures", WAIT, |w| {
+        count(w, "defaults-keeper: team-a/wink-defaults created") > created_lines
+    });
+    assert!(config_map_exists(&sim, "team-a").await);
+    let failed = wink
+        .lines()
+        .iter()
+        .filter(|l| l.contains("reconcile failed; retried with backoff") && l.contains("team-a"))
+        .count();
+    assert!(
+        failed >= 1,
+        "the failed creates were logged as retried:\n{:#?}",
+        wink.lines()
+    );
+    assert!(
+        sim.request_count("create", "configmaps") >= creates + 2,
+        "a failed create and the one that succeeded"
+    );
+
+    // The queue's metrics, under client-go's names.
+    let (status, text) = http(&addr, "GET", "/metrics").await;
+    assert_eq!(status, 200);
+    let p = [("plugin", "defaults-keeper")];
+    assert!(
+        sample(&text, "workqueue_retries_total", &p).is_some_and(|v| v >= 1.0),
+        "{text}"
+    );
+    assert!(
+        sample(&text, "workqueue_adds_total", &p).is_some_and(|v| v >= 3.0),
+        "{text}"
+    );
+    assert!(sample(&text, "workqueue_depth", &p).is_some(), "{text}");
+    assert!(
+        sample(&text, "workqueue_unfinished_work_seconds", &p).is_some(),
+        "{text}"
+    );
+    assert!(
+        sample(&text, "workqueue_longest_running_processor_seconds", &p).is_some(),
+        "{text}"
+    );
+    for h in [
+        "workqueue_work_duration_seconds",
+        "workqueue_queue_duration_seconds",
+    ] {
+        assert!(
+            histogram_count(&text, h, "defaults-keeper").is_some_and(|v| v >= 3.0),
+            "{h}: {text}"
+        );
+    }
+    let (_, debug) = get_json(&addr, "/debug/plugins").await;
+    let mine = debug
+        .as_array()
+        .or_else(|| debug["plugins"].as_array())
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == "defaults-keeper")
+        .unwrap()
+        .clone();
+    assert!(mine["work_queue"]["depth"].is_u64(), "{mine}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn requeue_after_calls_back_at_its_time_without_an_event() {
+    let sim = Sim::start(SimConfig::default()).await.unwrap();
+    let s = Setup::new("reconcile_requeue_after", &sim);
+    s.install(
+        "defaults_keeper",
+        "defaults-keeper",
+        Some(&json!({"recheck_ms": 1000})),
+    );
+    let file = grants(&s, GRANT);
+    let wink = s.run(&["--grants", &file]);
+    wait_synced(&wink, "defaults-keeper");
+    namespace(&sim, "team-b").await;
+    until_config_map(&sim, "team-b").await;
+    let checked = "defaults-keeper: team-b/wink-defaults checked";
+    wink.wait_until("the first check", WAIT, |w| count(w, checked) >= 1);
+    let first = Instant::now();
+    let at_first = count(&wink, checked);
+    // Nothing changes from here: every later check is a requeue-after.
+    wink.wait_until("two more checks", WAIT, |w| count(w, checked) >= at_first + 2);
+    assert!(
+        first.elapsed() >= Duration::from_millis(1500),
+        "two checks 1 s apart came after {:?}: sooner than asked",
+        first.elapsed()
+    );
+}
