@@ -45,17 +45,18 @@ fn operation(op: &str) -> Result<Operation, String> {
 }
 
 /// An object of the request as a cache object, typed by the request's kind
-/// and resource.
+/// and resource. Read from the request in place (no copy of its tree) and
+/// held plain: it is read once, by this call, so compressing it would only
+/// cost time.
 fn object(v: Option<&Value>, request: &Value) -> Result<Option<ObjRef>, String> {
+    use serde::Deserialize;
     let Some(v) = v.filter(|v| v.is_object()) else {
         return Ok(None);
     };
-    let kind = request.get("kind").cloned().unwrap_or_default();
-    let resource = request.get("resource").cloned().unwrap_or_default();
-    let (group, version) = (
-        text(&kind, "group").to_string(),
-        text(&kind, "version").to_string(),
-    );
+    let null = Value::Null;
+    let kind = request.get("kind").unwrap_or(&null);
+    let resource = request.get("resource").unwrap_or(&null);
+    let (group, version) = (text(kind, "group").to_string(), text(kind, "version").to_string());
     let ar = ApiResource {
         api_version: if group.is_empty() {
             version.clone()
@@ -64,22 +65,25 @@ fn object(v: Option<&Value>, request: &Value) -> Result<Option<ObjRef>, String> 
         },
         group,
         version,
-        kind: text(&kind, "kind").to_string(),
-        plural: text(&resource, "resource").to_string(),
+        kind: text(kind, "kind").to_string(),
+        plural: text(resource, "resource").to_string(),
     };
-    let obj: DynamicObject = serde_json::from_value(v.clone())
-        .map_err(|e| format!("the request's object is not an object: {e}"))?;
-    Ok(Some(CachedObject::from_dynamic(obj, &ar, CachePolicy::default())))
+    let obj = DynamicObject::deserialize(v).map_err(|e| format!("the request's object is not an object: {e}"))?;
+    let policy = CachePolicy {
+        compress: false,
+        ..CachePolicy::default()
+    };
+    Ok(Some(CachedObject::from_dynamic(obj, &ar, policy)))
 }
 
 /// The guest's request from an AdmissionRequest, or why it is malformed.
-pub fn asked(request: &Value) -> Result<Asked, String> {
+pub fn asked(request: &Value) -> Result<Asked<'_>, String> {
     Ok(Asked {
         operation: operation(text(request, "operation"))?,
         options: request.get("options").map_or_else(String::new, Value::to_string),
         object: object(request.get("object"), request)?,
         old_object: object(request.get("oldObject"), request)?,
-        request: request.clone(),
+        request,
     })
 }
 
@@ -113,13 +117,13 @@ pub fn extra(request: &Value) -> Vec<(&str, Vec<&str>)> {
 /// The WIT request of `asked`, borrowing its text; `groups` and `extra`
 /// are [`groups`] and [`extra`] of its request.
 pub fn request<'a>(
-    asked: &'a Asked,
+    asked: &'a Asked<'a>,
     groups: &'a [&'a str],
     extra: &'a [(&'a str, &'a [&'a str])],
     object: Option<Resource<ObjectHandle>>,
     old_object: Option<Resource<ObjectHandle>>,
 ) -> Request<'a> {
-    let r = &asked.request;
+    let r = asked.request;
     let opt_text = |key: &str| Some(text(r, key)).filter(|s| !s.is_empty());
     let user = r.get("userInfo").unwrap_or(&Value::Null);
     Request {

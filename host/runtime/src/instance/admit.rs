@@ -24,8 +24,8 @@ pub type Answer = (Verdict, Option<String>);
 
 /// The request as the guest gets it: the AdmissionRequest's JSON, its
 /// operation, and its objects as cache objects, to be lent for the call.
-pub struct Asked {
-    pub request: serde_json::Value,
+pub struct Asked<'a> {
+    pub request: &'a serde_json::Value,
     pub operation: crate::bindings::types::Operation,
     /// `options` as JSON text, or empty.
     pub options: String,
@@ -37,7 +37,7 @@ impl PluginInstance {
     /// Ask the guest through `door`. An error is why it gave no answer (a
     /// trap, its deadline, a 0.3.0 component); a trap poisons the instance,
     /// which the caller replaces.
-    pub async fn admit(&self, door: Door, asked: Asked) -> Result<Answer, String> {
+    pub async fn admit(&self, door: Door, asked: Asked<'_>) -> Result<Answer, String> {
         let mut live = self.live.lock().await;
         let Some(l) = live.as_mut() else {
             return Err("the instance is being replaced".into());
@@ -55,8 +55,8 @@ impl PluginInstance {
             .map(|o| o.as_ref().map_or(u32::MAX, |o| objects.insert(o.clone())))
             .collect();
         let borrow = |rep: u32| (rep != u32::MAX).then(|| Resource::new_borrow(rep));
-        let groups = review::groups(&asked.request);
-        let extra_values = review::extra(&asked.request);
+        let groups = review::groups(asked.request);
+        let extra_values = review::extra(asked.request);
         let extra: Vec<(&str, &[&str])> = extra_values.iter().map(|(k, v)| (*k, v.as_slice())).collect();
         let request = review::request(&asked, &groups, &extra, borrow(lent[0]), borrow(lent[1]));
         let admission = plugin.wink_plugin_admission();

@@ -24,8 +24,8 @@ pub struct Asked {
 /// Read an AdmissionReview's body; the error says what is wrong with it,
 /// in a sentence for the caller (answered with 400).
 pub fn parse(body: &[u8]) -> Result<Asked, String> {
-    let review: Value = serde_json::from_slice(body).map_err(|e| format!("the body is not JSON: {e}"))?;
-    let Some(review) = review.as_object() else {
+    let mut review: Value = serde_json::from_slice(body).map_err(|e| format!("the body is not JSON: {e}"))?;
+    let Some(review) = review.as_object_mut() else {
         return Err("the body is not a JSON object (an admission.k8s.io/v1 AdmissionReview)".into());
     };
     let api_version = review
@@ -39,7 +39,7 @@ pub fn parse(body: &[u8]) -> Result<Asked, String> {
              (admissionReviewVersions must be [v1])"
         ));
     }
-    let Some(request) = review.get("request").filter(|r| r.is_object()) else {
+    let Some(request) = review.get_mut("request").filter(|r| r.is_object()) else {
         return Err("the AdmissionReview has no request object".into());
     };
     let uid = request.get("uid").and_then(Value::as_str).unwrap_or_default();
@@ -62,7 +62,7 @@ pub fn parse(body: &[u8]) -> Result<Asked, String> {
     }
     Ok(Asked {
         uid: uid.to_string(),
-        request: request.clone(),
+        request: request.take(),
     })
 }
 

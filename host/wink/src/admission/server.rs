@@ -315,7 +315,7 @@ async fn answer(
             );
         }
     };
-    let decision = decide(&manager, plugin, door, &asked.request, asked_within).await;
+    let decision = decide(&manager, plugin, door, asked.request, asked_within).await;
     let json = review::response(&asked.uid, &decision);
     Response::builder()
         .status(StatusCode::OK)
@@ -365,10 +365,10 @@ async fn decide(
     served: &Served,
     plugin: &str,
     door: Door,
-    request: &serde_json::Value,
+    request: serde_json::Value,
     asked_within: Option<u32>,
 ) -> Decision {
-    if review::is_lease(request) {
+    if review::is_lease(&request) {
         return Decision::allow();
     }
     let manager = &served.manager;
@@ -385,7 +385,7 @@ async fn decide(
     // A task of its own: a call past the deadline runs on to its own
     // deadline (trapped by the runtime) without holding this answer.
     let asked = {
-        let (manager, plugin, request) = (manager.clone(), plugin.to_string(), request.clone());
+        let (manager, plugin) = (manager.clone(), plugin.to_string());
         tokio::spawn(async move {
             let decision = manager.admit(&plugin, door, &request).await;
             drop(place);
