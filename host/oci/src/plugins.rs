@@ -1,0 +1,145 @@
+//! `wink run --plugin-ref NAME=REF`: plugins from OCI registries beside
+//! the plugin directory. Each reference is fetched through
+//! [`Fetcher::fetch`] (the store first), pinned (a tag is resolved once;
+//! one that moves later changes nothing until `--resolve-tags`, or the
+//! reference given changes), put in the store's `plugins/` directory as
+//! `NAME.wasm` and loaded by the plugin manager like any file. A failure
+//! (registry down, not found, digest mismatch) is logged with its reason;
+//! the daemon and its other plugins run on.
+
+use crate::cli::{RegistryArgs, StoreArgs};
+use crate::digest::Digest;
+use crate::fetch::{Fetcher, parse_reference};
+use crate::registry::Registry;
+use crate::store::Pin;
+use clap::Args;
+use oci_client::Reference;
+use std::path::{Path, PathBuf};
+use wink_runtime::PluginManager;
+
+/// At most this many `--plugin-ref`s.
+pub const MAX_PLUGIN_REFS: usize = 256;
+
+/// The flags of `wink run` for plugins from registries.
+#[derive(Args, Debug, Clone)]
+pub struct PluginRefArgs {
+    /// A plugin from an OCI registry, NAME=REF (REF: registry/repository:tag
+    /// or @sha256:...); repeatable, beside the plugin directory. A tag is
+    /// resolved once and pinned in the store: a tag that moves later
+    /// changes nothing until --resolve-tags.
+    #[arg(long = "plugin-ref", value_name = "NAME=REF")]
+    pub plugin_refs: Vec<String>,
+    /// Resolve the tags of --plugin-ref again at start, and pin what they
+    /// name now.
+    #[arg(long)]
+    pub resolve_tags: bool,
+    #[command(flatten)]
+    pub store: StoreArgs,
+    #[command(flatten)]
+    pub registry: RegistryArgs,
+}
+
+/// The references to load, checked.
+pub struct PluginRefs {
+    refs: Vec<(String, String, Reference)>,
+    fetcher: Fetcher,
+    resolve_tags: bool,
+}
+
+impl PluginRefArgs {
+    /// Check every NAME=REF before anything starts (a malformed one ends
+    /// the start with its reason); none given: nothing to do.
+    pub fn prepare(&self, plugins_dir: &Path) -> anyhow::Result<Option<PluginRefs>> {
+        if self.plugin_refs.is_empty() {
+            return Ok(None);
+        }
+        anyhow::ensure!(
+            self.plugin_refs.len() <= MAX_PLUGIN_REFS,
+            "{} --plugin-ref flags (at most {MAX_PLUGIN_REFS})",
+            self.plugin_refs.len()
+        );
+        let mut refs: Vec<(String, String, Reference)> = Vec::new();
+        for arg in &self.plugin_refs {
+            let (name, raw) = arg
+                .split_once('=')
+                .ok_or_else(|| anyhow::anyhow!("--plugin-ref {arg:?}: expected NAME=REF"))?;
+            let file = PathBuf::from(format!("{name}.wasm"));
+            wink_runtime::plugin_file::plugin_name(&file)?;
+            anyhow::ensure!(
+                !refs.iter().any(|(n, _, _)| n == name),
+                "--plugin-ref {name}: given twice"
+            );
+            anyhow::ensure!(
+                !plugins_dir.join(&file).exists(),
+                "--plugin-ref {name}: the plugin directory {} has {name}.wasm too (one name, one plugin)",
+                plugins_dir.display()
+            );
+            refs.push((name.to_string(), raw.to_string(), parse_reference(raw)?));
+        }
+        let fetcher = Fetcher {
+            store: self.store.open()?,
+            registry: Registry::new(self.registry.options()?),
+        };
+        Ok(Some(PluginRefs {
+            refs,
+            fetcher,
+            resolve_tags: self.resolve_tags,
+        }))
+    }
+}
+
+impl PluginRefs {
+    /// Fetch every reference and load it into `manager`; each failure is
+    /// logged and returned, the others load.
+    pub async fn load(&self, manager: &PluginManager) -> Vec<anyhow::Error> {
+        let mut errors = Vec::new();
+        for (name, raw, reference) in &self.refs {
+            if let Err(e) = self.load_one(manager, name, raw, reference).await {
+                tracing::error!(plugin = %name, reference = %raw, "plugin from the registry not loaded: {e:#}");
+                errors.push(e);
+            }
+        }
+        errors
+    }
+
+    async fn load_one(
+        &self,
+        manager: &PluginManager,
+        name: &str,
+        raw: &str,
+        reference: &Reference,
+    ) -> anyhow::Result<()> {
+        let path = self.fetch(name, raw, reference).await?;
+        manager.load_file(&path).await
+    }
+
+    /// The verified component of `name`, in the directory the manager
+    /// loads it from.
+    pub async fn fetch(&self, name: &str, raw: &str, reference: &Reference) -> anyhow::Result<PathBuf> {
+        let store = &self.fetcher.store;
+        let pinned = match self.resolve_tags {
+            true => None,
+            false => store.pins()?.remove(name).filter(|p| p.reference == raw),
+        };
+        let expected = pinned.map(|p| Digest::parse(&p.digest)).transpose()?;
+        let fetched = self.fetcher.fetch(reference, expected).await?;
+        store.pin(
+            name,
+            Pin {
+                reference: raw.to_string(),
+                digest: fetched.manifest.to_string(),
+            },
+        )?;
+        let max = self.fetcher.registry.options().max_component_bytes;
+        let path = store.materialise(name, fetched.component, max)?;
+        tracing::info!(
+            plugin = %name,
+            reference = %raw,
+            digest = %fetched.manifest,
+            from = if fetched.from_store { "store" } else { "registry" },
+            took_ms = fetched.took.as_millis() as u64,
+            "plugin fetched"
+        );
+        Ok(path)
+    }
+}

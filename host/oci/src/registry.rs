@@ -1,0 +1,283 @@
+//! One registry conversation through `oci-client`: resolving a tag to a
+//! manifest digest, pulling a manifest and a component by digest (sizes
+//! capped, the whole exchange under a deadline, bytes checked against the
+//! digest as they are read), pushing an artifact. Owns the client's
+//! configuration (plain HTTP hosts, credentials, timeouts) and turning
+//! the registry's failures into errors that say what happened.
+
+use crate::artifact::{self, MAX_MANIFEST_BYTES};
+use crate::auth::Auths;
+use crate::digest::{Digest, Hasher, Mismatch};
+use futures::StreamExt;
+use oci_client::client::{ClientConfig, ClientProtocol};
+use oci_client::errors::{OciDistributionError, OciErrorCode};
+use oci_client::manifest::OciDescriptor;
+use oci_client::{Client, Reference};
+use std::future::Future;
+use std::time::Duration;
+
+/// How the registry is reached.
+#[derive(Debug, Clone)]
+pub struct RegistryOptions {
+    /// Registries (`host[:port]`) spoken to over plain HTTP.
+    pub plain_http: Vec<String>,
+    /// Credentials per registry.
+    pub auths: Auths,
+    /// The largest component pulled, bytes.
+    pub max_component_bytes: u64,
+    /// How long one registry operation (a resolve, a manifest, a
+    /// component) may take in all, connection included.
+    pub timeout: Duration,
+}
+
+impl std::fmt::Debug for Auths {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Auths(..)")
+    }
+}
+
+/// A client for registries.
+pub struct Registry {
+    client: Client,
+    options: RegistryOptions,
+}
+
+impl Registry {
+    pub fn new(options: RegistryOptions) -> Registry {
+        // reqwest's rustls has no provider of its own here: ring, as the
+        // rest of wink uses.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let config = ClientConfig {
+            protocol: ClientProtocol::HttpsExcept(options.plain_http.clone()),
+            connect_timeout: Some(options.timeout.min(Duration::from_secs(10))),
+            read_timeout: Some(options.timeout),
+            // An image index is not a plugin: say so rather than choose.
+            platform_resolver: None,
+            user_agent: concat!("wink/", env!("CARGO_PKG_VERSION")),
+            ..ClientConfig::default()
+        };
+        Registry {
+            client: Client::new(config),
+            options,
+        }
+    }
+
+    pub fn options(&self) -> &RegistryOptions {
+        &self.options
+    }
+
+    /// The manifest digest `reference` names now: its own digest when it
+    /// has one, else what its tag points to.
+    pub async fn resolve(&self, reference: &Reference) -> anyhow::Result<Digest> {
+        if let Some(d) = reference.digest() {
+            return Digest::parse(d);
+        }
+        let auth = self.options.auths.for_registry(reference.resolve_registry());
+        let digest = self
+            .deadline(
+                reference,
+                "resolving the tag",
+                self.client.fetch_manifest_digest(reference, &auth),
+            )
+            .await?;
+        Digest::parse(&digest)
+    }
+
+    /// The manifest `digest` of `reference`'s repository, checked against it.
+    pub async fn manifest(&self, reference: &Reference, digest: Digest) -> anyhow::Result<Vec<u8>> {
+        let by_digest = reference.clone_with_digest(digest.to_string());
+        let auth = self.options.auths.for_registry(reference.resolve_registry());
+        let accepted = [artifact::MANIFEST_MEDIA_TYPE];
+        let (bytes, _) = self
+            .deadline(
+                reference,
+                "pulling the manifest",
+                self.client.pull_manifest_raw(&by_digest, &auth, &accepted),
+            )
+            .await?;
+        anyhow::ensure!(
+            bytes.len() <= MAX_MANIFEST_BYTES,
+            "{reference}: the manifest is {} bytes, over the cap of {MAX_MANIFEST_BYTES}",
+            bytes.len()
+        );
+        crate::digest::verify(&format!("the manifest of {reference}"), &bytes, digest)?;
+        Ok(bytes.to_vec())
+    }
+
+    /// The component blob `digest` (`size` bytes as the manifest says),
+    /// read up to the cap and checked against the digest.
+    pub async fn component(
+        &self,
+        reference: &Reference,
+        digest: Digest,
+        size: u64,
+    ) -> anyhow::Result<Vec<u8>> {
+        let max = self.options.max_component_bytes;
+        let descriptor = OciDescriptor {
+            media_type: artifact::LAYER_MEDIA_TYPE.into(),
+            digest: digest.to_string(),
+            size: size as i64,
+            ..Default::default()
+        };
+        let what = format!("the component of {reference}");
+        let read = async {
+            let auth = self.options.auths.for_registry(reference.resolve_registry());
+            self.client
+                .store_auth_if_needed(reference.resolve_registry(), &auth)
+                .await;
+            let mut stream = self.client.pull_blob_stream(reference, &descriptor).await?;
+            if let Some(len) = stream.content_length
+                && len > max
+            {
+                return Ok(Err(anyhow::anyhow!(
+                    "{what} is {len} bytes, over the cap of {} MiB",
+                    max >> 20
+                )));
+            }
+            let (mut bytes, mut hasher) = (Vec::new(), Hasher::default());
+            while let Some(chunk) = stream.stream.next().await {
+                let chunk = match chunk {
+                    Ok(c) => c,
+                    // oci-client's own check of the digest: ours names both.
+                    Err(e)
+                        if e.get_ref()
+                            .is_some_and(|i| i.is::<oci_client::errors::DigestError>()) =>
+                    {
+                        break;
+                    }
+                    Err(e) => return Err(e.into()),
+                };
+                if (bytes.len() + chunk.len()) as u64 > max {
+                    return Ok(Err(anyhow::anyhow!(
+                        "{what} is over the cap of {} MiB",
+                        max >> 20
+                    )));
+                }
+                hasher.update(&chunk);
+                bytes.extend_from_slice(&chunk);
+            }
+            Ok(Ok((bytes, hasher.finish())))
+        };
+        let (bytes, actual) = self.deadline(reference, "pulling the component", read).await??;
+        if actual != digest {
+            return Err(Mismatch {
+                what,
+                expected: digest,
+                actual,
+            }
+            .into());
+        }
+        Ok(bytes)
+    }
+
+    /// Push the component `bytes` as a Wasm artifact under `reference`
+    /// (a tag); the manifest's digest.
+    pub async fn push(&self, reference: &Reference, bytes: &[u8]) -> anyhow::Result<Digest> {
+        anyhow::ensure!(
+            bytes.len() as u64 <= self.options.max_component_bytes,
+            "the component is {} bytes, over the cap of {} MiB",
+            bytes.len(),
+            self.options.max_component_bytes >> 20
+        );
+        let created = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+        let built = artifact::build(bytes, Some(created))?;
+        let auth = self.options.auths.for_registry(reference.resolve_registry());
+        let push = async {
+            self.client
+                .store_auth_if_needed(reference.resolve_registry(), &auth)
+                .await;
+            // Pushing needs a push token, not the pull one a first call gets.
+            self.client
+                .auth(reference, &auth, oci_client::RegistryOperation::Push)
+                .await?;
+            self.client
+                .push_blob(reference, bytes.to_vec(), &built.layer_digest.to_string())
+                .await?;
+            self.client
+                .push_blob(reference, built.config.clone(), &built.config_digest.to_string())
+                .await?;
+            let content_type = http::HeaderValue::from_static(artifact::MANIFEST_MEDIA_TYPE);
+            self.client
+                .push_manifest_raw(reference, built.manifest.clone(), content_type)
+                .await
+        };
+        self.deadline(reference, "pushing", push).await?;
+        Ok(built.manifest_digest)
+    }
+
+    /// `op` under the deadline, its failure explained.
+    async fn deadline<T>(
+        &self,
+        reference: &Reference,
+        doing: &str,
+        op: impl Future<Output = Result<T, OciDistributionError>>,
+    ) -> anyhow::Result<T> {
+        let registry = reference.resolve_registry();
+        match tokio::time::timeout(self.options.timeout, op).await {
+            Err(_) => anyhow::bail!(
+                "{reference}: the registry {registry} did not finish {doing} within {:?} (down, hanging or too slow)",
+                self.options.timeout
+            ),
+            Ok(Ok(v)) => Ok(v),
+            Ok(Err(e)) => Err(explain(e, reference, doing)),
+        }
+    }
+}
+
+/// What a registry failure means, in one sentence with its cause after.
+fn explain(e: OciDistributionError, reference: &Reference, doing: &str) -> anyhow::Error {
+    let registry = reference.resolve_registry();
+    let status = match &e {
+        OciDistributionError::ServerError { code, .. } => Some(*code),
+        OciDistributionError::UnauthorizedError { .. } => Some(401),
+        _ => None,
+    };
+    let not_found = match &e {
+        OciDistributionError::ImageManifestNotFoundError(_) => true,
+        OciDistributionError::RegistryError { envelope, .. } => envelope.errors.iter().any(|x| {
+            matches!(
+                x.code,
+                OciErrorCode::ManifestUnknown
+                    | OciErrorCode::NameUnknown
+                    | OciErrorCode::BlobUnknown
+                    | OciErrorCode::NotFound
+            )
+        }),
+        _ => status == Some(404),
+    };
+    let denied = match &e {
+        OciDistributionError::AuthenticationFailure(_) => true,
+        OciDistributionError::RegistryError { envelope, .. } => envelope
+            .errors
+            .iter()
+            .any(|x| matches!(x.code, OciErrorCode::Unauthorized | OciErrorCode::Denied)),
+        _ => matches!(status, Some(401 | 403)),
+    };
+    let unreachable = match &e {
+        OciDistributionError::RequestError(r) => r.is_connect() || r.is_timeout(),
+        _ => false,
+    };
+    let what = if let OciDistributionError::DigestError(d) = &e {
+        format!("digest mismatch while {doing} ({d}): refused, nothing stored")
+    } else if unreachable {
+        format!("the registry {registry} cannot be reached while {doing} (down or unreachable)")
+    } else if not_found {
+        format!("not found in the registry {registry} (404) while {doing}")
+    } else if denied {
+        format!(
+            "the registry {registry} refused access (401/403) while {doing}: give credentials with --registry-auth FILE (a dockerconfigjson)"
+        )
+    } else if status == Some(429)
+        || matches!(&e, OciDistributionError::RegistryError { envelope, .. }
+            if envelope.errors.iter().any(|x| x.code == OciErrorCode::Toomanyrequests))
+    {
+        format!("the registry {registry} is rate limiting (429) while {doing}: try again later")
+    } else if let Some(code) = status.filter(|c| *c >= 500) {
+        format!(
+            "the registry {registry} failed ({code}) while {doing}: a fault of the registry, try again later"
+        )
+    } else {
+        format!("the registry {registry} failed while {doing}")
+    };
+    anyhow::Error::new(e).context(format!("{reference}: {what}"))
+}

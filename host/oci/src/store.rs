@@ -1,0 +1,213 @@
+//! The content-addressed local store: `<root>/blobs/sha256/<hex>` holds
+//! each verified manifest and component under its digest, written through
+//! a temporary file and a rename (a crash leaves the old state or the new,
+//! never half a blob); `<root>/pins.json` the digest each `--plugin-ref`
+//! was resolved to; `<root>/plugins/<name>.wasm` the components handed to
+//! the plugin manager. Every read is checked against its digest again: a
+//! blob damaged on disk is removed and fetched anew, never loaded.
+
+use crate::digest::{self, Digest};
+use anyhow::Context;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+
+/// The pins file is refused past this size.
+const MAX_PINS_BYTES: u64 = 1 << 20;
+
+/// A store rooted at one directory.
+#[derive(Debug, Clone)]
+pub struct Store {
+    root: PathBuf,
+}
+
+/// The digest a plugin's reference was resolved to, kept until the
+/// reference changes or tags are resolved again on purpose.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Pin {
+    pub reference: String,
+    pub digest: String,
+}
+
+impl Store {
+    /// Open (creating) the store at `root`.
+    pub fn open(root: &Path) -> anyhow::Result<Store> {
+        for dir in ["blobs/sha256", "tmp", "plugins"] {
+            let dir = root.join(dir);
+            std::fs::create_dir_all(&dir)
+                .with_context(|| format!("cannot create the OCI store's {}", dir.display()))?;
+        }
+        Ok(Store {
+            root: root.to_path_buf(),
+        })
+    }
+
+    /// The default store: `$XDG_STATE_HOME/wink/oci`, else `~/.local/state/wink/oci`.
+    pub fn default_root() -> Option<PathBuf> {
+        let state = std::env::var_os("XDG_STATE_HOME")
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+            .or_else(|| {
+                std::env::var_os("HOME")
+                    .filter(|v| !v.is_empty())
+                    .map(|h| PathBuf::from(h).join(".local/state"))
+            })?;
+        Some(state.join("wink/oci"))
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// Where the blob of `digest` lives.
+    pub fn blob_path(&self, digest: Digest) -> PathBuf {
+        self.root.join("blobs/sha256").join(digest.hex())
+    }
+
+    /// The blob of `digest` if the store has it intact (at most `max`
+    /// bytes); one that does not match its digest is removed.
+    pub fn read(&self, digest: Digest, max: u64) -> anyhow::Result<Option<Vec<u8>>> {
+        let path = self.blob_path(digest);
+        let file = match std::fs::File::open(&path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
+        };
+        let mut bytes = Vec::new();
+        file.take(max + 1).read_to_end(&mut bytes)?;
+        let intact = bytes.len() as u64 <= max && Digest::of(&bytes) == digest;
+        if !intact {
+            tracing::warn!(blob = %path.display(), "a stored blob does not match its digest: removed, to be fetched again");
+            let _ = std::fs::remove_file(&path);
+            return Ok(None);
+        }
+        Ok(Some(bytes))
+    }
+
+    /// Keep `bytes` as the blob of `digest`, after checking they are.
+    pub fn write(&self, what: &str, digest: Digest, bytes: &[u8]) -> anyhow::Result<PathBuf> {
+        digest::verify(what, bytes, digest)?;
+        let path = self.blob_path(digest);
+        self.write_atomically(&path, bytes)?;
+        Ok(path)
+    }
+
+    fn write_atomically(&self, path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+        let tmp = self.root.join("tmp").join(format!(
+            "{}.{}.{}",
+            path.file_name().and_then(|n| n.to_str()).unwrap_or("blob"),
+            std::process::id(),
+            unique()
+        ));
+        let written = (|| {
+            let mut f = std::fs::File::create(&tmp)?;
+            f.write_all(bytes)?;
+            f.sync_all()?;
+            std::fs::rename(&tmp, path)
+        })();
+        if written.is_err() {
+            let _ = std::fs::remove_file(&tmp);
+        }
+        written.with_context(|| format!("cannot write {}", path.display()))
+    }
+
+    /// Put the stored component `layer` where the plugin manager loads it
+    /// from, as `<name>.wasm` (unchanged when it already holds those bytes).
+    pub fn materialise(&self, name: &str, layer: Digest, max: u64) -> anyhow::Result<PathBuf> {
+        let path = self.plugins_dir().join(format!("{name}.wasm"));
+        if let Ok(f) = std::fs::File::open(&path) {
+            let mut bytes = Vec::new();
+            if f.take(max + 1).read_to_end(&mut bytes).is_ok() && Digest::of(&bytes) == layer {
+                return Ok(path);
+            }
+        }
+        let bytes = self
+            .read(layer, max)?
+            .with_context(|| format!("the component {layer} is not in the store"))?;
+        self.write_atomically(&path, &bytes)?;
+        Ok(path)
+    }
+
+    /// The directory of components handed to the plugin manager.
+    pub fn plugins_dir(&self) -> PathBuf {
+        self.root.join("plugins")
+    }
+
+    fn pins_path(&self) -> PathBuf {
+        self.root.join("pins.json")
+    }
+
+    /// Every plugin's pin (none when the file is absent).
+    pub fn pins(&self) -> anyhow::Result<BTreeMap<String, Pin>> {
+        let path = self.pins_path();
+        match std::fs::metadata(&path) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(BTreeMap::new()),
+            _ => {}
+        }
+        let text = wink_input::read_text(&path, MAX_PINS_BYTES, "pins")?;
+        serde_json::from_str(&text).with_context(|| format!("{}: not a pins file", path.display()))
+    }
+
+    /// Record `pin` for plugin `name`.
+    pub fn pin(&self, name: &str, pin: Pin) -> anyhow::Result<()> {
+        let mut pins = self.pins()?;
+        if pins.get(name) == Some(&pin) {
+            return Ok(());
+        }
+        pins.insert(name.to_string(), pin);
+        let text = serde_json::to_vec_pretty(&pins)?;
+        self.write_atomically(&self.pins_path(), &text)
+    }
+}
+
+/// A number no other temporary file of this process has.
+fn unique() -> u64 {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    NEXT.fetch_add(1, Ordering::Relaxed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn temp(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("wink-oci-store-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        dir
+    }
+
+    #[test]
+    fn keeps_blobs_by_digest_and_refuses_others() {
+        let store = Store::open(&temp("blobs")).unwrap();
+        let d = Digest::of(b"component");
+        assert!(store.write("layer", d, b"not it").is_err());
+        assert!(!store.blob_path(d).exists(), "a refused blob leaves nothing");
+        store.write("layer", d, b"component").unwrap();
+        assert_eq!(store.read(d, 100).unwrap().unwrap(), b"component");
+        // Damaged on disk: not returned, and gone.
+        std::fs::write(store.blob_path(d), b"tampered").unwrap();
+        assert!(store.read(d, 100).unwrap().is_none());
+        assert!(!store.blob_path(d).exists());
+        let _ = std::fs::remove_dir_all(store.root());
+    }
+
+    #[test]
+    fn pins_and_materialises() {
+        let store = Store::open(&temp("pins")).unwrap();
+        assert!(store.pins().unwrap().is_empty());
+        let pin = Pin {
+            reference: "r/x:1".into(),
+            digest: Digest::of(b"m").to_string(),
+        };
+        store.pin("x", pin.clone()).unwrap();
+        assert_eq!(store.pins().unwrap()["x"], pin);
+        let d = Digest::of(b"wasm");
+        store.write("layer", d, b"wasm").unwrap();
+        let path = store.materialise("x", d, 100).unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), b"wasm");
+        assert!(store.materialise("y", Digest::of(b"other"), 100).is_err());
+        let _ = std::fs::remove_dir_all(store.root());
+    }
+}
