@@ -129,6 +129,8 @@ enum Command {
     },
     #[command(flatten)]
     Docs(wink::cli_docs::DocsCommand),
+    #[command(flatten)]
+    Oci(wink_oci::cli::OciCommand),
 }
 
 #[derive(Args)]
@@ -243,6 +245,8 @@ struct HostArgs {
     cache_compression: bool,
     #[command(flatten)]
     reports: report_flags::ReportFlags,
+    #[command(flatten)]
+    oci: wink_oci::plugins::PluginRefArgs,
 }
 
 /// Where `cargo build --release --target wasm32-wasip2` puts components.
@@ -359,12 +363,18 @@ impl HostArgs {
             self.plugins.display()
         );
         let reports = self.reports.options();
+        let plugin_refs = self.oci.prepare(&self.plugins)?;
         // Recorded before the first scan: nothing changed during it is missed.
         let changes = (!self.no_reload)
             .then(|| reload::record(&self.plugins))
             .transpose()?;
         let d = Daemon::start(config, &self.plugins, factory, manager, reports).await?;
         let _reload = changes.map(|c| c.apply_to(d.manager.clone()));
+        // A slow or unreachable registry delays no other part of the start.
+        if let Some(refs) = plugin_refs {
+            let manager = d.manager.clone();
+            tokio::spawn(async move { refs.load(&manager).await });
+        }
         if let Some((opts, socket)) = admission {
             let client = kube::Client::try_from(admission_config)?;
             wink::admission::start(opts, socket, client, d.manager.clone(), leadership).await?;
@@ -485,6 +495,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Test { cases, bless } => wink::author::harness::test(&cases, bless),
         Command::New { dir, sdk, lang } => wink::author::scaffold::new(&dir, lang, sdk.as_deref()),
         Command::Docs(docs) => wink::cli_docs::run(docs, Cli::command()),
+        Command::Oci(command) => wink_oci::cli::run(command).await,
     }
 }
 
