@@ -2,7 +2,9 @@
 //!
 //! - every fenced code block is run or compiled by a test, or marked as not
 //!   run (`text`, or `LANG,ignore`); every `wink` command line in them parses
-//!   with the real command line (`commands`);
+//!   with the real command line, and a grants file it shows is one wink
+//!   reads (`commands`); every cargo command names a package, target and
+//!   suite that exist (`cargo_commands`);
 //! - `mdbook build` passes without a warning, every page is in the summary,
 //!   every relative link and `#anchor` of the built book and of the README
 //!   resolves (`book`); the book renders and its search answers in headless
@@ -13,6 +15,7 @@
 
 mod book;
 mod browser;
+mod cargo_commands;
 mod commands;
 mod markdown;
 mod quick;
