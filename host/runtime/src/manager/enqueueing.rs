@@ -38,38 +38,43 @@ impl Feed {
 
     async fn object(&self, instance: &PluginInstance, obj: &ObjRef) {
         let queue = self.reconciling.queue();
-        let (api_version, kind) = self.reconciling.resource();
-        match &self.how {
-            Enqueue::None => {}
-            Enqueue::OwnKey => {
-                if obj.api_version() == api_version && obj.kind() == kind {
-                    queue.add(&obj.key());
-                }
-            }
-            Enqueue::ControllerOwner => {
-                if let Some(owner) = controller_owner(obj, api_version, kind) {
-                    queue.add(&owner);
-                }
-            }
-            Enqueue::ByIndex(index) => {
-                let Some(store) = instance.cache_scope().granted(api_version, kind) else {
-                    return;
-                };
-                match store.index_keys(index, &obj.key()) {
-                    Ok(keys) => keys.iter().for_each(|k| queue.add(k)),
-                    Err(e) => tracing::warn!(
-                        plugin = %instance.name(),
-                        "cannot enqueue by index {index:?}: {e}"
-                    ),
-                }
-            }
-            Enqueue::Mapped => {
-                for key in instance.map_to_keys(self.watch, obj).await.unwrap_or_default() {
-                    if !key.is_empty() && key.len() <= crate::capabilities::MAX_KEY {
-                        queue.add(&key);
-                    }
-                }
-            }
+        for key in keys(&self.how, self.reconciling.resource(), instance, self.watch, obj).await {
+            queue.add(&key);
+        }
+    }
+}
+
+/// The keys of the queue's resource (`queue`: apiVersion, kind) that an
+/// event about `obj`, from the watch number `watch` whose events feed the
+/// queue `how`, adds (`wink run`'s and `wink test`'s one rule).
+pub async fn keys(
+    how: &Enqueue,
+    queue: (&str, &str),
+    instance: &PluginInstance,
+    watch: u32,
+    obj: &ObjRef,
+) -> Vec<String> {
+    let (api_version, kind) = queue;
+    match how {
+        Enqueue::None => Vec::new(),
+        Enqueue::OwnKey => {
+            let own = obj.api_version() == api_version && obj.kind() == kind;
+            own.then(|| obj.key()).into_iter().collect()
+        }
+        Enqueue::ControllerOwner => controller_owner(obj, api_version, kind).into_iter().collect(),
+        Enqueue::ByIndex(index) => {
+            let Some(store) = instance.cache_scope().granted(api_version, kind) else {
+                return Vec::new();
+            };
+            store.index_keys(index, &obj.key()).unwrap_or_else(|e| {
+                tracing::warn!(plugin = %instance.name(), "cannot enqueue by index {index:?}: {e}");
+                Vec::new()
+            })
+        }
+        Enqueue::Mapped => {
+            let mut keys = instance.map_to_keys(watch, obj).await.unwrap_or_default();
+            keys.retain(|k| !k.is_empty() && k.len() <= crate::capabilities::MAX_KEY);
+            keys
         }
     }
 }

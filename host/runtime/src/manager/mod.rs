@@ -29,6 +29,7 @@ pub use registration::{Source, index_spec, sources};
 mod waiting;
 
 pub use lifecycle::{CrashPolicy, PluginState};
+pub use enqueueing::keys as enqueue_keys;
 pub use reconciling::QueueStatus;
 
 use super::admission::AdmissionPool;

@@ -22,6 +22,7 @@
 //!   writes: ['patch apps/v1 Deployment default/b merge {"metadata":{"labels":{"team":"x"}}}', ...]
 //!   events: ["Warning MissingLabel default/b: no team label", ...]
 //!   reports: ["default/b pod-security privileged-containers pass", ...]
+//!   reconciles: ["default/b done", ...]                     # a reconciler's answers
 //! ```
 //!
 //! Owns the case format, playing it and the comparison; the informer and
@@ -39,6 +40,7 @@ mod diff;
 mod feed;
 mod panics;
 mod patch;
+mod reconcile;
 
 use crate::informer::{EventHandler, Notification, ObjRef};
 use crate::reports::Aggregator;
@@ -115,6 +117,9 @@ pub struct Expect {
     /// Its answers to `admit` steps, in order (see [`admit`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub admission: Vec<String>,
+    /// Its reconciles, in order, as `KEY ANSWER` (see [`reconcile`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub reconciles: Vec<String>,
 }
 
 /// The verdict on one case.
@@ -201,6 +206,7 @@ pub fn run(path: &Path, case: &Case) -> anyhow::Result<Outcome> {
         instance: instance.clone(),
         pending: std::sync::atomic::AtomicUsize::new(listeners.len()),
         faults: capture.faults.clone(),
+        queue: reconcile::Offline::of(&registration),
     });
     // One watch at a time, so the log's order does not depend on threads.
     for (informer, resync, watch, filter) in listeners.iter().cloned() {
@@ -215,6 +221,7 @@ pub fn run(path: &Path, case: &Case) -> anyhow::Result<Outcome> {
     if listeners.is_empty() {
         instance.on_synced();
     }
+    joined.drain();
     let mut admission = Vec::new();
     let mut admitting = None;
     for step in &case.steps {
@@ -224,6 +231,7 @@ pub fn run(path: &Path, case: &Case) -> anyhow::Result<Outcome> {
         }
         feed.play(step)?;
         feed.settle()?;
+        joined.drain();
     }
     let faults = capture.faults.take();
     if !faults.is_empty() {
@@ -252,6 +260,11 @@ pub fn run(path: &Path, case: &Case) -> anyhow::Result<Outcome> {
         events: capture.events(),
         reports,
         admission,
+        reconciles: joined
+            .queue
+            .as_ref()
+            .map(|q| std::mem::take(&mut *q.answers.lock().unwrap()))
+            .unwrap_or_default(),
     };
     let passed = got == case.expect;
     let mut diff = String::new();
@@ -261,6 +274,7 @@ pub fn run(path: &Path, case: &Case) -> anyhow::Result<Outcome> {
         ("events", &case.expect.events, &got.events),
         ("reports", &case.expect.reports, &got.reports),
         ("admission", &case.expect.admission, &got.admission),
+        ("reconciles", &case.expect.reconciles, &got.reconciles),
     ];
     for (what, expected, got) in parts {
         if expected != got {
@@ -278,6 +292,17 @@ struct Joined {
     instance: Arc<PluginInstance>,
     pending: std::sync::atomic::AtomicUsize,
     faults: panics::Faults,
+    /// The plugin's work queue, when it registers one.
+    queue: Option<reconcile::Offline>,
+}
+
+impl Joined {
+    /// Reconcile every key queued so far.
+    fn drain(&self) {
+        if let Some(q) = &self.queue {
+            let _ = self.faults.guard("reconciling", || q.drain(&self.instance));
+        }
+    }
 }
 
 /// One watch's listener: its events go through with the watch's number, as
@@ -292,6 +317,9 @@ impl Watched {
     fn deliver(&self, what: &str, n: Notification) {
         let instance = &self.joined.instance;
         let _ = self.joined.faults.guard(what, || {
+            if let Some(q) = &self.joined.queue {
+                q.notified(instance, self.watch, &n);
+            }
             futures::executor::block_on(instance.deliver(self.watch, &n))
         });
     }
@@ -325,9 +353,12 @@ impl EventHandler for Watched {
         use std::sync::atomic::Ordering;
         let joined = &self.joined;
         if joined.pending.fetch_sub(1, Ordering::AcqRel) == 1 {
-            let _ = joined
-                .faults
-                .guard("delivering on-synced", || joined.instance.on_synced());
+            let _ = joined.faults.guard("delivering on-synced", || {
+                joined.instance.on_synced();
+                if let Some(q) = &joined.queue {
+                    q.synced(&joined.instance);
+                }
+            });
         }
     }
 }
