@@ -4,7 +4,7 @@
 //! and deletions, stay right across a restart that missed deletions, batch
 //! many changes into few writes, are written by the leader only, and read
 //! with `kubectl`; `--report-api openreports` writes the same reports as
-//! OpenReports Reports.
+//! OpenReports Reports, in `wink run` and in `wink dev`.
 
 use crate::cache_support;
 use crate::common;
@@ -379,5 +379,81 @@ async fn the_same_results_become_openreports_reports_or_policyreports_as_asked()
     assert_eq!(
         written[0], written[1],
         "the same reports, summaries and results in either API"
+    );
+}
+
+/// `wink dev` compiles every example first, slowly while other builds
+/// share the cores.
+const DEV_WAIT: Duration = Duration::from_secs(300);
+
+#[test]
+fn wink_dev_writes_openreports_reports_when_asked() {
+    let dir = common::scratch("dev_openreports");
+    let kubeconfig = dir.join("kubeconfig");
+    let precompiled = dir.join("precompiled");
+    let seed = dir.join("seed");
+    std::fs::create_dir_all(&seed).unwrap();
+    let pod = violating_pod("default", "privileged", 1);
+    std::fs::write(seed.join("pod.json"), pod.to_string()).unwrap();
+    let wink = Wink::spawn_in(
+        &common::root(),
+        &[
+            "dev",
+            "--churn",
+            "0",
+            "--seed",
+            seed.to_str().unwrap(),
+            "--kubeconfig-out",
+            kubeconfig.to_str().unwrap(),
+            "--precompiled",
+            precompiled.to_str().unwrap(),
+            "--report-api",
+            "openreports",
+        ],
+    );
+    wink.wait_for_line("plugin synced plugin=pod_security", DEV_WAIT);
+    wink.wait_until("the reports reconciled in openreports", DEV_WAIT, |w| {
+        w.lines()
+            .iter()
+            .any(|l| l.contains("policy reports: reconciled") && l.contains("api=openreports"))
+    });
+    let get = |args: &[&str]| {
+        let out = std::process::Command::new("/usr/bin/kubectl")
+            .arg("--kubeconfig")
+            .arg(&kubeconfig)
+            .args(args)
+            .output()
+            .expect("kubectl runs");
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr)
+    };
+    // pod-security's failure about the seeded pod, in a Report.
+    let deadline = std::time::Instant::now() + DEV_WAIT;
+    loop {
+        let yaml = get(&[
+            "get",
+            "reports.openreports.io",
+            "wink-report",
+            "-n",
+            "default",
+            "-o",
+            "yaml",
+        ]);
+        if yaml.contains("name: privileged") && yaml.contains("result: fail") {
+            assert!(
+                yaml.contains("kind: Report") && yaml.contains("source: wink"),
+                "{yaml}"
+            );
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no Report about the pod: {yaml}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let old = get(&["get", "policyreports.wgpolicyk8s.io", "-A"]);
+    assert!(
+        !old.contains("wink-report"),
+        "no PolicyReport in openreports mode: {old}"
     );
 }

@@ -11,7 +11,8 @@
 //! - [`manager`]: the set of loaded plugins, their lifecycle and their informer
 //!   registrations;
 //! - [`reload`]: the reload watcher on the plugin directory;
-//! - [`reports`]: what plugins report, aggregated and written as PolicyReports;
+//! - [`reports`]: what plugins report, aggregated and written as PolicyReports
+//!   or OpenReports Reports;
 //! - [`leadership`]: whether this replica leads (deliveries and writes read it);
 //! - [`text_log`]: the text log's escaping of what plugins control;
 //! - [`workqueue`]: client-go's workqueue for the keys plugins reconcile.

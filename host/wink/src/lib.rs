@@ -5,7 +5,7 @@
 //! processor) -> [`runtime`] (engine, plugin instances) -> guest. Guest
 //! queries and writes come back only through the runtime's capabilities;
 //! policy results go from the `report` capability to [`reports`], whose
-//! writer keeps the PolicyReports current.
+//! writer keeps the reports (PolicyReports or OpenReports) current.
 
 pub mod admin;
 pub mod admission;

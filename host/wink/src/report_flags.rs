@@ -22,11 +22,11 @@ pub struct ReportApiFlag {
     /// ClusterReport); the same results and batching either way.
     ///
     /// wgpolicyk8s is the default: Kyverno 1.15 and Kubewarden 1.30 still
-    /// write it by default and every report consumer reads it. Both offer
-    /// openreports.io as its successor (Kubewarden marks PolicyReport
-    /// deprecated): choose openreports when what reads your reports does
-    /// (Policy Reporter reads both). Switching leaves the other API's wink
-    /// reports in place.
+    /// write it by default, and most report consumers read it. Both offer
+    /// openreports.io as its successor (Kubewarden already marks
+    /// PolicyReport deprecated): choose openreports when what reads your
+    /// reports reads it (Policy Reporter reads both). Switching leaves the
+    /// other API's wink reports in place.
     #[arg(long, value_enum, default_value_t = ApiName::Wgpolicyk8s)]
     pub report_api: ApiName,
 }
