@@ -4,7 +4,8 @@
 //!   run (`text`, or `LANG,ignore`); every `wink` command line in them parses
 //!   with the real command line, and a grants file it shows is one wink
 //!   reads (`commands`); every cargo command names a package, target and
-//!   suite that exist (`cargo_commands`);
+//!   suite that exist (`cargo_commands`); the troubleshooting page quotes
+//!   messages the source has (`messages`);
 //! - `mdbook build` passes without a warning, every page is in the summary,
 //!   every relative link and `#anchor` of the built book and of the README
 //!   resolves (`book`); the book renders and its search answers in headless
@@ -18,4 +19,5 @@ mod browser;
 mod cargo_commands;
 mod commands;
 mod markdown;
+mod messages;
 mod quick;
