@@ -160,7 +160,10 @@ fn words(command: &str) -> Vec<String> {
 /// either ends without clap's usage error or is still running after a few
 /// seconds (a server waiting for work), and is then stopped.
 pub fn parses(args: &[String]) -> Result<(), String> {
-    let dir = std::env::temp_dir().join(format!("wink-docs-cli-{}", std::process::id()));
+    // One folder per call: the tests calling this run in parallel.
+    static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = std::env::temp_dir().join(format!("wink-docs-cli-{}-{call}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     let mut child = Command::new(wink_bin())
