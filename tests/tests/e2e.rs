@@ -36,6 +36,7 @@ mod leader;
 mod manual;
 mod manifests;
 mod new_anywhere;
+mod observability;
 mod plugins_act;
 mod policy_reports;
 mod readme_paths;
