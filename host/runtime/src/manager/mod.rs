@@ -28,8 +28,8 @@ pub use registration::declared_writes;
 pub use registration::{Source, index_spec, sources};
 mod waiting;
 
-pub use lifecycle::{CrashPolicy, PluginState};
 pub use enqueueing::keys as enqueue_keys;
+pub use lifecycle::{CrashPolicy, PluginState};
 pub use reconciling::QueueStatus;
 
 use super::admission::AdmissionPool;
@@ -511,7 +511,7 @@ impl PluginManager {
         };
         tracing::info!(
             plugin = %instance.name(),
-            watches = registered.len(),
+            watches = registration::watched(&registered).len(),
             cache_hit = loaded.cache_hit,
             compiler = ?engine.compiler(),
             load_ms = started.elapsed().as_millis() as u64,
@@ -571,7 +571,7 @@ impl PluginManager {
                 traps: r.instance.traps(),
                 restarts: r.lifecycle.restarts(),
                 crashes: r.lifecycle.crashes(),
-                watches: r.registered.iter().map(|x| x.spec.clone()).collect(),
+                watches: registration::watched(&r.registered),
                 permissions: r.instance.write_scope().get().map(|a| a.permissions().clone()),
                 writes: r
                     .instance

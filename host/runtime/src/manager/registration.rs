@@ -31,6 +31,19 @@ use wink_informer::{EventHandler, Notification, ObjRef, SharedInformer, WatchSpe
 pub(super) struct Registered {
     pub(super) spec: WatchSpec,
     pub(super) listener_id: u64,
+    /// Whether the listener only feeds the plugin's work queue (beside the
+    /// one that delivers the watch's events).
+    pub(super) feeds: bool,
+}
+
+/// The watches (and reads) of `registered`, without the listeners that
+/// only feed the work queue.
+pub(super) fn watched(registered: &[Registered]) -> Vec<WatchSpec> {
+    registered
+        .iter()
+        .filter(|r| !r.feeds)
+        .map(|r| r.spec.clone())
+        .collect()
 }
 
 /// The informer-side handler of one plugin registration: delivers one
@@ -54,8 +67,65 @@ struct InstanceEventHandler {
     /// The plugin's work queue, when it has one: every key of its resource
     /// is enqueued when the plugin syncs.
     reconciling: Option<Arc<Reconciling>>,
-    /// How this watch's events feed that queue, when they do.
-    feed: Option<Feed>,
+}
+
+/// The informer-side handler that feeds a plugin's work queue from one
+/// watch: a listener of its own, so the keys of events that arrive while
+/// the plugin is busy (a reconcile holds its instance) are added at once,
+/// as client-go's handlers add them, not one per call the instance makes.
+struct FeedHandler {
+    instance: Arc<PluginInstance>,
+    feed: Feed,
+    filter: UpdateFilter,
+    leadership: Leadership,
+}
+
+impl FeedHandler {
+    async fn handle(&self, n: &Notification) {
+        // An initial list (or the cache replayed to a new instance) adds
+        // nothing here: every key of the queue's resource is enqueued once
+        // the plugin has synced.
+        let passes = match n {
+            Notification::Update { old, new } => self.filter.delivers(old, new),
+            Notification::Add { in_initial_list, .. } => !in_initial_list,
+            Notification::Synced => false,
+            Notification::Delete { .. } => true,
+        };
+        if passes && self.leadership.is_leading() {
+            self.feed.notified(&self.instance, n).await;
+        }
+    }
+}
+
+impl EventHandler for FeedHandler {
+    fn on_add(&self, obj: &ObjRef, in_initial_list: bool) {
+        let n = Notification::Add {
+            obj: obj.clone(),
+            in_initial_list,
+        };
+        futures::executor::block_on(self.handle(&n))
+    }
+    fn on_update(&self, old: &ObjRef, new: &ObjRef) {
+        let n = Notification::Update {
+            old: old.clone(),
+            new: new.clone(),
+        };
+        futures::executor::block_on(self.handle(&n))
+    }
+    fn on_delete(&self, obj: &ObjRef, final_state_unknown: bool) {
+        let n = Notification::Delete {
+            obj: obj.clone(),
+            final_state_unknown,
+        };
+        futures::executor::block_on(self.handle(&n))
+    }
+    fn on_synced(&self) {}
+    fn is_async(&self) -> bool {
+        true
+    }
+    fn deliver_async(self: Arc<Self>, n: Notification) -> Option<DeliveryFuture> {
+        Some(Box::pin(async move { self.handle(&n).await }))
+    }
 }
 
 impl InstanceEventHandler {
@@ -113,14 +183,11 @@ impl InstanceEventHandler {
         leading
     }
 
-    /// Feed the queue, then deliver `n` (when this replica leads and the
-    /// watch's filter passes it).
+    /// Deliver `n` (when this replica leads and the watch's filter passes
+    /// it), once the plugin's informers have synced if it waits for them.
     async fn handle(&self, n: &Notification) {
         if !(self.delivers() && self.passes(n)) {
             return;
-        }
-        if let Some(feed) = &self.feed {
-            feed.notified(&self.instance, n).await;
         }
         if let Some(gate) = &self.gate {
             gate.wait().await;
@@ -424,30 +491,44 @@ impl PluginManager {
                 pending_syncs: pending.clone(),
                 handles_events: w.handles_events,
                 leadership: self.options.leadership.clone(),
-                feed: reconciling
-                    .as_ref()
-                    .filter(|_| !matches!(w.enqueue, Enqueue::None))
-                    .map(|r| Feed {
-                        reconciling: r.clone(),
-                        how: w.enqueue.clone(),
-                        watch: w.watch,
-                    }),
                 reconciling: reconciling.clone(),
             });
-            let old = previous
-                .iter()
-                .position(|p| p.spec == w.spec)
-                .map(|i| previous.remove(i));
-            let listener = old
-                .and_then(|old| {
-                    w.informer
-                        .swap_listener(old.listener_id, instance.name(), handler.clone(), w.resync)
-                })
-                .unwrap_or_else(|| w.informer.add_listener(instance.name(), handler, w.resync));
-            registered.push(Registered {
-                spec: w.spec,
-                listener_id: listener.id(),
-            });
+            let feeder = reconciling
+                .as_ref()
+                .filter(|_| !matches!(w.enqueue, Enqueue::None))
+                .map(|r| {
+                    Arc::new(FeedHandler {
+                        instance: instance.clone(),
+                        feed: Feed {
+                            reconciling: r.clone(),
+                            how: w.enqueue.clone(),
+                            watch: w.watch,
+                        },
+                        filter: handler.filter.clone(),
+                        leadership: self.options.leadership.clone(),
+                    })
+                });
+            let mut listen = |handler: Arc<dyn EventHandler>, feeds: bool, resync| {
+                let old = previous
+                    .iter()
+                    .position(|p| p.spec == w.spec && p.feeds == feeds)
+                    .map(|i| previous.remove(i));
+                let listener = old
+                    .and_then(|old| {
+                        w.informer
+                            .swap_listener(old.listener_id, instance.name(), handler.clone(), resync)
+                    })
+                    .unwrap_or_else(|| w.informer.add_listener(instance.name(), handler, resync));
+                registered.push(Registered {
+                    spec: w.spec.clone(),
+                    listener_id: listener.id(),
+                    feeds,
+                });
+            };
+            listen(handler, false, w.resync);
+            if let Some(feeder) = feeder {
+                listen(feeder, true, None);
+            }
         }
         for old in previous {
             self.factory.release(&old.spec, old.listener_id);
