@@ -11,6 +11,7 @@ mod common;
 mod informer_support;
 mod kubectl_support;
 mod lang_support;
+mod registry_support;
 mod report_support;
 mod runtime_support;
 
@@ -36,6 +37,7 @@ mod leader;
 mod manual;
 mod manifests;
 mod new_anywhere;
+mod oci_registry;
 mod observability;
 mod plugins_act;
 mod policy_reports;

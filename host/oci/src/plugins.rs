@@ -95,7 +95,8 @@ impl PluginRefs {
         let mut errors = Vec::new();
         for (name, raw, reference) in &self.refs {
             if let Err(e) = self.load_one(manager, name, raw, reference).await {
-                tracing::error!(plugin = %name, reference = %raw, "plugin from the registry not loaded: {e:#}");
+                let error = format!("{e:#}");
+                tracing::error!(plugin = %name, reference = %raw, %error, "plugin from the registry not loaded");
                 errors.push(e);
             }
         }
@@ -136,7 +137,7 @@ impl PluginRefs {
             plugin = %name,
             reference = %raw,
             digest = %fetched.manifest,
-            from = if fetched.from_store { "store" } else { "registry" },
+            from = %if fetched.from_store { "store" } else { "registry" },
             took_ms = fetched.took.as_millis() as u64,
             "plugin fetched"
         );

@@ -1,0 +1,255 @@
+//! A real OCI registry for the tests: CNCF distribution (Debian's
+//! `docker-registry`, installed with apt-get where missing), serving plain
+//! HTTP on a free loopback port from a scratch storage directory; a raw
+//! HTTP/1.0 client to read what it holds as any other client would; and
+//! `wink push` / `wink pull` run as commands.
+#![allow(dead_code)]
+
+use crate::common::{self, scratch};
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+/// The registry binary, installed on first use.
+pub fn registry_bin() -> &'static Path {
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    BIN.get_or_init(|| {
+        let bin = PathBuf::from("/usr/bin/docker-registry");
+        if !bin.exists() {
+            let install = || {
+                Command::new("apt-get")
+                    .args(["install", "-y", "-q", "docker-registry"])
+                    .env("DEBIAN_FRONTEND", "noninteractive")
+                    .status()
+                    .is_ok_and(|s| s.success())
+            };
+            if !install() {
+                let _ = Command::new("apt-get").args(["update", "-q"]).status();
+                assert!(install(), "apt-get install docker-registry failed");
+            }
+        }
+        assert!(bin.exists(), "{} missing after the install", bin.display());
+        bin
+    })
+}
+
+/// A free loopback port (bound, read, released).
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// A running registry; dropped, it is stopped.
+pub struct Registry {
+    child: Option<Child>,
+    pub port: u16,
+    pub dir: PathBuf,
+}
+
+impl Registry {
+    /// A new registry with empty storage under target/e2e/<test>.
+    pub fn start(test: &str) -> Registry {
+        let dir = scratch(test).join("registry");
+        std::fs::create_dir_all(dir.join("data")).unwrap();
+        let mut r = Registry {
+            child: None,
+            port: free_port(),
+            dir,
+        };
+        r.restart();
+        r
+    }
+
+    /// `host:port`, as references and `--plain-http` name it.
+    pub fn host(&self) -> String {
+        format!("127.0.0.1:{}", self.port)
+    }
+
+    /// Start (again) on the same port and storage.
+    pub fn restart(&mut self) {
+        assert!(self.child.is_none(), "already running");
+        let config = self.dir.join("config.yml");
+        std::fs::write(
+            &config,
+            format!(
+                "version: 0.1\nlog:\n  level: warn\nstorage:\n  filesystem:\n    rootdirectory: {}\n  delete:\n    enabled: true\nhttp:\n  addr: 127.0.0.1:{}\n",
+                self.dir.join("data").display(),
+                self.port
+            ),
+        )
+        .unwrap();
+        let log = std::fs::File::create(self.dir.join("registry.log")).unwrap();
+        let child = Command::new(registry_bin())
+            .arg("serve")
+            .arg(&config)
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().unwrap())
+            .stderr(log)
+            .spawn()
+            .expect("start docker-registry");
+        self.child = Some(child);
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while get(self.port, "/v2/", &[]).is_none_or(|r| r.status != 200) {
+            assert!(
+                Instant::now() < deadline,
+                "the registry did not answer on {}",
+                self.host()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Stop it (its storage stays).
+    pub fn stop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Where the registry keeps the blob `sha256:<hex>`.
+    pub fn blob_file(&self, digest: &str) -> PathBuf {
+        let hex = digest.strip_prefix("sha256:").unwrap();
+        self.dir
+            .join("data/docker/registry/v2/blobs/sha256")
+            .join(&hex[..2])
+            .join(hex)
+            .join("data")
+    }
+
+    /// GET `path` from it.
+    pub fn get(&self, path: &str, accept: &[&str]) -> Response {
+        get(self.port, path, accept).expect("the registry answers")
+    }
+}
+
+impl Drop for Registry {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// An HTTP answer.
+pub struct Response {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+impl Response {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_slice(&self.body).expect("a JSON body")
+    }
+}
+
+/// One HTTP/1.0 GET (the server closes after the body); None when
+/// nothing answers.
+fn get(port: u16, path: &str, accept: &[&str]) -> Option<Response> {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let mut req = format!("GET {path} HTTP/1.0\r\nHost: 127.0.0.1:{port}\r\n");
+    for a in accept {
+        req.push_str(&format!("Accept: {a}\r\n"));
+    }
+    req.push_str("\r\n");
+    s.write_all(req.as_bytes()).ok()?;
+    let mut raw = Vec::new();
+    s.read_to_end(&mut raw).ok()?;
+    let split = raw.windows(4).position(|w| w == b"\r\n\r\n")?;
+    let head = String::from_utf8_lossy(&raw[..split]).to_string();
+    let mut lines = head.lines();
+    let status = lines.next()?.split_whitespace().nth(1)?.parse().ok()?;
+    let headers = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(n, v)| (n.trim().to_string(), v.trim().to_string()))
+        .collect();
+    Some(Response {
+        status,
+        headers,
+        body: raw[split + 4..].to_vec(),
+    })
+}
+
+/// `wink <args>` to its end.
+pub fn wink(args: &[&str]) -> Output {
+    Command::new(common::wink_bin())
+        .args(args)
+        .env_remove("KUBECONFIG")
+        .env("RUST_LOG", "info")
+        .output()
+        .expect("run wink")
+}
+
+/// stdout of a successful `wink <args>`, trimmed; panics with both streams otherwise.
+pub fn wink_ok(args: &[&str]) -> String {
+    let out = wink(args);
+    assert!(
+        out.status.success(),
+        "wink {args:?} failed:\n{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+/// stderr of a failing `wink <args>`; panics if it succeeded.
+pub fn wink_err(args: &[&str]) -> String {
+    let out = wink(args);
+    assert!(
+        !out.status.success(),
+        "wink {args:?} should have failed:\n{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    String::from_utf8_lossy(&out.stderr).to_string()
+}
+
+/// The sha256 digest of `bytes`, `sha256:<hex>`, computed by `sha256sum`
+/// (an implementation independent of wink's).
+pub fn sha256(bytes: &[u8]) -> String {
+    let mut child = Command::new("sha256sum")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("sha256sum");
+    child.stdin.take().unwrap().write_all(bytes).unwrap();
+    let out = child.wait_with_output().unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    format!("sha256:{}", text.split_whitespace().next().unwrap())
+}
+
+/// A valid component of `size` bytes or a little more: the component
+/// preamble and one custom section of filler.
+pub fn big_component(size: usize) -> Vec<u8> {
+    let mut out = b"\0asm\x0d\0\x01\0".to_vec();
+    let name = b"filler";
+    let payload = size;
+    let mut section = vec![name.len() as u8];
+    section.extend_from_slice(name);
+    section.extend(std::iter::repeat_n(0x5a, payload));
+    out.push(0);
+    let mut len = section.len();
+    loop {
+        let byte = (len & 0x7f) as u8;
+        len >>= 7;
+        if len == 0 {
+            out.push(byte);
+            break;
+        }
+        out.push(byte | 0x80);
+    }
+    out.extend(section);
+    out
+}
