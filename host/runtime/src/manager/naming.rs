@@ -114,6 +114,95 @@ fn queue(registration: &Registration) -> anyhow::Result<()> {
 mod tests {
     use super::*;
 
+    use crate::bindings::types::{Index, IndexBy, ResourceType, Watch};
+
+    fn watch(api_version: &str, kind: &str, enqueue: Enqueue, indexes: Vec<Index>) -> Watch {
+        Watch {
+            resource: ResourceType {
+                api_version: api_version.into(),
+                kind: kind.into(),
+            },
+            namespace: None,
+            label_selector: None,
+            field_selector: None,
+            resync_seconds: 0,
+            indexes,
+            updates_when: Vec::new(),
+            enqueue,
+        }
+    }
+
+    fn registration(watches: Vec<Watch>, queue: Option<Queue>) -> Registration {
+        Registration {
+            name: None,
+            watches,
+            reads: Vec::new(),
+            writes: Vec::new(),
+            records_events: false,
+            wait_for_sync: true,
+            admission: Vec::new(),
+            queue,
+        }
+    }
+
+    fn deployments(base_delay_ms: u32, qps: u32) -> Queue {
+        Queue {
+            resource: ResourceType {
+                api_version: "apps/v1".into(),
+                kind: "Deployment".into(),
+            },
+            base_delay_ms,
+            max_delay_ms: 1_000_000,
+            qps,
+            burst: 100,
+        }
+    }
+
+    #[test]
+    fn a_queue_is_served_and_its_numbers_and_feeds_checked() {
+        let by_cm = Index {
+            name: "by-configmap".into(),
+            by: IndexBy::Field("spec.configMap".into()),
+        };
+        let good = registration(
+            vec![
+                watch("apps/v1", "Deployment", Enqueue::OwnKey, vec![by_cm]),
+                watch("v1", "ConfigMap", Enqueue::ByIndex("by-configmap".into()), vec![]),
+                watch("v1", "Pod", Enqueue::ControllerOwner, vec![]),
+            ],
+            Some(deployments(5, 10)),
+        );
+        unserved(&good).unwrap();
+        let refused = |r: Registration, why: &str| {
+            let e = unserved(&r).unwrap_err().to_string();
+            assert!(e.contains(why), "{e}");
+        };
+        let own = || watch("apps/v1", "Deployment", Enqueue::OwnKey, vec![]);
+        refused(registration(vec![own()], None), "registers no queue");
+        refused(
+            registration(vec![own()], Some(deployments(0, 10))),
+            "base-delay-ms is 0",
+        );
+        refused(registration(vec![own()], Some(deployments(5, 0))), "at least 1");
+        refused(
+            registration(
+                vec![watch("v1", "Pod", Enqueue::Mapped, vec![])],
+                Some(deployments(5, 10)),
+            ),
+            "neither watches nor reads",
+        );
+        refused(
+            registration(
+                vec![
+                    own(),
+                    watch("v1", "ConfigMap", Enqueue::ByIndex("nope".into()), vec![]),
+                ],
+                Some(deployments(5, 10)),
+            ),
+            "enqueues by the index \"nope\"",
+        );
+    }
+
     #[test]
     fn declared_names_are_dns_labels() {
         for ok in ["team-label-guard", "a", "p2", &"a".repeat(63)] {
