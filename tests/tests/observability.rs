@@ -11,6 +11,8 @@
 //! - Prometheus's own `promtool` (Debian's `prometheus` package, installed
 //!   here when missing) accepts the rules and the dashboard's queries, and
 //!   passes the rules' unit tests (wink-alerts.test.yaml);
+//! - `wink manifests --prometheus-rule` renders the same rules;
+//! - compiling a component is logged before and after, with its duration;
 //! - docs/src/running/dashboards.md names every alert.
 
 use crate::admin::sample;
@@ -116,10 +118,29 @@ async fn scrape_a_busy_daemon() -> String {
     let grants = s.plugins.parent().unwrap().join("grants.yaml");
     std::fs::write(&grants, REQUIRE_LABELS_GRANT).unwrap();
     let addr = format!("127.0.0.1:{}", free_port());
-    let wink = s.run(&["--admin-addr", &addr, "--grants", grants.to_str().unwrap()]);
+    let grants = grants.to_str().unwrap();
+    let wink = s.run(&["--admin-addr", &addr, "--grants", grants, "--no-precompiled"]);
     wink.wait_for_line("admin server listening", WAIT);
     for plugin in ["good", "apps", "require-labels", "bomb"] {
         wait_synced(&wink, plugin);
+        // Compiling takes seconds for a large component: the log says so
+        // before and how long it took after.
+        let lines = wink.lines();
+        let said = |what: &str| {
+            lines
+                .iter()
+                .position(|l| l.contains(what) && l.contains(&format!("plugin={plugin} ")))
+        };
+        let (before, after) = (
+            said("compiling the plugin's component"),
+            said("compiled the plugin's component in"),
+        );
+        assert!(
+            before.is_some() && before < after,
+            "{plugin}: no compile progress:\n{}",
+            lines.join("\n")
+        );
+        assert!(lines[after.unwrap()].contains("compile_ms="));
     }
     let pods: Api<Pod> = Api::namespaced(sim.client(), "default");
     for name in ["web-1", "bomb"] {
@@ -340,6 +361,36 @@ fn promtool_accepts_the_rules_and_the_dashboards_queries_and_passes_the_rule_tes
         .output()
         .unwrap();
     assert!(!out.status.success());
+
+    // `wink manifests --prometheus-rule` renders the same rules, which
+    // promtool accepts as they are.
+    let plugins = scratch.join("plugins");
+    std::fs::create_dir_all(&plugins).unwrap();
+    std::fs::copy(crate::common::plugin("pod_logger"), plugins.join("good.wasm")).unwrap();
+    let out = Command::new(crate::common::wink_bin())
+        .args([
+            "manifests",
+            "--namespace",
+            "ops",
+            "--prometheus-rule",
+            "--plugins",
+        ])
+        .arg(&plugins)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let yaml = String::from_utf8(out.stdout).unwrap();
+    let last = yaml.rsplit("\n---\n").next().unwrap();
+    let rule: Value = serde_norway::from_str(last).unwrap();
+    assert_eq!(
+        (&rule["kind"], &rule["metadata"]["namespace"]),
+        (&json!("PrometheusRule"), &json!("ops"))
+    );
+    let file: Value =
+        serde_norway::from_str(&std::fs::read_to_string(dir.join("wink-alerts.yaml")).unwrap()).unwrap();
+    assert_eq!(rule["spec"]["groups"], file["groups"]);
+    std::fs::write(scratch.join("rendered.yaml"), rule["spec"].to_string()).unwrap();
+    run_promtool(&["check", "rules", "rendered.yaml"], &scratch);
 
     let page = std::fs::read_to_string(root().join("docs/src/running/dashboards.md")).unwrap();
     for (alert, _) in &alerts {

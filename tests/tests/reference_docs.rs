@@ -151,10 +151,10 @@ fn the_wit_reference_carries_every_doc_comment_and_declaration() {
         {
             missing.push(h);
         }
-        if let Some((name, rest)) = line.split_once(": func(") {
-            if !page.contains(&format!("{name}: func({rest}").trim_end_matches(';').to_string()) {
-                missing.push(format!("func {name}"));
-            }
+        if let Some((name, rest)) = line.split_once(": func(")
+            && !page.contains(format!("{name}: func({rest}").trim_end_matches(';'))
+        {
+            missing.push(format!("func {name}"));
         }
     }
     assert!(missing.is_empty(), "wit.md lacks {missing:#?}");

@@ -23,3 +23,4 @@ pub mod daemon;
 pub mod leader;
 pub mod listener;
 pub mod manifests;
+pub mod observability;

@@ -103,6 +103,8 @@ enum Command {
         admission_port: Option<u16>,
         #[command(flatten)]
         report_api: report_flags::ReportApiFlag,
+        #[command(flatten)]
+        prometheus_rule: wink::observability::PrometheusRuleFlag,
     },
     /// Scaffold a plugin crate that builds and passes its `wink test` case.
     New {
@@ -480,7 +482,9 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             image,
             admission_port,
             report_api,
+            prometheus_rule,
         } => {
+            let rules = prometheus_rule.render(&namespace)?;
             let deployment = wink::manifests::needs::read(
                 &plugins,
                 grants.as_deref(),
@@ -489,7 +493,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 admission_port,
                 report_api.api(),
             )?;
-            print!("{deployment}");
+            print!("{deployment}{rules}");
             Ok(())
         }
         Command::Test { cases, bless } => wink::author::harness::test(&cases, bless),
