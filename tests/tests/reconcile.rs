@@ -240,3 +240,51 @@ async fn a_key_added_while_reconciled_is_reconciled_once_more_after_never_at_onc
         }
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_the_leader_reconciles_and_a_new_leader_converges_every_key() {
+    let sim = Sim::start(SimConfig::default()).await.unwrap();
+    let s = Setup::new("reconcile_failover", &sim);
+    s.install("defaults_keeper", "defaults-keeper", None);
+    let file = grants(&s, GRANT);
+    let a = replica(&s, "a", &["--grants", &file]);
+    let b = replica(&s, "b", &["--grants", &file]);
+    for w in [&a, &b] {
+        wait_synced(w, "defaults-keeper");
+    }
+    let leads = |w: &crate::common::Wink| w.lines().iter().any(|l| l.contains("became the leader"));
+    let deadline = Instant::now() + WAIT;
+    while !leads(&a) && !leads(&b) {
+        assert!(Instant::now() < deadline, "no replica became the leader");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let (leader, standby) = if leads(&a) { (a, b) } else { (b, a) };
+    namespace(&sim, "team-a").await;
+    until_config_map(&sim, "team-a").await;
+    leader.wait_until("the leader's create", WAIT, |w| {
+        count(w, "defaults-keeper: team-a/wink-defaults created") == 1
+    });
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(
+        standby.plugin_lines("defaults-keeper").is_empty(),
+        "the standby reconciles nothing: {:#?}",
+        standby.plugin_lines("defaults-keeper")
+    );
+
+    // The leader dies (kill -9); while nobody leads, a namespace comes and
+    // a ConfigMap goes. The new leader converges both.
+    drop(leader);
+    let ns: serde_json::Value =
+        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team-b"}});
+    sim.insert(ns).unwrap();
+    sim.delete("configmaps", Some("team-a"), "wink-defaults").unwrap();
+    standby.wait_for_line("became the leader", WAIT);
+    until_config_map(&sim, "team-b").await;
+    until_config_map(&sim, "team-a").await;
+    for ns in ["team-a", "team-b"] {
+        assert_eq!(
+            count(&standby, &format!("defaults-keeper: {ns}/wink-defaults created")),
+            1
+        );
+    }
+}
