@@ -12,7 +12,7 @@ use futures::StreamExt;
 use oci_client::client::{ClientConfig, ClientProtocol};
 use oci_client::errors::{OciDistributionError, OciErrorCode};
 use oci_client::manifest::OciDescriptor;
-use oci_client::{Client, Reference};
+use oci_client::{Client, Reference, RegistryOperation};
 use std::future::Future;
 use std::time::Duration;
 
@@ -73,13 +73,13 @@ impl Registry {
             return Digest::parse(d);
         }
         let auth = self.options.auths.for_registry(reference.resolve_registry());
-        let digest = self
-            .deadline(
-                reference,
-                "resolving the tag",
-                self.client.fetch_manifest_digest(reference, &auth),
-            )
-            .await?;
+        let resolve = async {
+            self.client
+                .auth(reference, &auth, RegistryOperation::Pull)
+                .await?;
+            self.client.fetch_manifest_digest(reference, &auth).await
+        };
+        let digest = self.deadline(reference, "resolving the tag", resolve).await?;
         Digest::parse(&digest)
     }
 
@@ -88,13 +88,13 @@ impl Registry {
         let by_digest = reference.clone_with_digest(digest.to_string());
         let auth = self.options.auths.for_registry(reference.resolve_registry());
         let accepted = [artifact::MANIFEST_MEDIA_TYPE];
-        let (bytes, _) = self
-            .deadline(
-                reference,
-                "pulling the manifest",
-                self.client.pull_manifest_raw(&by_digest, &auth, &accepted),
-            )
-            .await?;
+        let pull = async {
+            self.client
+                .auth(reference, &auth, RegistryOperation::Pull)
+                .await?;
+            self.client.pull_manifest_raw(&by_digest, &auth, &accepted).await
+        };
+        let (bytes, _) = self.deadline(reference, "pulling the manifest", pull).await?;
         anyhow::ensure!(
             bytes.len() <= MAX_MANIFEST_BYTES,
             "{reference}: the manifest is {} bytes, over the cap of {MAX_MANIFEST_BYTES}",
@@ -123,8 +123,8 @@ impl Registry {
         let read = async {
             let auth = self.options.auths.for_registry(reference.resolve_registry());
             self.client
-                .store_auth_if_needed(reference.resolve_registry(), &auth)
-                .await;
+                .auth(reference, &auth, RegistryOperation::Pull)
+                .await?;
             let mut stream = self.client.pull_blob_stream(reference, &descriptor).await?;
             if let Some(len) = stream.content_length
                 && len > max
@@ -183,12 +183,9 @@ impl Registry {
         let built = artifact::build(bytes, Some(created))?;
         let auth = self.options.auths.for_registry(reference.resolve_registry());
         let push = async {
+            // A push token (or Basic credentials) before anything.
             self.client
-                .store_auth_if_needed(reference.resolve_registry(), &auth)
-                .await;
-            // Pushing needs a push token, not the pull one a first call gets.
-            self.client
-                .auth(reference, &auth, oci_client::RegistryOperation::Push)
+                .auth(reference, &auth, RegistryOperation::Push)
                 .await?;
             self.client
                 .push_blob(reference, bytes.to_vec(), &built.layer_digest.to_string())
@@ -253,12 +250,14 @@ fn explain(e: OciDistributionError, reference: &Reference, doing: &str) -> anyho
             .any(|x| matches!(x.code, OciErrorCode::Unauthorized | OciErrorCode::Denied)),
         _ => matches!(status, Some(401 | 403)),
     };
-    let unreachable = match &e {
-        OciDistributionError::RequestError(r) => r.is_connect() || r.is_timeout(),
-        _ => false,
+    let (unreachable, timed_out) = match &e {
+        OciDistributionError::RequestError(r) => (r.is_connect() && !r.is_timeout(), r.is_timeout()),
+        _ => (false, false),
     };
     let what = if let OciDistributionError::DigestError(d) = &e {
         format!("digest mismatch while {doing} ({d}): refused, nothing stored")
+    } else if timed_out {
+        format!("the registry {registry} did not answer in time while {doing} (hanging or too slow)")
     } else if unreachable {
         format!("the registry {registry} cannot be reached while {doing} (down or unreachable)")
     } else if not_found {
