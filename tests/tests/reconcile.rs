@@ -288,3 +288,45 @@ async fn only_the_leader_reconciles_and_a_new_leader_converges_every_key() {
         );
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_takes_no_more_keys_and_lets_the_running_reconcile_finish() {
+    let sim = Sim::start(SimConfig::default()).await.unwrap();
+    let s = Setup::new("reconcile_shutdown", &sim);
+    s.install("reconcile_probe", "reconcile-probe", None);
+    let mut wink = s.run(&["--call-deadline-ms", "30000", "--shutdown-timeout-ms", "30000"]);
+    wait_synced(&wink, "reconcile-probe");
+    let cms: Api<ConfigMap> = Api::namespaced(sim.client(), "default");
+    cms.create(
+        &Default::default(),
+        &config_map("default", "hot", json!({"hold": "true"})),
+    )
+    .await
+    .unwrap();
+    wink.wait_for_line("[reconcile-probe] start default/hot", WAIT);
+    // Queued behind the held reconcile.
+    cms.create(&Default::default(), &config_map("default", "queued", json!({})))
+        .await
+        .unwrap();
+    let pid = wink.pid().to_string();
+    std::process::Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .unwrap();
+    wink.wait_for_line("shutting down", WAIT);
+    assert!(
+        wink.wait_exit(Duration::from_millis(500)).is_none(),
+        "the running reconcile holds the shutdown"
+    );
+    cms.create(&Default::default(), &config_map("default", "gate", json!({})))
+        .await
+        .unwrap();
+    let status = wink.wait_exit(WAIT).expect("it exits once the reconcile ends");
+    assert!(status.success(), "{status:?}");
+    let lines = wink.plugin_lines("reconcile-probe");
+    assert!(lines.contains(&"end default/hot".to_string()), "{lines:#?}");
+    assert!(
+        !lines.iter().any(|l| l.starts_with("start default/queued")),
+        "no key is taken after the shutdown began: {lines:#?}"
+    );
+}
