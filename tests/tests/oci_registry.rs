@@ -3,7 +3,8 @@
 //! here over plain HTTP as any client would; `wink pull` round-trips by
 //! digest, refuses bytes that do not match it and a component over the
 //! cap, and serves a second pull from its store with the registry
-//! stopped; `wink run --plugin-ref` runs a plugin pulled from the
+//! stopped; a second client (skopeo) reads what `wink push` wrote and
+//! wink pulls what that client pushed; `wink run --plugin-ref` runs a plugin pulled from the
 //! registry against the simulator, keeps its pinned digest when the tag
 //! moves and the registry is gone, and runs on when a registry is down or
 //! a reference is not found.
@@ -361,4 +362,62 @@ async fn a_registry_down_or_a_reference_not_found_is_said_and_the_daemon_runs_on
     let status = wink.wait_exit(WAIT).expect("the start ends");
     assert!(!status.success());
     wink.wait_for_line("has good.wasm too", WAIT);
+}
+
+#[test]
+fn a_second_client_reads_what_wink_pushes_and_wink_pulls_what_it_pushes() {
+    let reg = Registry::start("oci_interop");
+    let file = plugin("pod_logger");
+    let bytes = std::fs::read(&file).unwrap();
+    let dir = scratch("oci_interop_files");
+
+    // wink -> registry -> skopeo: the layer comes out as the component.
+    let digest = push(&reg, &format!("{}/wink/by-wink:v1", reg.host()), &file);
+    let out = dir.join("from-wink");
+    skopeo_copy(
+        &format!("docker://{}/wink/by-wink:v1", reg.host()),
+        &format!("dir:{}", out.display()),
+    );
+    assert_eq!(sha256(&std::fs::read(out.join("manifest.json")).unwrap()), digest);
+    let layer = sha256(&bytes);
+    assert_eq!(
+        std::fs::read(out.join(layer.trim_start_matches("sha256:"))).unwrap(),
+        bytes
+    );
+
+    // An artifact laid out here by hand -> skopeo -> registry -> wink pull.
+    let layout = dir.join("by-hand");
+    std::fs::create_dir_all(&layout).unwrap();
+    let config = format!(
+        r#"{{"created":"2026-01-01T00:00:00Z","author":"interop test","architecture":"wasm","os":"wasip2","layerDigests":["{layer}"],"component":null}}"#
+    );
+    let config_digest = sha256(config.as_bytes());
+    let manifest = serde_json::to_vec(&json!({
+        "schemaVersion": 2,
+        "mediaType": MANIFEST,
+        "config": {"mediaType": "application/vnd.wasm.config.v0+json", "digest": config_digest, "size": config.len()},
+        "layers": [{"mediaType": "application/wasm", "digest": layer, "size": bytes.len()}],
+    }))
+    .unwrap();
+    let blob = |d: &str| layout.join(d.trim_start_matches("sha256:"));
+    std::fs::write(blob(&config_digest), &config).unwrap();
+    std::fs::write(blob(&layer), &bytes).unwrap();
+    std::fs::write(layout.join("manifest.json"), &manifest).unwrap();
+    std::fs::write(layout.join("version"), "Directory Transport Version: 1.1\n").unwrap();
+    skopeo_copy(
+        &format!("dir:{}", layout.display()),
+        &format!("docker://{}/other/by-skopeo:v1", reg.host()),
+    );
+    let pulled_file = dir.join("pulled.wasm");
+    let (host, store) = (reg.host(), dir.join("store").to_str().unwrap().to_string());
+    let reference = format!("{}/other/by-skopeo:v1", reg.host());
+    let pulled = wink_ok(&pull_args(
+        &host,
+        &store,
+        &reference,
+        &["-o", pulled_file.to_str().unwrap()],
+    ));
+    assert_eq!(pulled, sha256(&manifest));
+    assert_ne!(pulled, digest, "not the artifact wink pushed");
+    assert_eq!(std::fs::read(&pulled_file).unwrap(), bytes);
 }

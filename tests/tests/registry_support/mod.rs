@@ -13,27 +13,57 @@ use std::process::{Child, Command, Output, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
+/// `/usr/bin/<bin>` of the Debian package `package`, installed with
+/// apt-get where missing.
+fn debian_bin(package: &str, bin: &str) -> PathBuf {
+    let path = Path::new("/usr/bin").join(bin);
+    if !path.exists() {
+        let install = || {
+            Command::new("apt-get")
+                .args(["install", "-y", "-q", package])
+                .env("DEBIAN_FRONTEND", "noninteractive")
+                .status()
+                .is_ok_and(|s| s.success())
+        };
+        if !install() {
+            let _ = Command::new("apt-get").args(["update", "-q"]).status();
+            assert!(install(), "apt-get install {package} failed");
+        }
+    }
+    assert!(path.exists(), "{} missing after the install", path.display());
+    path
+}
+
 /// The registry binary, installed on first use.
 pub fn registry_bin() -> &'static Path {
     static BIN: OnceLock<PathBuf> = OnceLock::new();
-    BIN.get_or_init(|| {
-        let bin = PathBuf::from("/usr/bin/docker-registry");
-        if !bin.exists() {
-            let install = || {
-                Command::new("apt-get")
-                    .args(["install", "-y", "-q", "docker-registry"])
-                    .env("DEBIAN_FRONTEND", "noninteractive")
-                    .status()
-                    .is_ok_and(|s| s.success())
-            };
-            if !install() {
-                let _ = Command::new("apt-get").args(["update", "-q"]).status();
-                assert!(install(), "apt-get install docker-registry failed");
-            }
-        }
-        assert!(bin.exists(), "{} missing after the install", bin.display());
-        bin
-    })
+    BIN.get_or_init(|| debian_bin("docker-registry", "docker-registry"))
+}
+
+/// skopeo, a second OCI client independent of wink's, installed on first use.
+pub fn skopeo_bin() -> &'static Path {
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    BIN.get_or_init(|| debian_bin("skopeo", "skopeo"))
+}
+
+/// `skopeo copy` over plain HTTP; panics with its output when it fails.
+pub fn skopeo_copy(from: &str, to: &str) {
+    let out = Command::new(skopeo_bin())
+        .args([
+            "copy",
+            "--src-tls-verify=false",
+            "--dest-tls-verify=false",
+            from,
+            to,
+        ])
+        .output()
+        .expect("run skopeo");
+    assert!(
+        out.status.success(),
+        "skopeo copy {from} {to} failed:\n{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 /// A free loopback port (bound, read, released).
