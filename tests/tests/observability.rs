@@ -86,7 +86,7 @@ fn sample_names(name: &str, f: &Family) -> Vec<String> {
 /// A row of the metrics page: (type, labels, meaning), by metric name.
 fn documented(page: &str) -> BTreeMap<String, (String, BTreeSet<String>, String)> {
     let mut rows = BTreeMap::new();
-    for line in page.lines().filter(|l| l.starts_with("| `wink_")) {
+    for line in page.lines().filter(|l| l.starts_with("| `")) {
         let cells: Vec<&str> = line.trim().trim_matches('|').split('|').map(str::trim).collect();
         assert_eq!(
             cells.len(),
@@ -105,8 +105,8 @@ fn documented(page: &str) -> BTreeMap<String, (String, BTreeSet<String>, String)
     rows
 }
 
-/// Scrape a daemon whose plugins have watched, queried, written, reported
-/// and crashed, once every one of those is counted.
+/// Scrape a daemon whose plugins have watched, queried, written, reported,
+/// crashed and queued keys, once every one of those is counted.
 async fn scrape_a_busy_daemon() -> String {
     let sim = Sim::start(SimConfig::default()).await.unwrap();
     let s = Setup::new("observability", &sim);
@@ -115,13 +115,15 @@ async fn scrape_a_busy_daemon() -> String {
     s.install("require_labels", "require-labels", None);
     let bomb = json!({"mode": "panic", "trigger": "bomb", "on": "add"});
     s.install("misbehave", "bomb", Some(&bomb));
+    // A reconciler: its work queue's metrics (its creates are not granted).
+    s.install("defaults_keeper", "defaults-keeper", None);
     let grants = s.plugins.parent().unwrap().join("grants.yaml");
     std::fs::write(&grants, REQUIRE_LABELS_GRANT).unwrap();
     let addr = format!("127.0.0.1:{}", free_port());
     let grants = grants.to_str().unwrap();
     let wink = s.run(&["--admin-addr", &addr, "--grants", grants, "--no-precompiled"]);
     wink.wait_for_line("admin server listening", WAIT);
-    for plugin in ["good", "apps", "require-labels", "bomb"] {
+    for plugin in ["good", "apps", "require-labels", "bomb", "defaults-keeper"] {
         wait_synced(&wink, plugin);
         // Compiling takes seconds for a large component: the log says so
         // before and how long it took after.
@@ -163,6 +165,7 @@ async fn scrape_a_busy_daemon() -> String {
             ("wink_plugin_crashes_by_kind_total", ("plugin", "bomb")),
             ("wink_plugin_cache_queries_total", ("plugin", "apps")),
             ("wink_report_requests_total", ("op", "create")),
+            ("workqueue_adds_total", ("plugin", "defaults-keeper")),
         ]
         .iter()
         .all(|(name, label)| sample(&text, name, &[*label]).is_some_and(|v| v >= 1.0));
