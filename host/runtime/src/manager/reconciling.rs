@@ -264,3 +264,69 @@ impl PluginManager {
         futures::future::join_all(queues.iter().map(|(_, r)| r.stop())).await;
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn reconciling() -> Arc<Reconciling> {
+        let wanted = Wanted {
+            config: Config::default(),
+            api_version: "v1".into(),
+            kind: "Namespace".into(),
+        };
+        Reconciling::start("p", wanted, Leadership::always())
+    }
+
+    /// client-go's processNextWorkItem: done forgets, requeue and errors
+    /// retry with the key's growing backoff, requeue-after forgets and
+    /// waits its time.
+    #[tokio::test(start_paused = true)]
+    async fn answers_settle_keys_as_client_go_does() {
+        let r = reconciling();
+        let q = r.queue();
+        r.settle("a", Err("conflict".into()));
+        r.settle("a", Ok(Action::Requeue));
+        assert_eq!(q.num_requeues("a"), 2, "each a retry");
+        assert_eq!(q.queue().metrics().retries.get(), 2);
+        r.settle("a", Ok(Action::Done));
+        assert_eq!(q.num_requeues("a"), 0, "done forgets the backoff");
+
+        r.settle("b", Err("conflict".into()));
+        r.settle("b", Ok(Action::RequeueAfter(60_000)));
+        assert_eq!(q.num_requeues("b"), 0, "requeue-after forgets the backoff");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        assert_eq!(q.queue().len(), 2, "the retries came due (5 ms, 10 ms)");
+        assert_eq!(q.waiting(), 0, "b waits once, at the earlier of its times");
+        r.abandon();
+    }
+
+    /// A queue is kept while a plugin wants the same one, replaced when its
+    /// numbers change, and stopped when it wants none.
+    #[tokio::test(start_paused = true)]
+    async fn a_plugin_keeps_its_queue_until_its_numbers_change() {
+        let queues = Queues::default();
+        let leading = Leadership::always();
+        let wanted = Wanted {
+            config: Config::default(),
+            api_version: "v1".into(),
+            kind: "Namespace".into(),
+        };
+        let first = queues.for_plugin("p", Some(wanted.clone()), &leading).unwrap();
+        let same = queues.for_plugin("p", Some(wanted.clone()), &leading).unwrap();
+        assert!(Arc::ptr_eq(&first, &same));
+        let faster = Wanted {
+            config: Config {
+                qps: 50,
+                ..Config::default()
+            },
+            ..wanted
+        };
+        let second = queues.for_plugin("p", Some(faster), &leading).unwrap();
+        assert!(!Arc::ptr_eq(&first, &second));
+        assert!(first.queue().queue().shutting_down(), "the old one stopped");
+        assert!(queues.for_plugin("p", None, &leading).is_none());
+        assert!(second.queue().queue().shutting_down());
+        assert!(queues.all().is_empty());
+    }
+}
