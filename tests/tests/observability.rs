@@ -11,6 +11,9 @@
 //! - Prometheus's own `promtool` (Debian's `prometheus` package, installed
 //!   here when missing) accepts the rules and the dashboard's queries, and
 //!   passes the rules' unit tests (wink-alerts.test.yaml);
+//! - a real Prometheus (the same package) scrapes the daemon: every metric
+//!   the dashboard and the rules name has series there, every query and
+//!   rule evaluates;
 //! - `wink manifests --prometheus-rule` renders the same rules;
 //! - compiling a component is logged before and after, with its duration;
 //! - docs/src/running/dashboards.md names every alert.
@@ -28,6 +31,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 use wink_sim::{Sim, SimConfig};
 
+mod prometheus;
 mod promql;
 
 /// One metric family of `/metrics`.
@@ -105,9 +109,16 @@ fn documented(page: &str) -> BTreeMap<String, (String, BTreeSet<String>, String)
     rows
 }
 
+/// A daemon on the simulator, with its admin server at `addr`.
+struct Busy {
+    addr: String,
+    _wink: crate::common::Wink,
+    _sim: Sim,
+}
+
 /// Scrape a daemon whose plugins have watched, queried, written, reported,
 /// crashed and queued keys, once every one of those is counted.
-async fn scrape_a_busy_daemon() -> String {
+async fn scrape_a_busy_daemon() -> (String, Busy) {
     let sim = Sim::start(SimConfig::default()).await.unwrap();
     let s = Setup::new("observability", &sim);
     s.install("pod_logger", "good", None);
@@ -170,7 +181,12 @@ async fn scrape_a_busy_daemon() -> String {
         .iter()
         .all(|(name, label)| sample(&text, name, &[*label]).is_some_and(|v| v >= 1.0));
         if counted {
-            return text;
+            let busy = Busy {
+                addr,
+                _wink: wink,
+                _sim: sim,
+            };
+            return (text, busy);
         }
         assert!(
             Instant::now() < deadline,
@@ -182,7 +198,7 @@ async fn scrape_a_busy_daemon() -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_docs_dashboard_and_alerts_name_what_wink_exports() {
-    let text = scrape_a_busy_daemon().await;
+    let (text, busy) = scrape_a_busy_daemon().await;
     let exported = families(&text);
     let page = std::fs::read_to_string(root().join("docs/src/reference/metrics.md")).unwrap();
     let rows = documented(&page);
@@ -234,6 +250,46 @@ async fn the_docs_dashboard_and_alerts_name_what_wink_exports() {
     for (family, f) in &exported {
         let any = sample_names(family, f).iter().any(|n| shown.contains(n));
         assert!(any, "the dashboard shows nothing of {family}");
+    }
+
+    // A real Prometheus scrapes the daemon, evaluates the rules and answers
+    // every query: each metric named has series, each expression evaluates.
+    let prom = prometheus::Prometheus::start(
+        &busy.addr,
+        &dir.join("wink-alerts.yaml"),
+        &scratch("observability_prometheus"),
+    );
+    prom.until_scraped(3).await;
+    let used: BTreeSet<String> = rules
+        .iter()
+        .chain(&dashboard)
+        .flat_map(|(_, e)| promql::metric_names(e))
+        .collect();
+    for name in &used {
+        let (status, result) = prom.query(&format!("count({{__name__=\"{name}\"}})")).await;
+        assert!(
+            status == "success" && !result.is_empty(),
+            "Prometheus has no {name}: {status}"
+        );
+    }
+    for (title, expr) in rules.iter().chain(&dashboard) {
+        let (status, _) = prom.query(expr).await;
+        assert_eq!(status, "success", "Prometheus cannot evaluate {title}: {expr}");
+    }
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let loaded = prom.rules().await;
+        assert_eq!(loaded.len(), rules.len(), "{loaded:?}");
+        let bad: Vec<_> = loaded.iter().filter(|(_, health, _)| health == "err").collect();
+        assert!(bad.is_empty(), "rules that fail to evaluate: {bad:?}");
+        if loaded.iter().all(|(_, health, _)| health == "ok") {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the rules are never evaluated: {loaded:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(250)).await;
     }
 }
 
