@@ -12,6 +12,7 @@ use futures::StreamExt;
 use oci_client::client::{ClientConfig, ClientProtocol};
 use oci_client::errors::{OciDistributionError, OciErrorCode};
 use oci_client::manifest::OciDescriptor;
+use oci_client::secrets::RegistryAuth;
 use oci_client::{Client, Reference, RegistryOperation};
 use std::future::Future;
 use std::time::Duration;
@@ -39,6 +40,9 @@ impl std::fmt::Debug for Auths {
 /// A client for registries.
 pub struct Registry {
     client: Client,
+    /// The manifest's GET, read chunk by chunk under the cap (oci-client
+    /// reads a manifest whole before anyone can look at its size).
+    http: reqwest::Client,
     options: RegistryOptions,
 }
 
@@ -56,8 +60,15 @@ impl Registry {
             user_agent: concat!("wink/", env!("CARGO_PKG_VERSION")),
             ..ClientConfig::default()
         };
+        let http = reqwest::Client::builder()
+            .connect_timeout(options.timeout.min(Duration::from_secs(10)))
+            .read_timeout(options.timeout)
+            .user_agent(concat!("wink/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .expect("an HTTP client with rustls on ring");
         Registry {
             client: Client::new(config),
+            http,
             options,
         }
     }
@@ -85,23 +96,79 @@ impl Registry {
 
     /// The manifest `digest` of `reference`'s repository, checked against it.
     pub async fn manifest(&self, reference: &Reference, digest: Digest) -> anyhow::Result<Vec<u8>> {
-        let by_digest = reference.clone_with_digest(digest.to_string());
-        let auth = self.options.auths.for_registry(reference.resolve_registry());
-        let accepted = [artifact::MANIFEST_MEDIA_TYPE];
-        let pull = async {
-            self.client
-                .auth(reference, &auth, RegistryOperation::Pull)
-                .await?;
-            self.client.pull_manifest_raw(&by_digest, &auth, &accepted).await
-        };
-        let (bytes, _) = self.deadline(reference, "pulling the manifest", pull).await?;
-        anyhow::ensure!(
-            bytes.len() <= MAX_MANIFEST_BYTES,
-            "{reference}: the manifest is {} bytes, over the cap of {MAX_MANIFEST_BYTES}",
-            bytes.len()
-        );
+        let pull = self.capped_manifest(reference, digest);
+        let bytes = self.deadline(reference, "pulling the manifest", pull).await??;
         crate::digest::verify(&format!("the manifest of {reference}"), &bytes, digest)?;
         Ok(bytes.to_vec())
+    }
+
+    /// GET the manifest `digest` of `reference`'s repository with the
+    /// credentials oci-client negotiated (its bearer token) or Basic ones,
+    /// stopping at [`MAX_MANIFEST_BYTES`]; the outer error is the
+    /// registry's, the inner one the cap's.
+    async fn capped_manifest(
+        &self,
+        reference: &Reference,
+        digest: Digest,
+    ) -> Result<anyhow::Result<Vec<u8>>, OciDistributionError> {
+        let registry = reference.resolve_registry();
+        let auth = self.options.auths.for_registry(registry);
+        let token = self
+            .client
+            .auth(reference, &auth, RegistryOperation::Pull)
+            .await?;
+        let scheme = match self.options.plain_http.iter().any(|h| h == registry) {
+            true => "http",
+            false => "https",
+        };
+        let url = format!(
+            "{scheme}://{registry}/v2/{}/manifests/{digest}",
+            reference.repository()
+        );
+        let mut request = self
+            .http
+            .get(&url)
+            .header("Accept", artifact::MANIFEST_MEDIA_TYPE);
+        request = match (token, &auth) {
+            (Some(token), _) => request.bearer_auth(token),
+            (None, RegistryAuth::Basic(user, password)) => request.basic_auth(user, Some(password)),
+            (None, _) => request,
+        };
+        let mut response = request.send().await?;
+        let status = response.status();
+        if !status.is_success() {
+            // The registry's explanation, a little of it.
+            let mut message = Vec::new();
+            while message.len() < 4096
+                && let Some(chunk) = response.chunk().await?
+            {
+                message.extend_from_slice(&chunk);
+            }
+            message.truncate(4096);
+            return Err(OciDistributionError::ServerError {
+                code: status.as_u16(),
+                url,
+                message: String::from_utf8_lossy(&message).into_owned(),
+            });
+        }
+        let over = |len: u64| {
+            anyhow::anyhow!(
+                "{reference}: the manifest is {len} bytes or more, over the cap of {MAX_MANIFEST_BYTES}"
+            )
+        };
+        if let Some(len) = response.content_length()
+            && len > MAX_MANIFEST_BYTES as u64
+        {
+            return Ok(Err(over(len)));
+        }
+        let mut bytes = Vec::new();
+        while let Some(chunk) = response.chunk().await? {
+            if bytes.len() + chunk.len() > MAX_MANIFEST_BYTES {
+                return Ok(Err(over((bytes.len() + chunk.len()) as u64)));
+            }
+            bytes.extend_from_slice(&chunk);
+        }
+        Ok(Ok(bytes))
     }
 
     /// The component blob `digest` (`size` bytes as the manifest says),

@@ -18,6 +18,8 @@ enum Fake {
     Hang,
     /// Basic credentials `u:p` wanted; with them, a manifest digest.
     Basic,
+    /// A manifest of 5 MiB, its length not announced.
+    HugeManifest,
 }
 
 const DIGEST: &str = "sha256:ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad";
@@ -56,6 +58,17 @@ async fn serve(fake: Fake) -> u16 {
                     Fake::Basic if head.contains("authorization: basic dtpw") => format!(
                         "HTTP/1.1 200 OK\r\nDocker-Content-Digest: {DIGEST}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
                     ),
+                    Fake::HugeManifest if head.contains("/manifests/") => {
+                        let _ = s.write_all(b"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n").await;
+                        let filler = vec![b' '; 64 << 10];
+                        for _ in 0..80 {
+                            if s.write_all(&filler).await.is_err() {
+                                return;
+                            }
+                        }
+                        return;
+                    }
+                    Fake::HugeManifest => "HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".to_string(),
                     Fake::Basic => "HTTP/1.1 401 Unauthorized\r\nWWW-Authenticate: Basic realm=\"fake\"\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".to_string(),
                 };
                 let _ = s.write_all(answer.as_bytes()).await;
@@ -113,6 +126,24 @@ async fn dockerconfigjson_credentials_reach_the_registry() {
     let host = format!("127.0.0.1:{port}");
     let auths = Auths::parse(&format!(r#"{{"auths": {{"{host}": {{"auth": "dTpw"}}}}}}"#)).unwrap();
     let r = parse_reference(&format!("{host}/team/plugin:v1")).unwrap();
-    let digest = registry(port, auths).resolve(&r).await.unwrap();
+    let registry = registry(port, auths);
+    let digest = registry.resolve(&r).await.unwrap();
     assert_eq!(digest.to_string(), DIGEST);
+    // The manifest's GET carries them too: answered (an empty body,
+    // which is not that digest), not refused.
+    let e = format!("{:#}", registry.manifest(&r, digest).await.unwrap_err());
+    assert!(e.contains("digest mismatch"), "{e}");
+}
+
+#[tokio::test]
+async fn a_manifest_over_the_cap_is_not_read_to_its_end() {
+    let port = serve(Fake::HugeManifest).await;
+    let r = parse_reference(&format!("127.0.0.1:{port}/team/plugin@{DIGEST}")).unwrap();
+    let digest = wink_oci::Digest::parse(DIGEST).unwrap();
+    let e = registry(port, Auths::default())
+        .manifest(&r, digest)
+        .await
+        .unwrap_err();
+    let e = format!("{e:#}");
+    assert!(e.contains("over the cap of 4194304"), "{e}");
 }
