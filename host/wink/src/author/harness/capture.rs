@@ -50,6 +50,8 @@ struct State {
     writes: Vec<String>,
     event_lines: Vec<String>,
     versions: u64,
+    /// Statuses the next writes are answered with (the case's `fail`).
+    injected: std::collections::VecDeque<u16>,
 }
 
 /// Built-in kinds: (apiVersion, kind, plural, namespaced).
@@ -160,6 +162,13 @@ impl Capture {
         }
         drop(state);
         capture
+    }
+
+    /// Answer the plugin's next writes with `statuses`, one each, in
+    /// order: each is recorded with its status and applies nothing.
+    pub fn inject(&self, statuses: &[u16]) {
+        let mut state = self.state.lock().unwrap();
+        state.injected.extend(statuses.iter().copied());
     }
 
     /// Writes of `kind` apply to what `store` holds.
@@ -363,18 +372,41 @@ impl State {
                     true => format!(" {options}"),
                     false => String::new(),
                 };
-                self.writes.push(format!("delete {what}{options}"));
+                let line = format!("delete {what}{options}");
+                if let Some(failed) = self.inject_failure(&line) {
+                    return failed;
+                }
+                self.writes.push(line);
                 self.written.insert((kind, key), None);
                 return status(200, "", String::new());
             }
             _ => return not_found(),
         };
+        if let Some(failed) = self.inject_failure(&line) {
+            return failed;
+        }
         let mut object = object;
         object["metadata"]["resourceVersion"] = self.next_version().into();
         self.writes.push(line);
         self.written.insert((kind, key), Some(object.clone()));
         let code = if method == "POST" { 201 } else { 200 };
         (code, object.to_string().into_bytes())
+    }
+
+    /// The case's next injected status, if any, as the answer to the write
+    /// `line` (recorded as `line -> STATUS`).
+    fn inject_failure(&mut self, line: &str) -> Option<(u16, Vec<u8>)> {
+        let code = self.injected.pop_front()?;
+        self.writes.push(format!("{line} -> {code}"));
+        let reason = match code {
+            409 => "Conflict",
+            422 => "Invalid",
+            429 => "TooManyRequests",
+            503 => "ServiceUnavailable",
+            504 => "Timeout",
+            _ => "InternalError",
+        };
+        Some(status(code, reason, format!("injected by the case ({code})")))
     }
 
     /// An Event created (recorded) or patched (seen again: recorded again).

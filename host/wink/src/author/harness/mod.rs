@@ -9,6 +9,7 @@
 //! ```yaml
 //! plugin: ../target/wasm32-wasip2/release/pod_logger.wasm   # relative to the case
 //! config: {tag: demo}                                       # optional
+//! fail: [409]                                               # optional: the first write's answer
 //! objects:                                                  # the initial list
 //!   - {apiVersion: v1, kind: Pod, metadata: {name: a, namespace: default}}
 //! steps:
@@ -74,6 +75,10 @@ pub struct Case {
     /// The initial cache contents.
     #[serde(default)]
     pub objects: Vec<Value>,
+    /// Statuses the plugin's first writes are answered with, one each, in
+    /// order (e.g. `[409]`: the first write conflicts), to show its retries.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub fail: Vec<u16>,
     /// One map per step, `{add: OBJECT}`, as a manifest would write it.
     #[serde(default, with = "serde_norway::with::singleton_map_recursive")]
     pub steps: Vec<Step>,
@@ -162,6 +167,7 @@ pub fn run(path: &Path, case: &Case) -> anyhow::Result<Outcome> {
     instance.report_scope().connect(aggregator.clone());
     // Whatever it declares, as `wink dev` grants it, answered by the capture.
     let capture = Arc::new(capture::Capture::new(&case.objects));
+    capture.inject(&case.fail);
     let declared = crate::runtime::manager::declared_writes(&registration);
     let (mut permissions, _) =
         Grants::whatever_is_declared().permissions(instance.name(), &declared, registration.records_events);

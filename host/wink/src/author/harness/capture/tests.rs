@@ -263,3 +263,30 @@ fn writes_that_leave_no_object_are_refused_as_the_server_refuses_them() {
         "the object was left as it was"
     );
 }
+
+#[test]
+fn injected_statuses_answer_the_first_writes_and_apply_nothing() {
+    let (capture, access) = access(&[]);
+    capture.inject(&[409, 500]);
+    let r = access.resolve("v1", "ConfigMap").unwrap();
+    let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "defaults"}});
+    let create = || {
+        request(
+            Method::POST,
+            &r.collection(Some("team-a")),
+            "application/json",
+            cm.clone(),
+        )
+    };
+    assert!(matches!(send(&access, create()), Err(WriteError::Conflict(s)) if s.code == 409));
+    assert!(matches!(send(&access, create()), Err(WriteError::InternalError(s)) if s.code == 500));
+    send(&access, create()).expect("the third is answered as usual");
+    assert_eq!(
+        capture.writes(),
+        [
+            "create v1 ConfigMap team-a/defaults -> 409",
+            "create v1 ConfigMap team-a/defaults -> 500",
+            "create v1 ConfigMap team-a/defaults",
+        ]
+    );
+}
