@@ -32,6 +32,13 @@ struct Entry {
 #[derive(Default, Clone)]
 pub struct Auths(BTreeMap<String, RegistryAuth>);
 
+/// Credentials are never printed.
+impl std::fmt::Debug for Auths {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Auths({} registries)", self.0.len())
+    }
+}
+
 impl Auths {
     /// Read a dockerconfigjson file.
     pub fn read(path: &Path) -> anyhow::Result<Auths> {

@@ -31,12 +31,6 @@ pub struct RegistryOptions {
     pub timeout: Duration,
 }
 
-impl std::fmt::Debug for Auths {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Auths(..)")
-    }
-}
-
 /// A client for registries.
 pub struct Registry {
     client: Client,
