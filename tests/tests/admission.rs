@@ -473,3 +473,105 @@ async fn the_serving_certificate_is_renewed_without_a_restart() {
         "no restart"
     );
 }
+
+/// Audit mode: what the plugin would have refused is a failing policy
+/// result about the object (marked `process: admission review`, as
+/// Kyverno's), with its uid when the request has one; a later review the
+/// plugin allows clears it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn audit_mode_reports_what_it_would_have_refused() {
+    use crate::report_support::{reports, rows};
+    let sim = Sim::start(SimConfig::default()).await.unwrap();
+    let s = Setup::new("admission_audit_reports", &sim);
+    s.install("admit_probe", "audited", None);
+    let grants = s.plugins.parent().unwrap().join("grants.yaml");
+    std::fs::write(&grants, "plugins:\n  audited:\n    mode: audit\n").unwrap();
+    let port = free_port();
+    let wink = run(
+        &s,
+        port,
+        &["--grants", grants.to_str().unwrap(), "--report-batch-ms", "50"],
+    );
+    wait_synced(&wink, "audited");
+    let ca = ca_pem(&sim).await;
+    let fail = |name: &str| {
+        (
+            "default".to_string(),
+            name.to_string(),
+            "audited".to_string(),
+            "validate".to_string(),
+            "fail".to_string(),
+        )
+    };
+    let until = |want: Vec<(String, String, String, String, String)>| {
+        let sim = &sim;
+        async move {
+            let deadline = Instant::now() + WAIT;
+            loop {
+                let all = reports(sim).await;
+                let mut got = rows(&all);
+                got.sort();
+                if got == want {
+                    return all;
+                }
+                assert!(Instant::now() < deadline, "reports hold {got:?}, not {want:?}");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
+    };
+
+    // A CREATE (no uid yet) and an UPDATE (with one), both denied: allowed,
+    // and each a failing result.
+    let r = ask(
+        port,
+        &ca,
+        "/admission/audited/validate",
+        &review("u-1", pod("new", json!({"deny": "1"}))),
+    )
+    .await;
+    assert_eq!(r["allowed"], true, "{r}");
+    let mut old = pod("old", json!({"deny": "1"}));
+    old["metadata"]["uid"] = json!("uid-of-old");
+    let mut update: Value = serde_json::from_str(&review("u-2", old.clone())).unwrap();
+    update["request"]["operation"] = json!("UPDATE");
+    update["request"]["oldObject"] = old;
+    let r = ask(port, &ca, "/admission/audited/validate", &update.to_string()).await;
+    assert_eq!(r["allowed"], true, "{r}");
+    let all = until(vec![fail("new"), fail("old")]).await;
+    let results: Vec<&Value> = all
+        .iter()
+        .flat_map(|r| r["results"].as_array().unwrap())
+        .collect();
+    for res in &results {
+        assert_eq!(res["properties"]["process"], "admission review", "{res}");
+        assert!(
+            res["message"].as_str().unwrap().contains("is labelled deny"),
+            "{res}"
+        );
+    }
+    let uid_of = |name: &str| {
+        results
+            .iter()
+            .find(|r| r["resources"][0]["name"] == name)
+            .map(|r| r["resources"][0]["uid"].clone())
+            .unwrap()
+    };
+    assert_eq!(uid_of("old"), json!("uid-of-old"));
+    assert_eq!(
+        uid_of("new").as_str().unwrap_or(""),
+        "",
+        "a CREATE has no uid yet"
+    );
+
+    // Fixed: the next review allows it, and its result goes.
+    let r = ask(
+        port,
+        &ca,
+        "/admission/audited/validate",
+        &review("u-3", pod("new", json!({}))),
+    )
+    .await;
+    assert_eq!(r["allowed"], true, "{r}");
+    until(vec![fail("old")]).await;
+    drop(wink);
+}

@@ -27,7 +27,19 @@ pub(crate) fn run(s: &Setup, port: u16, extra: &[&str]) -> Wink {
 /// The CA wink keeps in the Secret `wink-admission-ca` of `default`.
 pub(crate) async fn ca_pem(sim: &Sim) -> String {
     let secrets: Api<Secret> = Api::namespaced(sim.client(), "default");
-    let secret = secrets.get("wink-admission-ca").await.expect("the CA Secret");
+    // The leader writes it as it starts serving: wait for it under load.
+    let deadline = Instant::now() + WAIT;
+    let secret = loop {
+        match secrets
+            .get_opt("wink-admission-ca")
+            .await
+            .expect("a read of Secrets")
+        {
+            Some(secret) => break secret,
+            None if Instant::now() < deadline => tokio::time::sleep(Duration::from_millis(100)).await,
+            None => panic!("no CA Secret wink-admission-ca within {WAIT:?}"),
+        }
+    };
     let data = secret.data.expect("data");
     assert!(data.contains_key("ca.key"), "the CA's key is kept beside it");
     String::from_utf8(data["ca.crt"].0.clone()).unwrap()

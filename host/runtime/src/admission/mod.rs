@@ -11,6 +11,7 @@
 //! and audit mode's allow-with-warning ([`audited`]). It never serves HTTP
 //! (the daemon does) and never decides which plugins run (the manager does).
 
+pub mod audit;
 pub mod review;
 
 use crate::bindings::types::{FailurePolicy, Hook, Webhook};
@@ -140,6 +141,8 @@ pub struct AdmissionPool {
     deadline: std::time::Duration,
     instances: Vec<std::sync::Mutex<Arc<PluginInstance>>>,
     next: AtomicUsize,
+    /// What audit mode would have refused (see [`audit`]).
+    audit: audit::AuditTrail,
 }
 
 impl AdmissionPool {
@@ -156,6 +159,7 @@ impl AdmissionPool {
             deadline,
             instances,
             next: AtomicUsize::new(0),
+            audit: audit::AuditTrail::default(),
         })
     }
 
@@ -187,6 +191,19 @@ impl AdmissionPool {
             .map_err(|why| Unanswered::Failed(plugin.clone(), why))?;
         let changed = changed.filter(|_| door == Door::Mutate);
         review::decision(verdict, changed, request).map_err(|why| Unanswered::Failed(plugin, why))
+    }
+}
+
+impl AdmissionPool {
+    /// In audit mode: record `decision` (the plugin's own, before audit mode
+    /// allowed it) as the reviewed object's policy result.
+    pub fn record_audit(&self, door: Door, request: &serde_json::Value, decision: &Decision) {
+        if let Some(aggregator) = self.handler.report_sink() {
+            let plugin: Arc<str> = Arc::from(self.handler.name());
+            let instance = self.handler.id();
+            self.audit
+                .record(&aggregator, &plugin, instance, door, request, decision);
+        }
     }
 }
 

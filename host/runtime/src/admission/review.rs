@@ -68,7 +68,8 @@ fn object(v: Option<&Value>, request: &Value) -> Result<Option<ObjRef>, String> 
         kind: text(kind, "kind").to_string(),
         plural: text(resource, "resource").to_string(),
     };
-    let obj = DynamicObject::deserialize(v).map_err(|e| format!("the request's object is not an object: {e}"))?;
+    let obj =
+        DynamicObject::deserialize(v).map_err(|e| format!("the request's object is not an object: {e}"))?;
     let policy = CachePolicy {
         compress: false,
         ..CachePolicy::default()
@@ -280,8 +281,8 @@ mod tests {
         let asked = asked(&review).unwrap();
         assert_eq!(asked.object.as_ref().unwrap().key(), "default/web");
         assert!(asked.old_object.is_none());
-        let groups = groups(&asked.request);
-        let extra_values = extra(&asked.request);
+        let groups = groups(asked.request);
+        let extra_values = extra(asked.request);
         let extra: Vec<(&str, &[&str])> = extra_values.iter().map(|(k, v)| (*k, v.as_slice())).collect();
         let r = request(&asked, &groups, &extra, None, None);
         assert_eq!((r.uid, r.dry_run, r.user_info.username), ("u1", true, "alice"));

@@ -34,6 +34,11 @@ pub struct Asked<'a> {
 }
 
 impl PluginInstance {
+    /// Where this plugin's policy results go, once connected.
+    pub(crate) fn report_sink(&self) -> Option<std::sync::Arc<crate::reports::aggregate::Aggregator>> {
+        self.reports.get().cloned()
+    }
+
     /// Ask the guest through `door`. An error is why it gave no answer (a
     /// trap, its deadline, a 0.3.0 component); a trap poisons the instance,
     /// which the caller replaces.

@@ -101,6 +101,7 @@ impl PluginManager {
             }
         };
         if audit {
+            pool.record_audit(door, request, &decision);
             admission::audited(plugin, decision)
         } else {
             decision

@@ -1,5 +1,6 @@
 //! Which plugins report policy results, for the report writer: a plugin
-//! reports when its component imports `wink:plugin/report`; it has settled
+//! reports when its component imports `wink:plugin/report`, or when it
+//! admits in audit mode (its denials are results); it has settled
 //! when its current instance was replayed the cache and said `on-synced`
 //! (the aggregator saw it). Owns only that census.
 
@@ -19,7 +20,10 @@ impl PluginManager {
         let plugins = self.plugins.lock().await;
         let mut census = Census::default();
         for (name, r) in plugins.iter() {
-            if !crate::loader::imports_report(r.instance.pre(), r.instance.engine()) {
+            // Audit mode turns a plugin's admission denials into results.
+            let audits_admission =
+                r.admission.is_some() && r.instance.write_scope().get().is_some_and(|a| a.audit());
+            if !audits_admission && !crate::loader::imports_report(r.instance.pre(), r.instance.engine()) {
                 continue;
             }
             if matches!(r.lifecycle.state(), PluginState::Quarantined(_)) {

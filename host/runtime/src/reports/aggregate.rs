@@ -172,10 +172,26 @@ impl Aggregator {
     /// what it stated before (an empty list clears). A predecessor still
     /// draining its last events (instances are numbered in the order they
     /// start) changes nothing its successor has stated.
-    pub fn set(&self, plugin: &Arc<str>, instance: usize, subject: Subject, mut results: Vec<PolicyResult>) {
+    pub fn set(&self, plugin: &Arc<str>, instance: usize, subject: Subject, results: Vec<PolicyResult>) {
+        let key = subject.uid.clone();
+        self.set_keyed(plugin, instance, key, subject, results);
+    }
+
+    /// [`Aggregator::set`] under `key` instead of the subject's uid: for
+    /// results about an object that may have no uid yet (an admission
+    /// request's). A key that is never a uid keeps them apart from the
+    /// plugin's results of its event handlers.
+    pub fn set_keyed(
+        &self,
+        plugin: &Arc<str>,
+        instance: usize,
+        key: String,
+        subject: Subject,
+        mut results: Vec<PolicyResult>,
+    ) {
         results.sort();
         results.dedup();
-        let key = (plugin.clone(), subject.uid.clone());
+        let key = (plugin.clone(), key);
         let scope = subject.namespace.clone();
         let mut inner = self.lock();
         if inner.is_superseded(plugin, instance, &key) {
