@@ -4,10 +4,11 @@
 //! digest, refuses bytes that do not match it and a component over the
 //! cap, and serves a second pull from its store with the registry
 //! stopped; a second client (skopeo) reads what `wink push` wrote and
-//! wink pulls what that client pushed; `wink run --plugin-ref` runs a plugin pulled from the
-//! registry against the simulator, keeps its pinned digest when the tag
-//! moves and the registry is gone, and runs on when a registry is down or
-//! a reference is not found.
+//! wink pulls what that client pushed; `wink run --plugin-ref` runs a
+//! plugin pulled from the registry against the simulator, keeps its
+//! pinned digest when the tag moves and the registry is gone, and runs on
+//! when a registry is down or a reference is not found, trying again
+//! until it is there.
 
 use crate::cache_support::{Setup, WAIT, from_json, wait_synced};
 use crate::common::{plugin, scratch};
@@ -321,12 +322,15 @@ async fn the_daemon_runs_a_plugin_from_the_registry_pinned_to_its_digest() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_registry_down_or_a_reference_not_found_is_said_and_the_daemon_runs_on() {
+async fn a_registry_down_or_a_reference_not_found_is_said_the_daemon_runs_on_and_tries_again() {
     let sim = Sim::start(SimConfig::default()).await.unwrap();
     let s = Setup::new("oci_down", &sim);
     s.install("pod_logger", "good", None);
     let reg = Registry::start("oci_down_registry");
-    let down = format!("127.0.0.1:{}", free_port());
+    // A registry that is down when wink starts, up later.
+    let mut late = Registry::start("oci_down_late");
+    late.stop();
+    let down = late.host();
     let store = scratch("oci_down_store").join("store");
     let refs = [
         format!("gone={down}/wink/x:v1"),
@@ -354,6 +358,14 @@ async fn a_registry_down_or_a_reference_not_found_is_said_and_the_daemon_runs_on
         wink.wait_exit(std::time::Duration::from_millis(200)).is_none(),
         "still running"
     );
+    // Up, with the artifact: tried again with backoff, it loads.
+    late.restart();
+    push(&late, &format!("{down}/wink/x:v1"), &plugin("pod_logger"));
+    wink.wait_for_line(
+        &format!("plugin fetched plugin=gone reference={down}/wink/x:v1"),
+        WAIT,
+    );
+    wink.wait_for_line("[gone] OnAdd: p1", WAIT);
     wink.terminate(WAIT).expect("stops");
 
     // A name the plugin directory has too is refused at start, clearly.

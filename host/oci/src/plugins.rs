@@ -4,8 +4,8 @@
 //! one that moves later changes nothing until `--resolve-tags`, or the
 //! reference given changes), put in the store's `plugins/` directory as
 //! `NAME.wasm` and loaded by the plugin manager like any file. A failure
-//! (registry down, not found, digest mismatch) is logged with its reason;
-//! the daemon and its other plugins run on.
+//! (registry down, not found, digest mismatch) is logged with its reason
+//! and tried again with backoff; the daemon and its other plugins run on.
 
 use crate::cli::{RegistryArgs, StoreArgs};
 use crate::digest::Digest;
@@ -15,7 +15,13 @@ use crate::store::Pin;
 use clap::Args;
 use oci_client::Reference;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 use wink_runtime::PluginManager;
+
+/// The first wait before a failed fetch is tried again.
+pub const RETRY_FIRST: Duration = Duration::from_secs(1);
+/// The longest wait between two tries.
+pub const RETRY_MAX: Duration = Duration::from_secs(300);
 
 /// At most this many `--plugin-ref`s.
 pub const MAX_PLUGIN_REFS: usize = 256;
@@ -89,29 +95,40 @@ impl PluginRefArgs {
 }
 
 impl PluginRefs {
-    /// Fetch every reference and load it into `manager`; each failure is
-    /// logged and returned, the others load.
-    pub async fn load(&self, manager: &PluginManager) -> Vec<anyhow::Error> {
-        let mut errors = Vec::new();
-        for (name, raw, reference) in &self.refs {
-            if let Err(e) = self.load_one(manager, name, raw, reference).await {
-                let error = format!("{e:#}");
-                tracing::error!(plugin = %name, reference = %raw, %error, "plugin from the registry not loaded");
-                errors.push(e);
+    /// Fetch every reference and load it into `manager`. A fetch that
+    /// fails (registry down, not found, digest mismatch) is logged and
+    /// tried again with backoff, [`RETRY_FIRST`] doubling up to
+    /// [`RETRY_MAX`], until it succeeds; a component that fetched but
+    /// does not load is logged once, as a bad file in the directory is.
+    /// Returns once every reference was fetched.
+    pub async fn load(&self, manager: &PluginManager) {
+        let mut pending: Vec<&(String, String, Reference)> = self.refs.iter().collect();
+        let mut delay = RETRY_FIRST;
+        loop {
+            let mut failed = Vec::new();
+            for entry @ (name, raw, reference) in pending {
+                match self.fetch(name, raw, reference).await {
+                    Ok(path) => {
+                        if let Err(e) = manager.load_file(&path).await {
+                            let error = format!("{e:#}");
+                            tracing::error!(plugin = %name, reference = %raw, %error, "plugin from the registry not loaded");
+                        }
+                    }
+                    Err(e) => {
+                        let error = format!("{e:#}");
+                        let retry_in_s = delay.as_secs();
+                        tracing::error!(plugin = %name, reference = %raw, %error, retry_in_s, "plugin from the registry not loaded");
+                        failed.push(entry);
+                    }
+                }
             }
+            if failed.is_empty() {
+                return;
+            }
+            pending = failed;
+            tokio::time::sleep(delay).await;
+            delay = (delay * 2).min(RETRY_MAX);
         }
-        errors
-    }
-
-    async fn load_one(
-        &self,
-        manager: &PluginManager,
-        name: &str,
-        raw: &str,
-        reference: &Reference,
-    ) -> anyhow::Result<()> {
-        let path = self.fetch(name, raw, reference).await?;
-        manager.load_file(&path).await
     }
 
     /// The verified component of `name`, in the directory the manager
