@@ -20,13 +20,16 @@ fn debian_bin(package: &str, bin: &str) -> PathBuf {
     if !path.exists() {
         let install = || {
             Command::new("apt-get")
-                .args(["install", "-y", "-q", package])
+                // Other suites install packages too: wait for dpkg's lock.
+                .args(["-o", "DPkg::Lock::Timeout=600", "install", "-y", "-q", package])
                 .env("DEBIAN_FRONTEND", "noninteractive")
                 .status()
                 .is_ok_and(|s| s.success())
         };
         if !install() {
-            let _ = Command::new("apt-get").args(["update", "-q"]).status();
+            let _ = Command::new("apt-get")
+                .args(["-o", "DPkg::Lock::Timeout=600", "update", "-q"])
+                .status();
             assert!(install(), "apt-get install {package} failed");
         }
     }
