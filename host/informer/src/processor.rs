@@ -14,6 +14,7 @@
 //! store changed.
 
 mod in_place;
+mod whole;
 
 use super::object::ObjRef;
 use super::pool::{Batch, Slot, pool};
@@ -44,6 +45,18 @@ pub trait EventHandler: Send + Sync {
     /// the delivery pool.
     fn deliver_async(self: Arc<Self>, n: Notification) -> Option<DeliveryFuture> {
         let _ = n;
+        None
+    }
+    /// Whether this async handler takes a batch in one call
+    /// ([`deliver_batch_async`](Self::deliver_batch_async)).
+    fn takes_batches(&self) -> bool {
+        false
+    }
+    /// Deliver a batch (up to [`BATCH`] notifications in order, never
+    /// `Synced`) as one future: for a handler whose calls cost most at
+    /// their entry (a plugin's guest), one entry per batch.
+    fn deliver_batch_async(self: Arc<Self>, batch: Vec<Notification>) -> Option<DeliveryFuture> {
+        let _ = batch;
         None
     }
 }
@@ -452,6 +465,9 @@ impl Listener {
     /// [`run_batch`](Self::run_batch) for an async handler, as a task of
     /// the runtime.
     async fn run_batch_async(self: Arc<Self>) {
+        if self.handler.takes_batches() {
+            return self.run_whole_batch().await;
+        }
         let mut next = self.begin_batch(None);
         let mut delivered = 0;
         while let Some(n) = next {

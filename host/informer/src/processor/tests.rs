@@ -264,3 +264,89 @@ fn async_listeners_run_as_tasks_and_one_waiting_holds_up_no_other() {
     );
     wait_for(|| ls.is_finished());
 }
+
+/// An async handler that takes batches whole: records each call's events.
+#[derive(Default)]
+struct BatchRec {
+    calls: Mutex<Vec<Vec<String>>>,
+    synced: Mutex<Vec<usize>>,
+}
+
+impl EventHandler for BatchRec {
+    fn on_add(&self, _: &ObjRef, _: bool) {
+        unreachable!("delivered async")
+    }
+    fn on_update(&self, _: &ObjRef, _: &ObjRef) {
+        unreachable!("delivered async")
+    }
+    fn on_delete(&self, _: &ObjRef, _: bool) {
+        unreachable!("delivered async")
+    }
+    fn is_async(&self) -> bool {
+        true
+    }
+    fn takes_batches(&self) -> bool {
+        true
+    }
+    fn deliver_async(self: Arc<Self>, n: Notification) -> Option<DeliveryFuture> {
+        assert!(matches!(n, Notification::Synced), "only the marker goes alone");
+        Some(Box::pin(async move {
+            let calls = self.calls.lock().unwrap().len();
+            self.synced.lock().unwrap().push(calls);
+        }))
+    }
+    fn deliver_batch_async(self: Arc<Self>, batch: Vec<Notification>) -> Option<DeliveryFuture> {
+        Some(Box::pin(async move {
+            let keys = batch
+                .iter()
+                .map(|n| match n {
+                    Notification::Add { obj, .. } => obj.key(),
+                    other => panic!("unexpected {other:?}"),
+                })
+                .collect();
+            self.calls.lock().unwrap().push(keys);
+        }))
+    }
+}
+
+/// A handler that takes batches gets the queue in order, at most BATCH a
+/// call, with the sync marker after the events before it, alone.
+#[test]
+fn a_handler_that_takes_batches_gets_them_whole_in_order() {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let _enter = rt.enter();
+    let h = Arc::new(BatchRec::default());
+    let l = Listener::start("batches", h.clone(), None);
+    let add = |i: usize| Notification::Add {
+        obj: pod("d", &format!("p{i:03}"), 1, &[]),
+        in_initial_list: true,
+    };
+    rt.block_on(async {
+        let mut starts = Starts::default();
+        let initial = (0..BATCH + 10).map(add).chain([Notification::Synced]);
+        l.queue_all(initial.chain((200..203).map(add)), &mut starts);
+        starts.run();
+    });
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !(l.is_idle() && h.calls.lock().unwrap().len() == 3) {
+        assert!(Instant::now() < deadline, "delivered: {:?}", h.calls.lock().unwrap());
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let calls = h.calls.lock().unwrap().clone();
+    let sizes: Vec<usize> = calls.iter().map(Vec::len).collect();
+    assert_eq!(sizes, [BATCH, 10, 3], "{calls:?}");
+    let all: Vec<String> = calls.concat();
+    let want: Vec<String> = (0..BATCH + 10)
+        .chain(200..203)
+        .map(|i| format!("d/p{i:03}"))
+        .collect();
+    assert_eq!(all, want, "in order, each once");
+    assert_eq!(*h.synced.lock().unwrap(), [2], "after the initial list's two calls");
+    assert!(l.has_synced());
+    assert_eq!(l.delivered(), (BATCH + 13) as u64);
+    l.stop();
+}
