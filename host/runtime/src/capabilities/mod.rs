@@ -28,7 +28,7 @@ mod retry;
 pub mod write;
 
 pub use cache::CacheScope;
-pub use queue::{MAX_KEY, QueueScope};
+pub use queue::{KeySink, MAX_KEY, QueueScope};
 pub use report::ReportScope;
 pub use write::{WriteAccess, WriteScope};
 

@@ -14,20 +14,39 @@ use std::time::Duration;
 /// 253 bytes) and their `/`.
 pub const MAX_KEY: usize = 507;
 
+/// Where a plugin's keys go: its work queue under `wink run`, the case's
+/// queue under `wink test`.
+pub trait KeySink: Send + Sync {
+    /// Add `key` now.
+    fn add(&self, key: &str);
+    /// Add `key` after `delay`.
+    fn add_after(&self, key: &str, delay: Duration);
+}
+
+impl KeySink for RateLimiting {
+    fn add(&self, key: &str) {
+        RateLimiting::add(self, key)
+    }
+
+    fn add_after(&self, key: &str, delay: Duration) {
+        RateLimiting::add_after(self, key, delay)
+    }
+}
+
 /// The plugin's work queue, once its registration has one; shared by every
 /// Store of the plugin's instance.
 #[derive(Clone, Default)]
 pub struct QueueScope {
-    queue: Arc<RwLock<Option<RateLimiting>>>,
+    queue: Arc<RwLock<Option<Arc<dyn KeySink>>>>,
 }
 
 impl QueueScope {
     /// Keys added from now go to `queue`.
-    pub fn connect(&self, queue: RateLimiting) {
+    pub fn connect(&self, queue: Arc<dyn KeySink>) {
         *self.queue.write().unwrap() = Some(queue);
     }
 
-    fn with(&self, key: &str, add: impl FnOnce(&RateLimiting)) -> Result<(), String> {
+    fn with(&self, key: &str, add: impl FnOnce(&dyn KeySink)) -> Result<(), String> {
         if key.is_empty() || key.len() > MAX_KEY {
             return Err(format!(
                 "cannot enqueue a key of {} bytes: 1 to {MAX_KEY}",
@@ -36,7 +55,7 @@ impl QueueScope {
         }
         match &*self.queue.read().unwrap() {
             Some(q) => {
-                add(q);
+                add(q.as_ref());
                 Ok(())
             }
             None => Err(format!("cannot enqueue {key:?}: this plugin registered no queue")),

@@ -83,7 +83,7 @@ impl Reconciling {
 
     /// From now `instance` reconciles, and its `queue` adds go here.
     pub(super) fn serve(&self, instance: &Arc<PluginInstance>) {
-        instance.queue_scope().connect(self.queue.clone());
+        instance.queue_scope().connect(Arc::new(self.queue.clone()));
         *self.instance.lock().unwrap() = Some(instance.clone());
         self.changed.notify_one();
     }

@@ -212,8 +212,11 @@ pub fn run(path: &Path, case: &Case) -> anyhow::Result<Outcome> {
         instance: instance.clone(),
         pending: std::sync::atomic::AtomicUsize::new(listeners.len()),
         faults: capture.faults.clone(),
-        queue: reconcile::Offline::of(&registration),
+        queue: reconcile::Offline::of(&registration).map(Arc::new),
     });
+    if let Some(q) = &joined.queue {
+        instance.queue_scope().connect(q.clone());
+    }
     // One watch at a time, so the log's order does not depend on threads.
     for (informer, resync, watch, filter) in listeners.iter().cloned() {
         let handler: Arc<dyn EventHandler> = Arc::new(Watched {
@@ -299,7 +302,7 @@ struct Joined {
     pending: std::sync::atomic::AtomicUsize,
     faults: panics::Faults,
     /// The plugin's work queue, when it registers one.
-    queue: Option<reconcile::Offline>,
+    queue: Option<Arc<reconcile::Offline>>,
 }
 
 impl Joined {

@@ -5,16 +5,20 @@
 //! drained: each key reconciled, one at a time, its answer recorded as
 //! `KEY done`, `KEY requeue-after MS`, `KEY requeue` or `KEY error: WHY`.
 //! No time passes: a requeue or an error is retried at once, at most
-//! [`MAX_ATTEMPTS`] times in all; a requeue-after is only recorded. Owns
-//! only that playing; the queue's timing is `wink run`'s.
+//! [`MAX_ATTEMPTS`] times in all; a requeue-after is only recorded. The
+//! plugin's own `queue.add` adds to the same queue; its `add-after` is
+//! recorded as `KEY added after MS`. Owns only that playing; the queue's
+//! timing is `wink run`'s.
 
 use crate::informer::{Notification, ObjRef};
 use crate::runtime::bindings::reconciler::Action;
 use crate::runtime::bindings::types::{Enqueue, Registration};
+use crate::runtime::capabilities::KeySink;
 use crate::runtime::instance::PluginInstance;
 use crate::runtime::manager::enqueue_keys;
 use std::collections::{HashMap, VecDeque};
 use std::sync::Mutex;
+use std::time::Duration;
 
 /// How many times one key is reconciled in a drain before it is given up.
 pub const MAX_ATTEMPTS: u32 = 5;
@@ -77,6 +81,9 @@ impl Offline {
     }
 
     /// Reconcile until the queue is empty (or the plugin traps).
+    ///
+    /// The queue's lock is not held during a reconcile: the plugin may add
+    /// keys from it.
     pub(super) fn drain(&self, instance: &PluginInstance) {
         let mut attempts: HashMap<String, u32> = HashMap::new();
         loop {
@@ -101,5 +108,16 @@ impl Offline {
                 self.add(key);
             }
         }
+    }
+}
+
+impl KeySink for Offline {
+    fn add(&self, key: &str) {
+        Offline::add(self, key.to_string())
+    }
+
+    fn add_after(&self, key: &str, delay: Duration) {
+        let line = format!("{key} added after {}", delay.as_millis());
+        self.answers.lock().unwrap().push(line);
     }
 }
