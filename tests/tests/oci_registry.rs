@@ -4,7 +4,8 @@
 //! digest, refuses bytes that do not match it and a component over the
 //! cap, and serves a second pull from its store with the registry
 //! stopped; a second client (skopeo) reads what `wink push` wrote and
-//! wink pulls what that client pushed; `wink run --plugin-ref` runs a
+//! wink pulls what that client pushed; a private registry takes the
+//! credentials of a dockerconfigjson; `wink run --plugin-ref` runs a
 //! plugin pulled from the registry against the simulator, keeps its
 //! pinned digest when the tag moves and the registry is gone, and runs on
 //! when a registry is down or a reference is not found, trying again
@@ -432,4 +433,77 @@ fn a_second_client_reads_what_wink_pushes_and_wink_pulls_what_it_pushes() {
     assert_eq!(pulled, sha256(&manifest));
     assert_ne!(pulled, digest, "not the artifact wink pushed");
     assert_eq!(std::fs::read(&pulled_file).unwrap(), bytes);
+}
+
+#[test]
+fn a_private_registry_takes_the_credentials_of_a_dockerconfigjson() {
+    let reg = Registry::start_private("oci_private", "alice", "s3cret");
+    let dir = scratch("oci_private_files");
+    let file = plugin("pod_logger");
+    let host = reg.host();
+    let reference = format!("{host}/team/private:v1");
+    let auth = dir.join("config.json");
+    // base64("alice:s3cret")
+    std::fs::write(
+        &auth,
+        format!(r#"{{"auths": {{"{host}": {{"auth": "YWxpY2U6czNjcmV0"}}}}}}"#),
+    )
+    .unwrap();
+    let wrong = dir.join("wrong.json");
+    std::fs::write(
+        &wrong,
+        format!(r#"{{"auths": {{"{host}": {{"username": "alice", "password": "no"}}}}}}"#),
+    )
+    .unwrap();
+    let (file_s, auth_s, wrong_s) = (
+        file.to_str().unwrap(),
+        auth.to_str().unwrap(),
+        wrong.to_str().unwrap(),
+    );
+
+    let err = wink_err(&["push", &reference, file_s, "--plain-http", &host]);
+    assert!(
+        err.contains("refused access") && err.contains("--registry-auth"),
+        "{err}"
+    );
+    let digest = wink_ok(&[
+        "push",
+        &reference,
+        file_s,
+        "--plain-http",
+        &host,
+        "--registry-auth",
+        auth_s,
+    ]);
+    let digest = digest.split_once('@').unwrap().1.to_string();
+
+    let store = dir.join("store");
+    let store_s = store.to_str().unwrap();
+    for creds in [None, Some(wrong_s)] {
+        let mut args = pull_args(&host, store_s, &reference, &[]);
+        args.extend(creds.map(|c| ["--registry-auth", c]).into_iter().flatten());
+        let err = wink_err(&args);
+        assert!(err.contains("refused access (401/403)"), "{creds:?}: {err}");
+    }
+    let out = dir.join("pulled.wasm");
+    let pulled = wink_ok(&pull_args(
+        &host,
+        store_s,
+        &reference,
+        &["--registry-auth", auth_s, "-o", out.to_str().unwrap()],
+    ));
+    assert_eq!(pulled, digest);
+    assert_eq!(std::fs::read(&out).unwrap(), std::fs::read(&file).unwrap());
+    // A malformed credentials file is refused by name before any request.
+    std::fs::write(&wrong, "{\"auths\": {\"x\": {\"auth\": \"!!\"}}}").unwrap();
+    let err = wink_err(&pull_args(
+        &host,
+        store_s,
+        &reference,
+        &["--registry-auth", wrong_s],
+    ));
+    assert!(
+        err.contains("not a dockerconfigjson") || err.contains("not base64"),
+        "{err}"
+    );
 }

@@ -83,6 +83,8 @@ pub struct Registry {
     child: Option<Child>,
     pub port: u16,
     pub dir: PathBuf,
+    /// An htpasswd file: only its users may pull and push.
+    htpasswd: Option<PathBuf>,
 }
 
 impl Registry {
@@ -94,6 +96,39 @@ impl Registry {
             child: None,
             port: free_port(),
             dir,
+            htpasswd: None,
+        };
+        r.restart();
+        r
+    }
+
+    /// A registry that only `user` with `password` may use (HTTP Basic,
+    /// the password bcrypt-hashed by Python's crypt with few rounds).
+    pub fn start_private(test: &str, user: &str, password: &str) -> Registry {
+        let dir = scratch(test).join("registry");
+        std::fs::create_dir_all(dir.join("data")).unwrap();
+        let hash = Command::new("python3")
+            .args(["-W", "ignore", "-c"])
+            .arg("import crypt, sys; print(crypt.crypt(sys.argv[1], crypt.mksalt(crypt.METHOD_BLOWFISH, rounds=16)))")
+            .arg(password)
+            .output()
+            .expect("python3");
+        assert!(
+            hash.status.success(),
+            "bcrypt: {}",
+            String::from_utf8_lossy(&hash.stderr)
+        );
+        let htpasswd = dir.join("htpasswd");
+        std::fs::write(
+            &htpasswd,
+            format!("{user}:{}", String::from_utf8_lossy(&hash.stdout)),
+        )
+        .unwrap();
+        let mut r = Registry {
+            child: None,
+            port: free_port(),
+            dir,
+            htpasswd: Some(htpasswd),
         };
         r.restart();
         r
@@ -108,10 +143,17 @@ impl Registry {
     pub fn restart(&mut self) {
         assert!(self.child.is_none(), "already running");
         let config = self.dir.join("config.yml");
+        let auth = match &self.htpasswd {
+            Some(file) => format!(
+                "auth:\n  htpasswd:\n    realm: wink-test\n    path: {}\n",
+                file.display()
+            ),
+            None => String::new(),
+        };
         std::fs::write(
             &config,
             format!(
-                "version: 0.1\nlog:\n  level: warn\nstorage:\n  filesystem:\n    rootdirectory: {}\n  delete:\n    enabled: true\nhttp:\n  addr: 127.0.0.1:{}\n",
+                "version: 0.1\nlog:\n  level: warn\nstorage:\n  filesystem:\n    rootdirectory: {}\n  delete:\n    enabled: true\n{auth}http:\n  addr: 127.0.0.1:{}\n",
                 self.dir.join("data").display(),
                 self.port
             ),
@@ -128,7 +170,8 @@ impl Registry {
             .expect("start docker-registry");
         self.child = Some(child);
         let deadline = Instant::now() + Duration::from_secs(20);
-        while get(self.port, "/v2/", &[]).is_none_or(|r| r.status != 200) {
+        let ready = |r: Response| r.status == 200 || (self.htpasswd.is_some() && r.status == 401);
+        while !get(self.port, "/v2/", &[]).is_some_and(ready) {
             assert!(
                 Instant::now() < deadline,
                 "the registry did not answer on {}",
