@@ -6,7 +6,8 @@
 //! client-go's names; only the leader reconciles, and a new leader converges
 //! every key. With `reconcile-probe` (a reconcile held at will): a key added
 //! many times while reconciled is reconciled once more after, never twice at
-//! once; a shutdown takes no more keys and lets the running reconcile finish.
+//! once; a shutdown takes no more keys and lets the running reconcile finish;
+//! a Pod enqueues its controller owner and the objects whose index names it.
 
 use crate::admin::sample;
 use crate::cache_support::*;
@@ -334,5 +335,60 @@ async fn shutdown_takes_no_more_keys_and_lets_the_running_reconcile_finish() {
     assert!(
         !lines.iter().any(|l| l.starts_with("start default/queued")),
         "no key is taken after the shutdown began: {lines:#?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pod_enqueues_its_controller_owner_and_the_objects_indexing_it() {
+    let sim = Sim::start(SimConfig::default()).await.unwrap();
+    let s = Setup::new("reconcile_feeds", &sim);
+    s.install("reconcile_probe", "reconcile-probe", None);
+    let wink = s.run(&[]);
+    wait_synced(&wink, "reconcile-probe");
+    let cms: Api<ConfigMap> = Api::namespaced(sim.client(), "default");
+    cms.create(&Default::default(), &config_map("default", "owner", json!({})))
+        .await
+        .unwrap();
+    let indexing: ConfigMap = from_json(json!({
+        "metadata": {"name": "indexing", "namespace": "default", "annotations": {"probe/pod": "default/p1"}},
+    }));
+    cms.create(&Default::default(), &indexing).await.unwrap();
+    let starts = |w: &crate::common::Wink, key: &str| {
+        let line = format!("start {key}");
+        w.plugin_lines("reconcile-probe")
+            .iter()
+            .filter(|l| **l == line)
+            .count()
+    };
+    wink.wait_until("both reconciled once", WAIT, |w| {
+        starts(w, "default/owner") == 1 && starts(w, "default/indexing") == 1
+    });
+    let pods: Api<k8s_openapi::api::core::v1::Pod> = Api::namespaced(sim.client(), "default");
+    // Owned by `owner` (controller: true): its events enqueue `owner`.
+    let mut owned = pod("default", "p0", json!({}), None);
+    owned.metadata.owner_references = Some(vec![from_json(json!({
+        "apiVersion": "v1", "kind": "ConfigMap", "name": "owner", "uid": "u-owner", "controller": true,
+    }))]);
+    pods.create(&Default::default(), &owned).await.unwrap();
+    wink.wait_until("the owner reconciled again", WAIT, |w| {
+        starts(w, "default/owner") == 2
+    });
+    // Named by `indexing`'s annotation: its events enqueue `indexing`.
+    pods.create(
+        &Default::default(),
+        &pod("default", "p1", json!({"probe": "yes"}), None),
+    )
+    .await
+    .unwrap();
+    wink.wait_until("the indexing ConfigMap reconciled again", WAIT, |w| {
+        starts(w, "default/indexing") == 2
+    });
+    assert_eq!(starts(&wink, "default/owner"), 2, "p1 has no owner");
+    assert!(
+        !wink
+            .plugin_lines("reconcile-probe")
+            .iter()
+            .any(|l| l.contains("default/p0") || l.contains("default/p1")),
+        "a pod's own key is never enqueued: the queue is of ConfigMaps"
     );
 }

@@ -3,11 +3,15 @@
 //! `reconcile` logs `start KEY` and `end KEY`, and while the ConfigMap under
 //! the key is labelled `hold=true` it waits (up to 20 s) for the ConfigMap
 //! `default/gate` to exist, so a test can hold a reconcile in progress.
+//! Pods of `default` feed the queue too, through two watches: one with
+//! their controller owner's key (a ConfigMap), one (of those labelled
+//! `probe=yes`) with the keys of the ConfigMaps whose annotation `probe/pod`
+//! names the pod (`by-index`).
 
 use std::time::{Duration, Instant};
 use wink_sdk::cache;
 use wink_sdk::queue::{Action, Enqueue, Queue};
-use wink_sdk::{Handler, Registration, Resource, Watch};
+use wink_sdk::{Handler, IndexBy, Registration, Resource, Watch};
 
 struct Probe;
 
@@ -20,7 +24,23 @@ impl Handler for Probe {
         let registration = Registration::new()
             .name("reconcile-probe")
             .queue(Queue::new(config_maps()))
-            .watch(Watch::new("v1", "ConfigMap").namespace("default").enqueue(Enqueue::OwnKey));
+            .watch(
+                Watch::new("v1", "ConfigMap")
+                    .namespace("default")
+                    .index("by-pod", IndexBy::Annotation("probe/pod".into()))
+                    .enqueue(Enqueue::OwnKey),
+            )
+            .watch(
+                Watch::new("v1", "Pod")
+                    .namespace("default")
+                    .enqueue(Enqueue::ControllerOwner),
+            )
+            .watch(
+                Watch::new("v1", "Pod")
+                    .namespace("default")
+                    .label_selector("probe=yes")
+                    .enqueue(Enqueue::ByIndex("by-pod".into())),
+            );
         Ok((Probe, registration))
     }
 
@@ -32,7 +52,12 @@ impl Handler for Probe {
                 .flatten()
                 .is_some_and(|o| o.label("hold") == Some("true"))
         };
-        let gate = || cache::get_object(&config_maps(), "default/gate").ok().flatten().is_some();
+        let gate = || {
+            cache::get_object(&config_maps(), "default/gate")
+                .ok()
+                .flatten()
+                .is_some()
+        };
         let since = Instant::now();
         while held(key) && !gate() {
             if since.elapsed() > Duration::from_secs(20) {
