@@ -74,3 +74,45 @@ impl queue::Host for HostState {
             .with(&key, |q| q.add_after(&key, Duration::from_millis(delay_ms))))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Mutex;
+
+    #[derive(Default)]
+    struct Seen(Mutex<Vec<(String, Duration)>>);
+
+    impl KeySink for Seen {
+        fn add(&self, key: &str) {
+            self.0.lock().unwrap().push((key.into(), Duration::ZERO));
+        }
+        fn add_after(&self, key: &str, delay: Duration) {
+            self.0.lock().unwrap().push((key.into(), delay));
+        }
+    }
+
+    #[test]
+    fn adds_reach_the_connected_queue_and_are_refused_without_one() {
+        let scope = QueueScope::default();
+        let e = scope.with("ns/a", |q| q.add("ns/a")).unwrap_err();
+        assert!(e.contains("registered no queue"), "{e}");
+        let seen = Arc::new(Seen::default());
+        scope.connect(seen.clone());
+        scope.with("ns/a", |q| q.add("ns/a")).unwrap();
+        scope
+            .with("ns/b", |q| q.add_after("ns/b", Duration::from_millis(7)))
+            .unwrap();
+        for bad in [String::new(), "k".repeat(MAX_KEY + 1)] {
+            let e = scope.with(&bad, |q| q.add(&bad)).unwrap_err();
+            assert!(e.contains("cannot enqueue a key of"), "{e}");
+        }
+        assert_eq!(
+            *seen.0.lock().unwrap(),
+            [
+                ("ns/a".to_string(), Duration::ZERO),
+                ("ns/b".to_string(), Duration::from_millis(7))
+            ]
+        );
+    }
+}
