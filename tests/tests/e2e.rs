@@ -20,6 +20,7 @@ mod admin_limits;
 mod admission;
 mod admission_examples;
 mod author;
+mod batches;
 mod cache_plugins;
 mod cache_scope;
 mod contract;

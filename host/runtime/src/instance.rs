@@ -15,6 +15,7 @@
 //! reaches the API server.
 
 mod admit;
+mod batch;
 mod reconcile;
 
 pub use admit::{Answer, Asked, Door};
@@ -372,9 +373,15 @@ impl PluginInstance {
         l.store.data_mut().discard_reports();
         // The Store is poisoned: drop it; the manager starts a fresh instance.
         *live = None;
+        self.crashed_in(call.name(), obj, &err);
+    }
+
+    /// A call trapped (its Store already dropped): count it, say what,
+    /// where and on which object, and tell the manager.
+    pub(super) fn crashed_in(&self, call: &str, obj: Option<&ObjRef>, err: &wasmtime::Error) {
         self.traps.fetch_add(1, Ordering::Relaxed);
         self.crashed.store(true, Ordering::Release);
-        let summary = trap_summary(&err);
+        let summary = trap_summary(err);
         let backtrace = err
             .downcast_ref::<wasmtime::WasmBacktrace>()
             .map(|bt| format!("\n{bt}"))
@@ -383,13 +390,14 @@ impl PluginInstance {
         // (the last field) follows on the next lines.
         tracing::error!(
             plugin = %self.name,
-            call = %call.name(),
+            call = %call,
             object = %obj.map_or_else(String::new, |o| o.key()),
             resource_version = %obj.map_or("", |o| o.resource_version()),
             backtrace = %backtrace,
             "plugin trapped: {summary}"
         );
-        let reason = format!("{summary}\n{err:?}");
+        let on = obj.map_or_else(String::new, |o| format!(" of {}", o.key()));
+        let reason = format!("{summary}\nin {call}{on}\n{err:?}");
         if let Some(tx) = &self.crash_tx {
             let _ = tx.send(CrashReport {
                 plugin: self.name.clone(),
@@ -402,30 +410,43 @@ impl PluginInstance {
     /// Deliver `n`, which came from the plugin's watch number `watch` (see
     /// [`EventHandler`]); the future ends when the guest's call has.
     pub async fn deliver(&self, watch: u32, n: &Notification) {
+        self.count_delivery(n);
         match n {
             Notification::Add { obj, in_initial_list } => {
-                self.delivered[0].fetch_add(1, Ordering::Relaxed);
-                self.note_delivery(obj);
                 self.call(Call::Add(watch, obj, *in_initial_list)).await;
             }
-            Notification::Update { old, new } => {
-                self.delivered[1].fetch_add(1, Ordering::Relaxed);
-                self.note_delivery(new);
-                self.call(Call::Update(watch, old, new)).await;
-            }
+            Notification::Update { old, new } => self.call(Call::Update(watch, old, new)).await,
             Notification::Delete {
                 obj,
                 final_state_unknown,
             } => {
-                self.delivered[2].fetch_add(1, Ordering::Relaxed);
                 self.call(Call::Delete(watch, obj, *final_state_unknown)).await;
-                // After the call, the plugin's results about the deleted
-                // object go.
-                if let Some(aggregator) = self.reports.get() {
-                    aggregator.forget(&self.name, obj.uid());
-                }
+                self.delivered_deletion(obj);
             }
             Notification::Synced => self.synced_call().await,
+        }
+    }
+
+    /// Count `n` among the deliveries (a plugin that writes is told when
+    /// its events are mostly its own writes coming back).
+    fn count_delivery(&self, n: &Notification) {
+        let (kind, obj) = match n {
+            Notification::Add { obj, .. } => (0, Some(obj)),
+            Notification::Update { new, .. } => (1, Some(new)),
+            Notification::Delete { .. } => (2, None),
+            Notification::Synced => return,
+        };
+        self.delivered[kind].fetch_add(1, Ordering::Relaxed);
+        if let Some(obj) = obj {
+            self.note_delivery(obj);
+        }
+    }
+
+    /// After a deletion was delivered, the plugin's results about the
+    /// deleted object go.
+    fn delivered_deletion(&self, obj: &ObjRef) {
+        if let Some(aggregator) = self.reports.get() {
+            aggregator.forget(&self.name, obj.uid());
         }
     }
 

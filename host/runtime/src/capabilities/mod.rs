@@ -141,6 +141,8 @@ pub struct HostState {
     report_pending: report::Pending,
     /// The current call's clock.
     pub(crate) clock: CallClock,
+    /// Where the guest is in a batch being delivered.
+    pub(crate) delivery: delivery::Position,
     /// The plugin's work queue, for the `queue` import.
     pub(crate) queue: QueueScope,
 }
@@ -213,6 +215,7 @@ impl HostState {
             reports,
             report_pending: report::Pending::default(),
             clock: CallClock::start(),
+            delivery: delivery::Position::default(),
             queue: QueueScope::default(),
         }
     }

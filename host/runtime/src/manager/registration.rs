@@ -241,6 +241,24 @@ impl EventHandler for InstanceEventHandler {
             }
         }))
     }
+    fn takes_batches(&self) -> bool {
+        true
+    }
+    fn deliver_batch_async(self: Arc<Self>, mut batch: Vec<Notification>) -> Option<DeliveryFuture> {
+        Some(Box::pin(async move {
+            if !self.delivers() {
+                return;
+            }
+            batch.retain(|n| self.passes(n));
+            if batch.is_empty() {
+                return;
+            }
+            if let Some(gate) = &self.gate {
+                gate.wait().await;
+            }
+            self.instance.deliver_batch(self.watch, &batch).await
+        }))
+    }
 }
 
 /// A registration resolved: its watches and reads as informers, and what
