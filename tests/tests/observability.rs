@@ -196,6 +196,30 @@ async fn scrape_a_busy_daemon() -> (String, Busy) {
     }
 }
 
+/// Each metric family is one block: one `# TYPE` and one `# HELP` line,
+/// however many plugins have series in it (the exposition format allows no
+/// repeat, and stricter scrapers refuse one).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_metric_family_has_one_header() {
+    let (text, _busy) = scrape_a_busy_daemon().await;
+    let mut seen = std::collections::BTreeMap::<&str, usize>::new();
+    for line in text.lines() {
+        if let Some(rest) = line.strip_prefix("# TYPE ") {
+            *seen.entry(rest.split(' ').next().unwrap()).or_default() += 1;
+        }
+    }
+    let repeated: Vec<_> = seen.iter().filter(|(_, n)| **n > 1).collect();
+    assert!(
+        repeated.is_empty(),
+        "families with more than one header: {repeated:?}"
+    );
+    assert!(
+        seen.contains_key("wink_plugin_handler_seconds")
+            && seen.contains_key("workqueue_work_duration_seconds"),
+        "{seen:?}"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_docs_dashboard_and_alerts_name_what_wink_exports() {
     let (text, busy) = scrape_a_busy_daemon().await;

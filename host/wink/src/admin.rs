@@ -23,6 +23,7 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 use std::sync::Arc;
 
+mod per_plugin;
 mod workqueue;
 
 /// What the admin server reads.
@@ -196,13 +197,12 @@ async fn render(a: &Admin) -> String {
     let queries = Family::<Labels, Counter>::default();
     let rate_waits = Family::<Labels, Counter>::default();
     let rate_waited = Family::<Labels, Counter<f64, std::sync::atomic::AtomicU64>>::default();
+    let mut handler_time = per_plugin::PerPlugin::new(
+        "plugin_handler_seconds",
+        "Duration of calls into the plugin's current instance",
+    );
     for p in a.manager.status().await {
-        let plugin_registry = registry.sub_registry_with_label(("plugin".into(), p.name.clone().into()));
-        plugin_registry.register(
-            "plugin_handler_seconds",
-            "Duration of calls into the plugin's current instance",
-            p.handler_time.clone(),
-        );
+        handler_time.push(&p.name, p.handler_time.clone());
         let l: Labels = vec![("plugin", p.name.clone())];
         calls.get_or_create(&l).inc_by(p.calls);
         crashes.get_or_create(&l).inc_by(p.crashes);
@@ -230,6 +230,7 @@ async fn render(a: &Admin) -> String {
             writes.get_or_create(&labels).inc_by(*n);
         }
     }
+    registry.register_collector(Box::new(handler_time));
     registry.register("plugin_calls", "Calls into the plugin's current instance", calls);
     registry.register(
         "plugin_crashes",

@@ -25,6 +25,14 @@ pub(super) fn append(text: &mut String, queues: &[(String, QueueStatus)]) {
     let retries = Family::<Labels, Counter>::default();
     let unfinished = Family::<Labels, Gauge<f64, AtomicU64>>::default();
     let longest = Family::<Labels, Gauge<f64, AtomicU64>>::default();
+    let mut waits = super::per_plugin::PerPlugin::new(
+        "workqueue_queue_duration_seconds",
+        "How long a key waits in a plugin's work queue before it is reconciled",
+    );
+    let mut work = super::per_plugin::PerPlugin::new(
+        "workqueue_work_duration_seconds",
+        "How long reconciling a key of a plugin's work queue takes",
+    );
     for (plugin, q) in queues {
         let l: Labels = vec![("plugin", plugin.clone())];
         depth.get_or_create(&l).set(q.metrics.depth.get());
@@ -32,18 +40,11 @@ pub(super) fn append(text: &mut String, queues: &[(String, QueueStatus)]) {
         retries.get_or_create(&l).inc_by(q.metrics.retries.get());
         unfinished.get_or_create(&l).set(q.unfinished.as_secs_f64());
         longest.get_or_create(&l).set(q.longest_running.as_secs_f64());
-        let sub = registry.sub_registry_with_label(("plugin".into(), plugin.clone().into()));
-        sub.register(
-            "workqueue_queue_duration_seconds",
-            "How long a key waits in a plugin's work queue before it is reconciled",
-            q.metrics.queue_duration.clone(),
-        );
-        sub.register(
-            "workqueue_work_duration_seconds",
-            "How long reconciling a key of a plugin's work queue takes",
-            q.metrics.work_duration.clone(),
-        );
+        waits.push(plugin, q.metrics.queue_duration.clone());
+        work.push(plugin, q.metrics.work_duration.clone());
     }
+    registry.register_collector(Box::new(waits));
+    registry.register_collector(Box::new(work));
     registry.register("workqueue_depth", "Keys waiting in a plugin's work queue", depth);
     registry.register("workqueue_adds", "Keys added to a plugin's work queue", adds);
     registry.register(
