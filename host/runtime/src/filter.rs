@@ -2,10 +2,42 @@
 //! plugin said it cares about, decided on the host before any call into the
 //! guest (controller-runtime's predicates). Owns only that decision; the
 //! cache has applied the update whatever it says.
+//!
+//! Labels are compared on the metadata the informer already scanned. The
+//! other predicates read both versions parsed, and an update is parsed once
+//! for every plugin that filters it: the listeners of one informer get the
+//! same two objects, and the parsed pair of the last [`RECENT`] updates is
+//! kept (with the objects, so no address is reused while it is kept).
 
 use crate::bindings::types::Change;
 use serde_json::Value;
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
 use wink_informer::ObjRef;
+
+/// How many updates' parsed versions are kept for the other plugins.
+pub const RECENT: usize = 32;
+
+/// An update's two versions, parsed.
+type Parsed = Arc<(Value, Value)>;
+
+static PARSED: Mutex<VecDeque<(ObjRef, ObjRef, Parsed)>> = Mutex::new(VecDeque::new());
+
+/// The update from `old` to `new`, parsed: by this call, or by another
+/// plugin's filter of the same update.
+fn parsed(old: &ObjRef, new: &ObjRef) -> Parsed {
+    let same = |(o, n, _): &&(ObjRef, ObjRef, Parsed)| Arc::ptr_eq(o, old) && Arc::ptr_eq(n, new);
+    if let Some((_, _, p)) = PARSED.lock().unwrap_or_else(|e| e.into_inner()).iter().find(same) {
+        return p.clone();
+    }
+    let p: Parsed = Arc::new((parse(old), parse(new)));
+    let mut recent = PARSED.lock().unwrap_or_else(|e| e.into_inner());
+    if recent.len() >= RECENT {
+        recent.pop_front();
+    }
+    recent.push_back((old.clone(), new.clone(), p.clone()));
+    p
+}
 
 /// What an update must change to be delivered; empty delivers every update.
 #[derive(Debug, Clone, Default)]
@@ -30,8 +62,11 @@ impl UpdateFilter {
         if self.changes.is_empty() || old.resource_version() == new.resource_version() {
             return true;
         }
-        let docs: std::cell::OnceCell<(Value, Value)> = std::cell::OnceCell::new();
-        let doc = || docs.get_or_init(|| (parse(old), parse(new)));
+        let docs: std::cell::OnceCell<Parsed> = std::cell::OnceCell::new();
+        let doc = || {
+            let p = docs.get_or_init(|| parsed(old, new));
+            (&p.0, &p.1)
+        };
         self.changes.iter().any(|change| match change {
             Change::Labels => !old.labels().eq(new.labels()),
             Change::Label(key) => old.label(key) != new.label(key),
@@ -116,6 +151,32 @@ mod tests {
         assert!(!f(vec![Change::Field("spec".into())]).delivers(&old, &status_only));
         // A resync is always delivered.
         assert!(f(vec![Change::Generation]).delivers(&old, &old));
+    }
+
+    #[test]
+    fn an_update_is_parsed_once_for_every_filter_of_it() {
+        let old = obj(1, &[("app", "web")], 1, "Pending");
+        let new = obj(2, &[("app", "web")], 1, "Running");
+        let filters = [
+            UpdateFilter::new(vec![Change::Generation]),
+            UpdateFilter::new(vec![Change::Annotations]),
+            UpdateFilter::new(vec![Change::Field("status.phase".into())]),
+            UpdateFilter::new(vec![Change::Labels]),
+        ];
+        let first = parsed(&old, &new);
+        let answers: Vec<bool> = (0..25)
+            .flat_map(|_| filters.iter().map(|f| f.delivers(&old, &new)))
+            .collect();
+        assert_eq!(&answers[..4], [false, true, true, false]);
+        assert!(answers.chunks(4).all(|c| c == &answers[..4]));
+        assert!(
+            Arc::ptr_eq(&first, &parsed(&old, &new)),
+            "every filter read the one parse"
+        );
+        // Another update is another parse.
+        let again = obj(3, &[("app", "web")], 2, "Running");
+        assert!(!Arc::ptr_eq(&first, &parsed(&new, &again)));
+        assert!(filters[0].delivers(&new, &again));
     }
 
     #[test]
