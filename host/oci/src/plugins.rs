@@ -94,6 +94,34 @@ impl PluginRefArgs {
     }
 }
 
+impl PluginRefArgs {
+    /// The fetcher of the store and registry flags (for plugins from
+    /// other sources than `--plugin-ref`).
+    pub fn fetcher(&self) -> anyhow::Result<Fetcher> {
+        Ok(Fetcher {
+            store: self.store.open()?,
+            registry: Registry::new(self.registry.options()?),
+        })
+    }
+
+    /// Whether a plugin name is taken by `plugins_dir` or a `--plugin-ref`,
+    /// and by which.
+    pub fn taken(&self, plugins_dir: &Path) -> Box<dyn Fn(&str) -> Option<String> + Send + Sync> {
+        let (dir, refs) = (plugins_dir.to_path_buf(), self.plugin_refs.clone());
+        Box::new(move |name: &str| {
+            if dir.join(format!("{name}.wasm")).exists() {
+                return Some(format!(
+                    "the plugin directory {} has {name}.wasm (one name, one plugin)",
+                    dir.display()
+                ));
+            }
+            refs.iter()
+                .any(|r| r.split_once('=').is_some_and(|(n, _)| n == name))
+                .then(|| format!("--plugin-ref names {name} too (one name, one plugin)"))
+        })
+    }
+}
+
 impl PluginRefs {
     /// Fetch every reference and load it into `manager`. A fetch that
     /// fails (registry down, not found, digest mismatch) is logged and

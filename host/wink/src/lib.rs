@@ -24,3 +24,4 @@ pub mod leader;
 pub mod listener;
 pub mod manifests;
 pub mod observability;
+pub mod winkplugins;

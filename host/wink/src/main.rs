@@ -105,6 +105,10 @@ enum Command {
         report_api: report_flags::ReportApiFlag,
         #[command(flatten)]
         prometheus_rule: wink::observability::PrometheusRuleFlag,
+        /// Include the WinkPlugin CRD and the rights to run WinkPlugins
+        /// (read them, write their status, read pull Secrets in NAMESPACE).
+        #[arg(long)]
+        winkplugins: bool,
     },
     /// Scaffold a plugin crate that builds and passes its `wink test` case.
     New {
@@ -249,6 +253,12 @@ struct HostArgs {
     reports: report_flags::ReportFlags,
     #[command(flatten)]
     oci: wink_oci::plugins::PluginRefArgs,
+    /// Run the WinkPlugin objects of the cluster beside the plugin
+    /// directory: `auto` when their CRD is installed (`wink manifests
+    /// --winkplugins` ships it), `install` to create it when missing,
+    /// `off` (default: auto in `wink run`, install in `wink dev`).
+    #[arg(long, value_enum)]
+    winkplugins: Option<wink::winkplugins::Watch>,
 }
 
 /// Where `cargo build --release --target wasm32-wasip2` puts components.
@@ -315,6 +325,26 @@ impl HostArgs {
         Ok((factory, manager))
     }
 
+    /// Run the WinkPlugins of the cluster (per `--winkplugins`); one that
+    /// cannot start is said and the daemon runs on without it.
+    async fn watch_winkplugins(&self, d: &Daemon, config: &kube::Config) -> anyhow::Result<()> {
+        let watch = self.winkplugins.unwrap_or(wink::winkplugins::Watch::Auto);
+        let client = kube::Client::try_from(config.clone())?;
+        let cx = || {
+            Ok(wink::winkplugins::apply::Context_ {
+                manager: d.manager.clone(),
+                fetcher: self.oci.fetcher()?,
+                client: client.clone(),
+                namespace: self.leader_elect_namespace.clone(),
+                taken: self.oci.taken(&self.plugins),
+            })
+        };
+        if let Err(e) = wink::winkplugins::start(watch, client.clone(), cx).await {
+            tracing::error!("WinkPlugins not watched: {e:#}");
+        }
+        Ok(())
+    }
+
     /// Run the daemon with `client` until a signal.
     async fn serve(&self, config: kube::Config) -> anyhow::Result<()> {
         let (factory, mut manager) = self.options()?;
@@ -377,6 +407,7 @@ impl HostArgs {
             let manager = d.manager.clone();
             tokio::spawn(async move { refs.load(&manager).await });
         }
+        self.watch_winkplugins(&d, &admission_config).await?;
         if let Some((opts, socket)) = admission {
             let client = kube::Client::try_from(admission_config)?;
             wink::admission::start(opts, socket, client, d.manager.clone(), leadership).await?;
@@ -483,8 +514,15 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             admission_port,
             report_api,
             prometheus_rule,
+            winkplugins,
         } => {
             let rules = prometheus_rule.render(&namespace)?;
+            let crd = match winkplugins {
+                true => {
+                    wink::manifests::to_yaml(&wink::winkplugins::manifests::documents(&namespace)) + "---\n"
+                }
+                false => String::new(),
+            };
             let deployment = wink::manifests::needs::read(
                 &plugins,
                 grants.as_deref(),
@@ -493,7 +531,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 admission_port,
                 report_api.api(),
             )?;
-            print!("{deployment}{rules}");
+            print!("{crd}{deployment}{rules}");
             Ok(())
         }
         Command::Test { cases, bless } => wink::author::harness::test(&cases, bless),
@@ -554,6 +592,7 @@ async fn dev(
     mut host: HostArgs,
 ) -> anyhow::Result<()> {
     host.tier_up.get_or_insert(true);
+    host.winkplugins.get_or_insert(wink::winkplugins::Watch::Install);
     host.grant_declared = true;
     // Sources are rebuilt on save: --src's projects into a directory of
     // their own (built once now), else the workspace's examples into its build.

@@ -12,7 +12,8 @@
 
 use super::PluginManager;
 use crate::capabilities::WriteAccess;
-use crate::grants::{Grants, GrantsFile, Missing};
+use crate::grants::{Grants, GrantsFile, Missing, PluginGrant};
+use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, RwLock};
 
 /// The grants in force and where they come from.
@@ -21,6 +22,9 @@ pub(super) struct LiveGrants {
     file: Option<GrantsFile>,
     /// The last error reading the file, said once.
     last_error: Mutex<Option<String>>,
+    /// Grants given per plugin outside the file (a cluster object's):
+    /// they win over the file's entry of the same name, through re-reads.
+    given: Mutex<BTreeMap<String, PluginGrant>>,
 }
 
 impl LiveGrants {
@@ -29,6 +33,7 @@ impl LiveGrants {
             current: RwLock::new(Arc::new(grants)),
             file,
             last_error: Mutex::new(None),
+            given: Mutex::new(BTreeMap::new()),
         }
     }
 }
@@ -51,7 +56,7 @@ impl PluginManager {
             return false;
         };
         let read = tokio::task::spawn_blocking(move || file.load()).await;
-        let new = match read {
+        let mut new = match read {
             Ok(Ok(g)) => g,
             Ok(Err(e)) => {
                 let msg = format!("{e:#}");
@@ -68,6 +73,9 @@ impl PluginManager {
             }
         };
         *self.grants.last_error.lock().unwrap() = None;
+        for (name, grant) in self.grants.given.lock().unwrap().iter() {
+            new.plugins.insert(name.clone(), grant.clone());
+        }
         if *self.grants() == new {
             return false;
         }
@@ -80,6 +88,35 @@ impl PluginManager {
             path = %self.grants.file.as_ref().map(|f| f.path.display().to_string()).unwrap_or_default(),
             "grants file re-read: the new grants are in force"
         );
+        self.apply_grants(&new).await;
+        true
+    }
+
+    /// Give plugin `name` its own grant (`None`: take it back), in force at
+    /// once for every loaded plugin and kept through re-reads of the
+    /// grants file. Whether the grants changed.
+    pub async fn give_grant(&self, name: &str, grant: Option<PluginGrant>) -> bool {
+        let mut new = (*self.grants()).clone();
+        {
+            let mut given = self.grants.given.lock().unwrap();
+            match grant {
+                Some(g) => {
+                    given.insert(name.to_string(), g.clone());
+                    new.plugins.insert(name.to_string(), g);
+                }
+                None => {
+                    if given.remove(name).is_none() {
+                        return false;
+                    }
+                    new.plugins.remove(name);
+                }
+            }
+        }
+        if *self.grants() == new {
+            return false;
+        }
+        let new = Arc::new(new);
+        *self.grants.current.write().unwrap() = new.clone();
         self.apply_grants(&new).await;
         true
     }

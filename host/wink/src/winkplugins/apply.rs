@@ -1,0 +1,208 @@
+//! One pass over one WinkPlugin: read its spec, fetch its component
+//! through the [`Fetcher`] (the store first: a digest pinned once is
+//! loaded with no registry), put its config beside it, give its grant and
+//! load it through the plugin manager as a file (so a changed config,
+//! grant or component swaps the running plugin with a file reload's
+//! guarantees). Every failure is a condition with its reason; a plugin
+//! already running stays as it was.
+
+use super::spec::{self, Source, Spec};
+use super::status::{Condition, Outcome};
+use anyhow::Context;
+use serde_json::Value;
+use std::path::PathBuf;
+use wink_oci::auth::Auths;
+use wink_oci::digest::Digest;
+use wink_oci::fetch::{Fetcher, parse_reference};
+use wink_oci::registry::Registry;
+use wink_oci::store::Pin;
+use wink_runtime::PluginManager;
+
+/// The largest pull Secret read.
+pub const MAX_SECRET_BYTES: usize = 64 << 10;
+
+/// What a pass needs.
+pub struct Context_ {
+    pub manager: std::sync::Arc<PluginManager>,
+    pub fetcher: Fetcher,
+    pub client: kube::Client,
+    /// wink's namespace, where pull Secrets are.
+    pub namespace: String,
+    /// Names taken by the plugin directory or `--plugin-ref`.
+    pub taken: Box<dyn Fn(&str) -> Option<String> + Send + Sync>,
+}
+
+/// The pins of WinkPlugins are kept apart from `--plugin-ref`'s.
+fn pin_key(name: &str) -> String {
+    format!("winkplugin.{name}")
+}
+
+/// Why a fetch failed, as a condition reason.
+fn pull_reason(error: &str) -> &'static str {
+    let e = error.to_lowercase();
+    if e.contains("digest") && (e.contains("match") || e.contains("expected")) {
+        "DigestMismatch"
+    } else if e.contains("cannot be reached") || e.contains("timed out") {
+        "RegistryUnreachable"
+    } else if e.contains("not found") {
+        "NotFound"
+    } else if e.contains("over the cap") || e.contains("at most") {
+        "TooLarge"
+    } else {
+        "PullFailed"
+    }
+}
+
+/// One pass over the object `object`, named `name`: what it found. With
+/// `Ok`, the plugin runs from this spec (the caller remembers it).
+pub async fn apply(cx: &Context_, name: &str, object: &Value) -> (Outcome, Option<Spec>) {
+    let mut outcome = Outcome {
+        generation: object["metadata"]["generation"].as_i64().unwrap_or(0),
+        ..Outcome::default()
+    };
+    let fail = |mut o: Outcome, kind: &'static str, reason: &str, e: String| {
+        tracing::error!(winkplugin = %name, reason, error = %e, "WinkPlugin not applied");
+        o.conditions
+            .push(Condition::new(kind, Some(false), reason, e.clone()));
+        o.last_error = Some(e);
+        (o, None)
+    };
+    let spec = match spec::parse(object) {
+        Ok(s) => s,
+        Err(e) => return fail(outcome, "Loaded", "InvalidSpec", format!("{e:#}")),
+    };
+    outcome.source = spec.source.describe();
+    outcome.mode = format!("{:?}", spec.grant.mode).to_lowercase();
+    if let Err(e) = wink_runtime::plugin_file::plugin_name(&PathBuf::from(format!("{name}.wasm"))) {
+        return fail(outcome, "Loaded", "InvalidName", format!("{e:#}"));
+    }
+    if let Some(why) = (cx.taken)(name) {
+        return fail(outcome, "Loaded", "NameClash", why);
+    }
+    let (manifest, component) = match fetch(cx, name, &spec).await {
+        Ok(d) => d,
+        Err(e) => {
+            let e = format!("{e:#}");
+            return fail(outcome, "Pulled", pull_reason(&e), e);
+        }
+    };
+    outcome.digest = Some(manifest.clone());
+    outcome.component_digest = Some(component.to_string());
+    outcome.conditions.push(Condition::new(
+        "Pulled",
+        Some(true),
+        "Pulled",
+        format!("{} is {manifest}", spec.source.describe()),
+    ));
+    match load(cx, name, &spec, component).await {
+        Ok(()) => {
+            outcome.conditions.push(Condition::new(
+                "Loaded",
+                Some(true),
+                "Loaded",
+                "loaded by the plugin manager",
+            ));
+            (outcome, Some(spec))
+        }
+        Err(e) => fail(outcome, "Loaded", "LoadFailed", format!("{e:#}")),
+    }
+}
+
+/// The registry client for `spec`: the daemon's, or one with the
+/// credentials of its pull Secret.
+async fn registry(cx: &Context_, spec: &Spec) -> anyhow::Result<Option<Registry>> {
+    let Some(secret) = &spec.pull_secret else {
+        return Ok(None);
+    };
+    let api: kube::Api<k8s_openapi::api::core::v1::Secret> =
+        kube::Api::namespaced(cx.client.clone(), &cx.namespace);
+    let s = api
+        .get_opt(secret)
+        .await
+        .with_context(|| format!("reading the pull Secret {}/{secret}", cx.namespace))?
+        .ok_or_else(|| anyhow::anyhow!("the pull Secret {}/{secret} does not exist", cx.namespace))?;
+    let data = s
+        .data
+        .as_ref()
+        .and_then(|d| d.get(".dockerconfigjson"))
+        .ok_or_else(|| {
+            anyhow::anyhow!(
+                "the pull Secret {}/{secret} has no .dockerconfigjson",
+                cx.namespace
+            )
+        })?;
+    anyhow::ensure!(
+        data.0.len() <= MAX_SECRET_BYTES,
+        "the pull Secret {}/{secret}: {} bytes (at most {MAX_SECRET_BYTES})",
+        cx.namespace,
+        data.0.len()
+    );
+    let text = std::str::from_utf8(&data.0).context("the pull Secret's .dockerconfigjson is not UTF-8")?;
+    let auths = Auths::parse(text).with_context(|| format!("the pull Secret {}/{secret}", cx.namespace))?;
+    let mut options = cx.fetcher.registry.options().clone();
+    options.auths = auths;
+    Ok(Some(Registry::new(options)))
+}
+
+/// Fetch the component of `spec`: (the manifest digest, the component's).
+async fn fetch(cx: &Context_, name: &str, spec: &Spec) -> anyhow::Result<(String, Digest)> {
+    let raw = match &spec.source {
+        Source::Oci(r) => r,
+        Source::Https { url, .. } => {
+            anyhow::bail!(
+                "https sources ({url}) are not fetched by this wink: push the component to an OCI registry"
+            )
+        }
+    };
+    let reference = parse_reference(raw)?;
+    let store = &cx.fetcher.store;
+    let key = pin_key(name);
+    let pinned = store.pins()?.remove(&key).filter(|p| &p.reference == raw);
+    let expected = pinned.map(|p| Digest::parse(&p.digest)).transpose()?;
+    let fetched = match registry(cx, spec).await? {
+        Some(registry) => {
+            let fetcher = Fetcher {
+                store: store.clone(),
+                registry,
+            };
+            fetcher.fetch(&reference, expected).await?
+        }
+        None => cx.fetcher.fetch(&reference, expected).await?,
+    };
+    store.pin(
+        &key,
+        Pin {
+            reference: raw.clone(),
+            digest: fetched.manifest.to_string(),
+        },
+    )?;
+    tracing::info!(
+        winkplugin = %name,
+        reference = %raw,
+        digest = %fetched.manifest,
+        from = %if fetched.from_store { "store" } else { "registry" },
+        took_ms = fetched.took.as_millis() as u64,
+        "WinkPlugin fetched"
+    );
+    Ok((fetched.manifest.to_string(), fetched.component))
+}
+
+/// Put the component and its config in place, give the grant, load.
+async fn load(cx: &Context_, name: &str, spec: &Spec, component: Digest) -> anyhow::Result<()> {
+    let max = cx.fetcher.registry.options().max_component_bytes;
+    let path = cx.fetcher.store.materialise(name, component, max)?;
+    let config = wink_runtime::plugin_file::config_path(&path);
+    match spec.config.is_empty() {
+        true => match std::fs::remove_file(&config) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                return Err(e).with_context(|| format!("removing {}", config.display()));
+            }
+            _ => {}
+        },
+        false => {
+            std::fs::write(&config, &spec.config).with_context(|| format!("writing {}", config.display()))?
+        }
+    }
+    cx.manager.give_grant(name, Some(spec.grant.clone())).await;
+    cx.manager.load_file(&path).await
+}

@@ -1,0 +1,37 @@
+//! What `wink manifests --winkplugins` adds: the WinkPlugin CRD and the
+//! rights the controller needs: get, list and watch WinkPlugins, update
+//! and patch their status, and read Secrets in wink's own namespace (the
+//! pull Secrets WinkPlugins name; which ones is the objects' to say, so
+//! the Role is on that namespace only). wink's default `--winkplugins=auto`
+//! then watches them.
+
+use super::crd;
+use serde_json::{Value, json};
+
+/// The documents, in the order `kubectl apply` wants them.
+pub fn documents(namespace: &str) -> Vec<Value> {
+    let labels = json!({"app.kubernetes.io/name": "wink"});
+    let name = "wink-winkplugins";
+    let subject = json!([{"kind": "ServiceAccount", "name": "wink", "namespace": namespace}]);
+    vec![
+        crd::definition(),
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+        "metadata": {"name": name, "labels": labels},
+        "rules": [
+            {"apiGroups": [crd::GROUP], "resources": [crd::PLURAL], "verbs": ["get", "list", "watch"]},
+            {"apiGroups": [crd::GROUP], "resources": [format!("{}/status", crd::PLURAL)], "verbs": ["get", "patch", "update"]},
+            {"apiGroups": ["apiextensions.k8s.io"], "resources": ["customresourcedefinitions"], "resourceNames": [crd::CRD_NAME], "verbs": ["get"]}
+        ]}),
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+            "metadata": {"name": name, "labels": labels},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
+            "subjects": subject}),
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+            "metadata": {"name": name, "namespace": namespace, "labels": labels},
+            "rules": [{"apiGroups": [""], "resources": ["secrets"], "verbs": ["get"]}]}),
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+            "metadata": {"name": name, "namespace": namespace, "labels": labels},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
+            "subjects": subject}),
+    ]
+}

@@ -1,0 +1,270 @@
+//! Plugins as cluster objects: a shared informer on `WinkPlugin`s
+//! (`wink.dev/v1alpha1`, [`crd`]) and a controller that runs each one's
+//! component through the plugin manager beside the plugin directory's.
+//!
+//! Every event names a WinkPlugin; one worker takes the names in order and
+//! makes the plugin what its object says ([`apply`]): fetched by digest
+//! (the store first), its config and grant in place, loaded as a file is,
+//! so an edit of config, grant or source swaps that plugin alone with the
+//! guarantees of a file reload; a deleted object's plugin is unloaded and
+//! its grant taken back. A failed pass leaves what runs running and is
+//! tried again with backoff ([`RETRY_FIRST`] doubling to [`RETRY_MAX`]); a
+//! generation already applied is not applied again. Every replica loads;
+//! only the leader writes status ([`status`]), refreshed each
+//! [`REFRESH`] from what the manager says (synced, quarantined).
+
+pub mod apply;
+pub mod crd;
+pub mod manifests;
+pub mod spec;
+pub mod status;
+
+use apply::Context_;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams, PostParams};
+use kube::core::GroupVersionKind;
+use serde_json::{Value, json};
+use status::{Outcome, Running};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::sync::mpsc;
+use wink_informer::SharedInformerFactory;
+use wink_informer::factory::{FactoryOptions, WatchSpec};
+use wink_informer::object::ObjRef;
+use wink_informer::processor::EventHandler;
+
+/// The first wait before a failed pass is tried again.
+pub const RETRY_FIRST: Duration = Duration::from_secs(1);
+/// The longest wait between two tries.
+pub const RETRY_MAX: Duration = Duration::from_secs(300);
+/// How often the status of every WinkPlugin is compared with the plugin's.
+pub const REFRESH: Duration = Duration::from_secs(1);
+/// At most this many WinkPlugins are run.
+pub const MAX_WINKPLUGINS: usize = 1024;
+
+/// Whether wink watches WinkPlugins.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Watch {
+    /// When the CRD is installed (`wink manifests --winkplugins` ships it).
+    Auto,
+    /// Install the CRD when missing, then watch.
+    Install,
+    /// Never.
+    Off,
+}
+
+/// What the controller keeps of one WinkPlugin.
+#[derive(Default)]
+struct Entry {
+    outcome: Outcome,
+    /// Whether the last pass ran the plugin.
+    applied: bool,
+    retry_at: Option<Instant>,
+    delay: Duration,
+    /// The last status written.
+    written: Option<Value>,
+}
+
+struct Names(mpsc::UnboundedSender<String>);
+
+impl EventHandler for Names {
+    fn on_add(&self, obj: &ObjRef, _: bool) {
+        let _ = self.0.send(obj.name().to_string());
+    }
+    fn on_update(&self, _: &ObjRef, new: &ObjRef) {
+        let _ = self.0.send(new.name().to_string());
+    }
+    fn on_delete(&self, obj: &ObjRef, _: bool) {
+        let _ = self.0.send(obj.name().to_string());
+    }
+}
+
+fn api_resource() -> ApiResource {
+    ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk(crd::GROUP, crd::VERSION, crd::KIND),
+        crd::PLURAL,
+    )
+}
+
+/// Whether the CRD is there; with `install`, create it when it is not.
+async fn ensure_crd(client: &kube::Client, install: bool) -> anyhow::Result<bool> {
+    let api: Api<CustomResourceDefinition> = Api::all(client.clone());
+    if api.get_opt(crd::CRD_NAME).await?.is_some() {
+        return Ok(true);
+    }
+    if !install {
+        return Ok(false);
+    }
+    let definition: CustomResourceDefinition = serde_json::from_value(crd::definition())?;
+    match api.create(&PostParams::default(), &definition).await {
+        Ok(_) => tracing::info!("installed the WinkPlugin CRD"),
+        Err(kube::Error::Api(s)) if s.code == 409 => {}
+        Err(kube::Error::Api(s)) if s.code == 403 => anyhow::bail!(
+            "the WinkPlugin CRD is missing and wink may not create it ({}): install it (`wink manifests --winkplugins` includes it)",
+            s.message
+        ),
+        Err(e) => return Err(e.into()),
+    }
+    Ok(true)
+}
+
+/// Start watching WinkPlugins (per `watch`) and running them. Whether the
+/// controller runs; an error says why it could not start (the daemon runs
+/// on without it).
+pub async fn start(
+    watch: Watch,
+    client: kube::Client,
+    cx: impl FnOnce() -> anyhow::Result<Context_>,
+) -> anyhow::Result<bool> {
+    if watch == Watch::Off || !ensure_crd(&client, watch == Watch::Install).await? {
+        return Ok(false);
+    }
+    let cx = cx()?;
+    let factory = SharedInformerFactory::new(client.clone(), FactoryOptions::default());
+    let spec = WatchSpec::all(crd::API_VERSION, crd::KIND);
+    // A CRD just created is served a moment later.
+    let mut tries = 0;
+    let informer = loop {
+        match factory.informer_for(&spec).await {
+            Ok(i) => break i,
+            Err(e) if tries < 20 => {
+                tries += 1;
+                tracing::debug!("WinkPlugins not served yet: {e:#}");
+                tokio::time::sleep(Duration::from_millis(250)).await;
+            }
+            Err(e) => return Err(e.context("watching WinkPlugins")),
+        }
+    };
+    let (tx, rx) = mpsc::unbounded_channel();
+    informer.add_listener("winkplugins", Arc::new(Names(tx)), None);
+    let controller = Controller {
+        cx,
+        client,
+        informer,
+        entries: BTreeMap::new(),
+        _factory: factory,
+    };
+    tokio::spawn(controller.run(rx));
+    tracing::info!("watching WinkPlugins");
+    Ok(true)
+}
+
+struct Controller {
+    cx: Context_,
+    client: kube::Client,
+    informer: Arc<wink_informer::SharedInformer>,
+    entries: BTreeMap<String, Entry>,
+    _factory: Arc<SharedInformerFactory>,
+}
+
+impl Controller {
+    async fn run(mut self, mut names: mpsc::UnboundedReceiver<String>) {
+        let mut tick = tokio::time::interval(REFRESH);
+        loop {
+            tokio::select! {
+                name = names.recv() => match name {
+                    Some(name) => self.reconcile(&name, false).await,
+                    None => return,
+                },
+                _ = tick.tick() => {
+                    let now = Instant::now();
+                    let due: Vec<String> = self
+                        .entries
+                        .iter()
+                        .filter(|(_, e)| e.retry_at.is_some_and(|t| t <= now))
+                        .map(|(n, _)| n.clone())
+                        .collect();
+                    for name in due {
+                        self.reconcile(&name, true).await;
+                    }
+                    self.write_statuses().await;
+                }
+            }
+        }
+    }
+
+    fn object(&self, name: &str) -> Option<Value> {
+        let obj = self.informer.store().get(name)?;
+        serde_json::from_str(&obj.json()).ok()
+    }
+
+    /// Make plugin `name` what its object says; `retry`: a failed pass's
+    /// turn came.
+    async fn reconcile(&mut self, name: &str, retry: bool) {
+        let Some(object) = self.object(name) else {
+            if self.entries.remove(name).is_some_and(|e| e.applied) {
+                self.cx.manager.unload(name).await;
+                tracing::info!(winkplugin = %name, "WinkPlugin deleted: its plugin is unloaded");
+            }
+            self.cx.manager.give_grant(name, None).await;
+            return;
+        };
+        let generation = object["metadata"]["generation"].as_i64().unwrap_or(0);
+        if let Some(e) = self.entries.get(name)
+            && e.outcome.generation == generation
+            && (e.retry_at.is_none() || !retry)
+        {
+            // Seen (a status write, a resync): nothing to do.
+            return;
+        }
+        if !self.entries.contains_key(name) && self.entries.len() >= MAX_WINKPLUGINS {
+            tracing::error!(winkplugin = %name, "more than {MAX_WINKPLUGINS} WinkPlugins: not run");
+            return;
+        }
+        let (outcome, ran) = apply::apply(&self.cx, name, &object).await;
+        let entry = self.entries.entry(name.to_string()).or_default();
+        let same_generation = entry.outcome.generation == generation;
+        entry.outcome = outcome;
+        match ran {
+            Some(_) => {
+                entry.applied = true;
+                entry.retry_at = None;
+                entry.delay = RETRY_FIRST;
+            }
+            None => {
+                entry.delay = match same_generation && retry {
+                    true => (entry.delay * 2).clamp(RETRY_FIRST, RETRY_MAX),
+                    false => RETRY_FIRST,
+                };
+                entry.retry_at = Some(Instant::now() + entry.delay);
+            }
+        }
+        self.write_statuses().await;
+    }
+
+    /// As the leader, write each WinkPlugin's status where it changed.
+    async fn write_statuses(&mut self) {
+        if !self.cx.manager.leadership().is_leading() {
+            return;
+        }
+        let running: BTreeMap<String, Running> = self
+            .cx
+            .manager
+            .status()
+            .await
+            .iter()
+            .map(|s| (s.name.clone(), Running::of(s)))
+            .collect();
+        let api: Api<DynamicObject> = Api::all_with(self.client.clone(), &api_resource());
+        let names: Vec<String> = self.entries.keys().cloned().collect();
+        for name in names {
+            let current = self.object(&name).and_then(|o| o.get("status").cloned());
+            let entry = &self.entries[&name];
+            let run = running.get(&name).filter(|_| entry.applied);
+            let new = status::render(&entry.outcome, run, current.as_ref());
+            if !status::differs(&new, current.as_ref()) || !status::differs(&new, entry.written.as_ref()) {
+                continue;
+            }
+            let patch = Patch::Merge(json!({"status": new}));
+            match api.patch_status(&name, &PatchParams::default(), &patch).await {
+                Ok(_) => {
+                    if let Some(e) = self.entries.get_mut(&name) {
+                        e.written = Some(new);
+                    }
+                }
+                Err(e) => tracing::warn!(winkplugin = %name, error = %e, "WinkPlugin status not written"),
+            }
+        }
+    }
+}

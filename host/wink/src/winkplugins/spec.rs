@@ -1,0 +1,193 @@
+//! A WinkPlugin's spec, read and checked: the source of its component, its
+//! config text, its grant (parsed by the grants file's own types, strict:
+//! an unknown field is an error, so the two never drift), its admission
+//! failure policy and its pull Secret. A spec that does not read is an
+//! error with the field it is about; nothing is loaded from it.
+
+use serde::Deserialize;
+use serde_json::Value;
+use wink_runtime::grants::PluginGrant;
+
+/// The largest config handed to a plugin (as a config file's cap).
+pub const MAX_CONFIG_BYTES: usize = 1 << 20;
+/// The longest https URL.
+pub const MAX_URL: usize = 2048;
+
+/// Where a component comes from.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Source {
+    /// An OCI reference: a tag (resolved once and pinned) or a digest.
+    Oci(String),
+    /// An https URL and the component's sha256 (`sha256:<hex>`).
+    Https { url: String, sha256: String },
+}
+
+impl Source {
+    /// As the SOURCE column shows it.
+    pub fn describe(&self) -> String {
+        match self {
+            Source::Oci(r) => r.clone(),
+            Source::Https { url, .. } => url.clone(),
+        }
+    }
+}
+
+/// A WinkPlugin's spec, checked.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Spec {
+    pub source: Source,
+    /// The config text (an object as JSON, a string as is; none: empty).
+    pub config: String,
+    pub grant: PluginGrant,
+    /// `Fail` or `Ignore`, when the spec overrides the plugin's own.
+    pub failure_policy: Option<String>,
+    pub pull_secret: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawSource {
+    oci: Option<String>,
+    https: Option<String>,
+    sha256: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct RawAdmission {
+    failure_policy: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct RawSpec {
+    source: RawSource,
+    #[serde(default)]
+    config: Option<Value>,
+    #[serde(default)]
+    grant: Option<Value>,
+    #[serde(default)]
+    admission: Option<RawAdmission>,
+    #[serde(default)]
+    pull_secret: Option<String>,
+}
+
+/// Read the spec of a WinkPlugin object.
+pub fn parse(object: &Value) -> anyhow::Result<Spec> {
+    let spec = object.get("spec").ok_or_else(|| anyhow::anyhow!("no spec"))?;
+    let raw: RawSpec = serde_json::from_value(spec.clone()).map_err(|e| anyhow::anyhow!("spec: {e}"))?;
+    let source = match (raw.source.oci, raw.source.https, raw.source.sha256) {
+        (Some(r), None, None) => {
+            wink_oci::fetch::parse_reference(&r).map_err(|e| anyhow::anyhow!("spec.source.oci: {e:#}"))?;
+            Source::Oci(r)
+        }
+        (None, Some(url), Some(sha)) => {
+            anyhow::ensure!(
+                url.len() <= MAX_URL,
+                "spec.source.https: longer than {MAX_URL} characters"
+            );
+            anyhow::ensure!(
+                url.starts_with("https://"),
+                "spec.source.https: {url:?} is not an https:// URL"
+            );
+            let sha256 = match sha.starts_with("sha256:") {
+                true => sha,
+                false => format!("sha256:{sha}"),
+            };
+            wink_oci::digest::Digest::parse(&sha256)
+                .map_err(|e| anyhow::anyhow!("spec.source.sha256: {e:#}"))?;
+            Source::Https { url, sha256 }
+        }
+        (None, Some(_), None) => anyhow::bail!("spec.source.https needs spec.source.sha256"),
+        (Some(_), _, Some(_)) => {
+            anyhow::bail!("spec.source.sha256 is for https (an oci source pins with @sha256:)")
+        }
+        (None, None, _) => anyhow::bail!("spec.source: one of oci and https"),
+        (Some(_), Some(_), _) => anyhow::bail!("spec.source: oci or https, not both"),
+    };
+    let config = match raw.config {
+        None | Some(Value::Null) => String::new(),
+        Some(Value::String(s)) => s,
+        Some(v @ Value::Object(_)) => v.to_string(),
+        Some(_) => anyhow::bail!("spec.config: an object or a string"),
+    };
+    anyhow::ensure!(
+        config.len() <= MAX_CONFIG_BYTES,
+        "spec.config: {} bytes (at most {MAX_CONFIG_BYTES})",
+        config.len()
+    );
+    let grant: PluginGrant = match raw.grant {
+        None => PluginGrant::default(),
+        Some(g) => serde_json::from_value(g).map_err(|e| anyhow::anyhow!("spec.grant: {e}"))?,
+    };
+    let failure_policy = raw.admission.and_then(|a| a.failure_policy);
+    if let Some(p) = &failure_policy {
+        anyhow::ensure!(
+            p == "Fail" || p == "Ignore",
+            "spec.admission.failurePolicy: {p:?} (Fail or Ignore)"
+        );
+    }
+    if let Some(s) = &raw.pull_secret {
+        anyhow::ensure!(
+            !s.is_empty() && s.len() <= 253,
+            "spec.pullSecret: {s:?} is not a Secret name"
+        );
+    }
+    Ok(Spec {
+        source,
+        config,
+        grant,
+        failure_policy,
+        pull_secret: raw.pull_secret,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_full_spec_reads_and_the_grant_is_the_grants_file_entry() {
+        let o = json!({"spec": {
+            "source": {"oci": "localhost:5000/wink/x:v1"},
+            "config": {"tag": "a"},
+            "grant": {"mode": "audit", "events": true, "writes": [{"apiVersion": "v1", "kind": "Pod", "verbs": ["patch"]}]},
+            "admission": {"failurePolicy": "Ignore"},
+            "pullSecret": "regcred"
+        }});
+        let s = parse(&o).unwrap();
+        assert_eq!(s.source, Source::Oci("localhost:5000/wink/x:v1".into()));
+        assert_eq!(s.config, r#"{"tag":"a"}"#);
+        assert_eq!(s.grant.mode, wink_runtime::grants::Mode::Audit);
+        assert!(s.grant.events);
+        assert_eq!(s.grant.writes.len(), 1);
+        assert_eq!(s.failure_policy.as_deref(), Some("Ignore"));
+        assert_eq!(s.pull_secret.as_deref(), Some("regcred"));
+    }
+
+    #[test]
+    fn bad_specs_say_which_field() {
+        let bad = |spec: Value| format!("{:#}", parse(&json!({"spec": spec})).unwrap_err());
+        assert!(
+            bad(json!({"source": {"oci": "x:v1"}, "grant": {"modes": "audit"}}))
+                .contains("spec.grant: unknown field `modes`")
+        );
+        assert!(bad(json!({"source": {"https": "https://e/x.wasm"}})).contains("needs spec.source.sha256"));
+        assert!(
+            bad(json!({"source": {"https": "http://e/x.wasm", "sha256": "0".repeat(64)}}))
+                .contains("not an https")
+        );
+        assert!(bad(json!({"source": {}})).contains("one of oci and https"));
+        assert!(bad(json!({"source": {"oci": "x:v1"}, "config": 3})).contains("an object or a string"));
+        assert!(
+            bad(json!({"source": {"oci": "x:v1"}, "admission": {"failurePolicy": "Maybe"}}))
+                .contains("Fail or Ignore")
+        );
+        assert!(bad(json!({"source": {"oci": "x:v1"}, "extra": 1})).contains("unknown field `extra`"));
+        assert!(
+            bad(json!({"source": {"oci": "x:v1"}, "config": "x".repeat(MAX_CONFIG_BYTES + 1)}))
+                .contains("at most")
+        );
+    }
+}
