@@ -1,6 +1,7 @@
-//! Policy results about objects, which the host keeps current in
-//! `wgpolicyk8s.io` PolicyReports (one per namespace) and ClusterPolicyReports
-//! (for cluster-scoped objects). Nothing to declare in the registration.
+//! Policy results about objects, which the host keeps current in policy
+//! reports (wgpolicyk8s PolicyReports or OpenReports Reports, per the
+//! operator's `--report-api`; one per namespace, and their cluster-scoped
+//! kinds for cluster-scoped objects). Nothing to declare in the registration.
 //!
 //! A plugin states what is true now, not a history: every result it gives
 //! about one object during one handler call adds up with the others of that
@@ -31,7 +32,7 @@ use crate::bindings::wink::plugin::report as wit;
 
 pub use wit::{Outcome, Severity};
 
-/// One rule's result about one object (a PolicyReport's `results[]` entry),
+/// One rule's result about one object (a report's `results[]` entry),
 /// built by [`finding`] and given by [`set`].
 #[derive(Debug, Clone)]
 pub struct Finding(wit::PolicyResult);

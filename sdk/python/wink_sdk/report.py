@@ -1,5 +1,6 @@
-"""Policy results about objects, kept by the host in ``wgpolicyk8s.io``
-PolicyReports. The results given about one object during one handler call
+"""Policy results about objects, kept by the host in policy reports
+(wgpolicyk8s PolicyReports or OpenReports Reports, per the operator's
+``--report-api``). The results given about one object during one handler call
 replace, together, every result given about it before; a deleted object's
 results go by themselves. A refusal raises :class:`~wink_sdk.errors.ReportError`.
 
