@@ -1,0 +1,346 @@
+//! End-to-end: plugins as cluster objects. A `WinkPlugin` applied with
+//! kubectl, its component pushed to a real OCI registry on loopback, is
+//! pulled by digest, loaded beside the plugin directory's plugins, handles
+//! Pod events, and shows READY True and its digest in `kubectl get
+//! winkplugins`; an edit of its config swaps it (the new instance sees the
+//! new config and every Pod); bytes that do not match their digest and a
+//! name the plugin directory has are False conditions with their reasons,
+//! and the others run on; a restart with the registry stopped loads it
+//! from the store; deleting it unloads it. `wink manifests --winkplugins`
+//! ships the CRD (which the simulator serves) and the controller's rights.
+
+use crate::cache_support::{Setup, WAIT, from_json, wait_synced};
+use crate::common::{Wink, plugin, scratch};
+use crate::kubectl_support::{Env, env, have_kubectl};
+use crate::registry_support::*;
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::{Api, PostParams};
+use serde_json::{Value, json};
+use std::path::Path;
+use std::time::{Duration, Instant};
+use wink_sim::{Sim, SimConfig};
+
+/// `wink push` of `file` to `reference`: the digest it prints.
+fn push(reg: &Registry, reference: &str, file: &Path) -> String {
+    let out = wink_ok(&[
+        "push",
+        reference,
+        file.to_str().unwrap(),
+        "--plain-http",
+        &reg.host(),
+    ]);
+    out.split_once('@').expect("REF@DIGEST").1.to_string()
+}
+
+async fn create_pod(sim: &Sim, name: &str) {
+    let pods: Api<Pod> = Api::namespaced(sim.client(), "default");
+    let pod: Pod =
+        from_json(json!({"metadata": {"name": name}, "spec": {"containers": [{"name": "c", "image": "i"}]}}));
+    pods.create(&PostParams::default(), &pod).await.unwrap();
+}
+
+/// `kubectl apply` of `object`.
+async fn apply(env: &Env, object: &Value) {
+    let file = env.dir.join("object.json");
+    std::fs::write(&file, object.to_string()).unwrap();
+    env.ok(&["apply", "-f", file.to_str().unwrap()]).await;
+}
+
+fn winkplugin(name: &str, spec: Value) -> Value {
+    json!({"apiVersion": "wink.dev/v1alpha1", "kind": "WinkPlugin", "metadata": {"name": name}, "spec": spec})
+}
+
+/// The condition `kind` of WinkPlugin `name`, once `pred` holds of it.
+async fn wait_condition(env: &Env, name: &str, kind: &str, pred: impl Fn(&Value) -> bool) -> Value {
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let (_, out, _) = env.run(&["get", "winkplugin", name, "-o", "json"]).await;
+        let object: Value = serde_json::from_str(&out).unwrap_or(Value::Null);
+        let condition = object["status"]["conditions"]
+            .as_array()
+            .and_then(|cs| cs.iter().find(|c| c["type"] == kind).cloned());
+        if let Some(c) = condition
+            && pred(&c)
+        {
+            return object;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "WinkPlugin {name}: no {kind} as wanted: {object:#}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+fn run(s: &Setup, reg: &str, store: &Path) -> Wink {
+    s.run(&[
+        "--winkplugins",
+        "install",
+        "--plain-http",
+        reg,
+        "--oci-store",
+        store.to_str().unwrap(),
+    ])
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_winkplugin_is_pulled_loaded_swapped_on_edit_kept_across_restarts_and_unloaded_on_delete() {
+    if !have_kubectl() {
+        return;
+    }
+    let env = env("winkplugins", SimConfig::default()).await;
+    let s = Setup::new("winkplugins", &env.sim);
+    s.install("pod_logger", "good", None);
+    let mut reg = Registry::start("winkplugins_registry");
+    let reference = format!("{}/wink/logger:v1", reg.host());
+    let digest = push(&reg, &reference, &plugin("pod_logger"));
+    // A component whose layer the registry serves damaged.
+    let tampered = format!("{}/wink/tampered:v1", reg.host());
+    let bytes = std::fs::read(plugin("deployment_lister")).unwrap();
+    push(&reg, &tampered, &plugin("deployment_lister"));
+    let blob = reg.blob_file(&sha256(&bytes));
+    let mut damaged = std::fs::read(&blob).unwrap();
+    let middle = damaged.len() / 2;
+    damaged[middle] ^= 0xff;
+    std::fs::write(&blob, &damaged).unwrap();
+    let store = scratch("winkplugins_store").join("store");
+
+    let mut wink = run(&s, &reg.host(), &store);
+    wink.wait_for_line("watching WinkPlugins", WAIT);
+    wait_synced(&wink, "good");
+    let logger = |tag: &str| {
+        winkplugin(
+            "logger",
+            json!({"source": {"oci": reference}, "config": {"tag": tag}}),
+        )
+    };
+    apply(&env, &logger("a")).await;
+    wink.wait_for_line(
+        &format!("WinkPlugin fetched winkplugin=logger reference={reference} digest={digest} from=registry"),
+        WAIT,
+    );
+    wait_synced(&wink, "logger");
+    create_pod(&env.sim, "p1").await;
+    wink.wait_for_line("[logger] OnAdd:a p1", WAIT);
+    wink.wait_for_line("[good] OnAdd: p1", WAIT);
+    let object = wait_condition(&env, "logger", "Ready", |c| c["status"] == "True").await;
+    assert_eq!(object["status"]["digest"], digest.as_str(), "{object:#}");
+    assert_eq!(
+        object["status"]["observedGeneration"],
+        object["metadata"]["generation"]
+    );
+    for kind in ["Pulled", "Loaded", "Synced"] {
+        let c = object["status"]["conditions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["type"] == kind)
+            .unwrap();
+        assert_eq!(c["status"], "True", "{kind}: {object:#}");
+        assert!(
+            c["lastTransitionTime"].as_str().is_some_and(|t| t.ends_with('Z')),
+            "{c}"
+        );
+    }
+    let table = env.ok(&["get", "winkplugins"]).await;
+    let header: Vec<&str> = table.lines().next().unwrap().split_whitespace().collect();
+    assert_eq!(
+        header,
+        ["NAME", "SOURCE", "DIGEST", "MODE", "READY", "AGE"],
+        "{table}"
+    );
+    let row = table.lines().find(|l| l.starts_with("logger ")).expect(&table);
+    for cell in [reference.as_str(), digest.as_str(), "enforce", "True"] {
+        assert!(row.split_whitespace().any(|c| c == cell), "{cell} in {row}");
+    }
+    assert_eq!(
+        env.ok(&["get", "wp", "-o", "name"]).await.trim(),
+        "winkplugin.wink.dev/logger"
+    );
+
+    // An edit of the config swaps it: the new instance has the new config
+    // and every Pod, the one created during the swap too.
+    apply(&env, &logger("b")).await;
+    create_pod(&env.sim, "p2").await;
+    wink.wait_for_line("[logger] OnAdd:b p1", WAIT);
+    wink.wait_for_line("[logger] OnAdd:b p2", WAIT);
+    wait_condition(&env, "logger", "Ready", |c| {
+        c["status"] == "True" && c["observedGeneration"] == 2
+    })
+    .await;
+
+    // Damaged bytes, a name the directory has: False, with why; the rest runs.
+    apply(
+        &env,
+        &winkplugin("tampered", json!({"source": {"oci": tampered}})),
+    )
+    .await;
+    let object = wait_condition(&env, "tampered", "Pulled", |c| c["status"] == "False").await;
+    let pulled = object["status"]["conditions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["type"] == "Pulled")
+        .unwrap();
+    assert_eq!(pulled["reason"], "DigestMismatch", "{object:#}");
+    assert!(
+        pulled["message"].as_str().unwrap().contains("digest mismatch"),
+        "{pulled}"
+    );
+    assert!(
+        object["status"]["lastError"]
+            .as_str()
+            .is_some_and(|e| e.contains("digest mismatch"))
+    );
+    let ready = object["status"]["conditions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["type"] == "Ready")
+        .unwrap();
+    assert_eq!(
+        (&ready["status"], &ready["reason"]),
+        (&json!("False"), &json!("DigestMismatch"))
+    );
+    apply(&env, &winkplugin("good", json!({"source": {"oci": reference}}))).await;
+    let object = wait_condition(&env, "good", "Loaded", |c| c["status"] == "False").await;
+    let loaded = object["status"]["conditions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["type"] == "Loaded")
+        .unwrap();
+    assert_eq!(loaded["reason"], "NameClash", "{object:#}");
+    assert!(
+        loaded["message"].as_str().unwrap().contains("has good.wasm"),
+        "{loaded}"
+    );
+    create_pod(&env.sim, "p3").await;
+    wink.wait_for_line("[logger] OnAdd:b p3", WAIT);
+    wink.wait_for_line("[good] OnAdd: p3", WAIT);
+    assert_eq!(
+        wink.lines()
+            .iter()
+            .filter(|l| l.contains("[good] OnAdd: p3"))
+            .count(),
+        1,
+        "the directory's plugin alone answers to its name"
+    );
+    wink.terminate(WAIT).expect("stops");
+
+    // The registry gone, a restart loads the pinned digest from the store.
+    reg.stop();
+    let mut wink = run(&s, &reg.host(), &store);
+    wink.wait_for_line(
+        &format!("WinkPlugin fetched winkplugin=logger reference={reference} digest={digest} from=store"),
+        WAIT,
+    );
+    wait_synced(&wink, "logger");
+    wink.wait_for_line("[logger] OnAdd:b p3", WAIT);
+
+    // Deleted, it is unloaded: no later Pod reaches it.
+    env.ok(&["delete", "winkplugin", "logger"]).await;
+    wink.wait_for_line(
+        "WinkPlugin deleted: its plugin is unloaded winkplugin=logger",
+        WAIT,
+    );
+    create_pod(&env.sim, "p4").await;
+    wink.wait_for_line("[good] OnAdd: p4", WAIT);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(
+        !wink.lines().iter().any(|l| l.contains("[logger] OnAdd:b p4")),
+        "an unloaded plugin takes no events"
+    );
+    wink.terminate(WAIT).expect("stops");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn manifests_ship_the_crd_and_the_controllers_rights() {
+    if !have_kubectl() {
+        return;
+    }
+    let dir = scratch("winkplugins_manifests");
+    let plugins = dir.join("plugins");
+    std::fs::create_dir_all(&plugins).unwrap();
+    std::fs::copy(plugin("pod_logger"), plugins.join("logger.wasm")).unwrap();
+    let out = wink_ok(&[
+        "manifests",
+        "--plugins",
+        plugins.to_str().unwrap(),
+        "--winkplugins",
+        "--namespace",
+        "ops",
+    ]);
+    let docs: Vec<Value> = out
+        .split("\n---\n")
+        .filter(|d| !d.trim().is_empty())
+        .map(|d| serde_norway::from_str(d).unwrap())
+        .collect();
+    let crd = docs
+        .iter()
+        .find(|d| d["kind"] == "CustomResourceDefinition")
+        .expect("the CRD");
+    assert_eq!(crd["metadata"]["name"], "winkplugins.wink.dev");
+    assert_eq!(crd["spec"]["scope"], "Cluster");
+    assert_eq!(crd["spec"]["names"]["shortNames"], json!(["wp"]));
+    let role = docs
+        .iter()
+        .find(|d| d["kind"] == "ClusterRole" && d["metadata"]["name"] == "wink-winkplugins")
+        .expect("the ClusterRole");
+    let rule = |resource: &str| {
+        role["rules"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["resources"] == json!([resource]))
+            .cloned()
+    };
+    assert_eq!(
+        rule("winkplugins").unwrap()["verbs"],
+        json!(["get", "list", "watch"])
+    );
+    assert!(
+        rule("winkplugins/status").unwrap()["verbs"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("update"))
+    );
+    let secrets = docs
+        .iter()
+        .find(|d| d["kind"] == "Role" && d["metadata"]["name"] == "wink-winkplugins")
+        .expect("the Role on Secrets");
+    assert_eq!(secrets["metadata"]["namespace"], "ops");
+    assert_eq!(
+        secrets["rules"],
+        json!([{"apiGroups": [""], "resources": ["secrets"], "verbs": ["get"]}])
+    );
+    for kind in ["ClusterRoleBinding", "RoleBinding"] {
+        let b = docs
+            .iter()
+            .find(|d| d["kind"] == kind && d["metadata"]["name"] == "wink-winkplugins")
+            .expect(kind);
+        assert_eq!(b["subjects"][0]["name"], "wink");
+    }
+    // Without the flag, none of it.
+    let plain = wink_ok(&["manifests", "--plugins", plugins.to_str().unwrap()]);
+    assert!(!plain.contains("winkplugins"), "{plain}");
+
+    // The CRD is one the API server takes: objects of it are listed.
+    let env = env("winkplugins_manifests", SimConfig::default()).await;
+    apply(&env, crd).await;
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let (ok, _, err) = env.run(&["get", "winkplugins"]).await;
+        if ok {
+            break;
+        }
+        assert!(Instant::now() < deadline, "{err}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    apply(
+        &env,
+        &winkplugin("x", json!({"source": {"oci": "localhost:1/x:v1"}})),
+    )
+    .await;
+    assert_eq!(env.items(&["get", "wp"]).await.len(), 1);
+}
