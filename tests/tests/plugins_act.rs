@@ -218,7 +218,7 @@ async fn namespace_defaults_creates_its_config_map_and_leaves_an_existing_one() 
 async fn ttl_reaper_deletes_what_expired_after_it_synced() {
     let sim = Sim::start(SimConfig::default()).await.unwrap();
     let s = Setup::new("act_ttl_reaper", &sim);
-    s.install("ttl_reaper", "ttl-reaper", Some(&json!({"resync_seconds": 1})));
+    s.install("ttl_reaper", "ttl-reaper", None);
     let cms: Api<ConfigMap> = Api::namespaced(sim.client(), "default");
     let annotated = |name: &str, ttl: &str| -> ConfigMap {
         from_json(
@@ -239,7 +239,7 @@ async fn ttl_reaper_deletes_what_expired_after_it_synced() {
         "plugins:\n  ttl-reaper:\n    writes: [{apiVersion: v1, kind: ConfigMap, verbs: [delete]}]\n",
     );
     let wink = s.run(&["--grants", &file]);
-    wink.wait_for_line("ttl-reaper: synced", WAIT);
+    wait_synced(&wink, "ttl-reaper");
     wink.wait_for_line("ttl-reaper: deleted default/short", WAIT);
     eventually("short gone", || async {
         cms.get_opt("short").await.unwrap().is_none()

@@ -1,33 +1,42 @@
 //! `ttl-reaper`: deletes ConfigMaps carrying the annotation `wink.dev/ttl`
-//! (a duration: `30s`, `5m`, `2h`, `1d`) once they are older than it, with a
-//! uid precondition (a ConfigMap re-created under the same name is not
-//! deleted by mistake). It acts only after `on-synced` (the whole picture),
-//! and resync re-checks what is not yet due.
+//! (a duration: `30s`, `5m`, `2h`, `1d`) at the time they expire (their
+//! `creationTimestamp` plus the duration), with a uid precondition (a
+//! ConfigMap re-created under the same name is not deleted by mistake).
 //!
-//! Config: `{"resync_seconds": 1}` (default 10).
+//! A reconciler over ConfigMaps' keys, with no resync: each ConfigMap's
+//! events enqueue its own key; `reconcile` reads the cache and, when the
+//! ConfigMap is not yet due, answers `requeue-after` the time left, so the
+//! host calls it again at the expiry. A failed delete is an error, retried
+//! with backoff. A far expiry is looked at again at most every
+//! [`LOOK_AGAIN`] (a clock set right meanwhile is then noticed). The host
+//! reconciles only once the cache has synced, so nothing is deleted from a
+//! partial picture.
+//!
+//! Config: none (`{}`). It declares `delete` on ConfigMaps; the operator grants it.
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use wink_sdk::cache;
+use wink_sdk::queue::{Action, Enqueue, Queue};
 use wink_sdk::serde::Deserialize;
 use wink_sdk::serde_json;
 use wink_sdk::write::{self, DeleteOptions, WriteError, Written};
-use wink_sdk::{Handler, Object, Registration, Resource, Verb, Watch};
+use wink_sdk::{Handler, Registration, Resource, Verb, Watch};
 
 const TTL: &str = "wink.dev/ttl";
 
-#[derive(Deserialize)]
-#[serde(crate = "wink_sdk::serde", default, deny_unknown_fields)]
-struct Config {
-    resync_seconds: u64,
-}
+/// The longest `requeue-after` answered: an expiry further away is looked
+/// at again after this long.
+const LOOK_AGAIN: Duration = Duration::from_secs(3600);
 
-impl Default for Config {
-    fn default() -> Self {
-        Config { resync_seconds: 10 }
-    }
-}
+/// No settings: `{}` or nothing (an unknown field is refused).
+#[derive(Deserialize, Default)]
+#[serde(crate = "wink_sdk::serde", deny_unknown_fields)]
+struct Config {}
 
-struct TtlReaper {
-    synced: bool,
+struct TtlReaper;
+
+fn config_maps() -> Resource {
+    Resource::new("v1", "ConfigMap")
 }
 
 /// `30s`, `5m`, `2h`, `1d`, or plain seconds.
@@ -64,85 +73,74 @@ fn epoch_seconds(t: &str) -> Option<u64> {
     u64::try_from(days * 86400 + hh * 3600 + mm * 60 + ss).ok()
 }
 
-impl TtlReaper {
-    fn check(&self, obj: &Object) {
-        if !self.synced {
-            return;
-        }
-        let Ok(v) = obj.decode::<serde_json::Value>() else {
-            return;
+/// Milliseconds since the epoch, now.
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+/// What is left before the expiry at `expiry_ms` (since the epoch) when it
+/// is `now_ms`: `None` once it is due; at most [`LOOK_AGAIN`].
+fn time_left(expiry_ms: u64, now_ms: u64) -> Option<Duration> {
+    let left = expiry_ms.checked_sub(now_ms).filter(|&ms| ms > 0)?;
+    Some(Duration::from_millis(left).min(LOOK_AGAIN))
+}
+
+impl Handler for TtlReaper {
+    fn init(config: &str) -> Result<(Self, Registration), String> {
+        let Config {} = wink_sdk::config(config)?;
+        let registration = Registration::new()
+            .queue(Queue::new(config_maps()))
+            .watch(Watch::new("v1", "ConfigMap").enqueue(Enqueue::OwnKey))
+            .writes(config_maps(), &[Verb::Delete]);
+        Ok((TtlReaper, registration))
+    }
+
+    fn reconcile(&mut self, key: &str) -> Result<Action, String> {
+        let Some(obj) = cache::get_object(&config_maps(), key).map_err(|e| format!("{e:?}"))? else {
+            return Ok(Action::Done); // gone
         };
+        let v: serde_json::Value = obj.decode().map_err(|e| format!("{e:?}"))?;
         let Some(ttl) = v
             .pointer("/metadata/annotations")
             .and_then(|a| a.get(TTL))
             .and_then(|t| t.as_str())
         else {
-            return;
+            return Ok(Action::Done);
         };
         let Some(ttl) = parse_duration(ttl) else {
-            wink_sdk::warn!("ttl-reaper: {} has an unreadable {TTL}: {ttl:?}", obj.key());
-            return;
+            wink_sdk::warn!("ttl-reaper: {key} has an unreadable {TTL}: {ttl:?}");
+            return Ok(Action::Done);
         };
         let Some(created) = v
             .pointer("/metadata/creationTimestamp")
             .and_then(|t| t.as_str())
             .and_then(epoch_seconds)
         else {
-            return;
+            return Ok(Action::Done);
         };
-        let now = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs());
-        if now < created + ttl.as_secs() {
-            return;
+        let expiry_ms = (created + ttl.as_secs()).saturating_mul(1000);
+        if let Some(left) = time_left(expiry_ms, now_ms()) {
+            return Ok(Action::RequeueAfter(left));
         }
         let options = DeleteOptions {
             uid: Some(obj.uid().to_string()),
             ..DeleteOptions::default()
         };
-        match write::delete(&Resource::new("v1", "ConfigMap"), obj.key(), &options) {
-            Ok(Written::Applied(_)) => wink_sdk::info!(
-                "ttl-reaper: deleted {} (older than {}s)",
-                obj.key(),
-                ttl.as_secs()
-            ),
-            Ok(Written::DryRun(_)) => wink_sdk::info!(
-                "ttl-reaper: would delete {} (older than {}s; audit mode: dry run)",
-                obj.key(),
-                ttl.as_secs()
-            ),
-            Err(WriteError::NotFound(_) | WriteError::Conflict(_)) => {}
-            Err(e) => wink_sdk::warn!("ttl-reaper: {} not deleted: {e:?}", obj.key()),
-        }
-    }
-}
-
-impl Handler for TtlReaper {
-    fn init(config: &str) -> Result<(Self, Registration), String> {
-        let config: Config = wink_sdk::config(config)?;
-        let registration = Registration::new()
-            .watch(Watch::new("v1", "ConfigMap").resync(Duration::from_secs(config.resync_seconds.max(1))))
-            .writes(Resource::new("v1", "ConfigMap"), &[Verb::Delete]);
-        Ok((TtlReaper { synced: false }, registration))
-    }
-
-    fn on_add(&mut self, obj: &Object, _in_initial_list: bool) {
-        self.check(obj);
-    }
-
-    fn on_update(&mut self, _old: &Object, new: &Object) {
-        self.check(new);
-    }
-
-    fn on_synced(&mut self) {
-        self.synced = true;
-        wink_sdk::info!("ttl-reaper: synced; expired ConfigMaps are deleted from now on");
-        // The initial list arrived before: check it now, from the cache.
-        if let Ok(all) = wink_sdk::cache::list_objects(&Resource::new("v1", "ConfigMap"), None, None) {
-            for obj in &all {
-                self.check(obj);
+        match write::delete(&config_maps(), key, &options) {
+            Ok(Written::Applied(_)) => {
+                wink_sdk::info!("ttl-reaper: deleted {key} (older than {}s)", ttl.as_secs())
             }
+            Ok(Written::DryRun(_)) => wink_sdk::info!(
+                "ttl-reaper: would delete {key} (older than {}s; audit mode: dry run)",
+                ttl.as_secs()
+            ),
+            // Gone already, or re-created under the same name.
+            Err(WriteError::NotFound(_) | WriteError::Conflict(_)) => {}
+            Err(e) => return Err(format!("{key} not deleted: {e:?}")),
         }
+        Ok(Action::Done)
     }
 }
 
@@ -159,5 +157,13 @@ mod tests {
         assert_eq!(parse_duration("x"), None);
         assert_eq!(epoch_seconds("1970-01-02T00:00:01Z"), Some(86401));
         assert_eq!(epoch_seconds("2026-11-23T20:00:00Z"), Some(1795464000));
+    }
+
+    #[test]
+    fn the_time_left_is_capped_and_none_once_due() {
+        assert_eq!(time_left(10_000, 9_250), Some(Duration::from_millis(750)));
+        assert_eq!(time_left(10_000, 10_000), None);
+        assert_eq!(time_left(10_000, 12_000), None);
+        assert_eq!(time_left(u64::MAX, 0), Some(LOOK_AGAIN));
     }
 }
