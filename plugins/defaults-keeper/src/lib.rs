@@ -50,6 +50,15 @@ impl DefaultsKeeper {
     }
 }
 
+/// A failed write as `CODE Reason: message` when the server answered (as the
+/// Python and TypeScript examples print it), else the host's refusal.
+fn describe(e: &WriteError) -> String {
+    match e.status() {
+        Some(s) => format!("{} {}: {}", s.code, s.reason, s.message),
+        None => format!("{e:?}"),
+    }
+}
+
 impl Handler for DefaultsKeeper {
     fn init(config: &str) -> Result<(Self, Registration), String> {
         let config: Config = wink_sdk::config(config)?;
@@ -102,7 +111,7 @@ impl Handler for DefaultsKeeper {
             }
             // Created meanwhile; the cache has not seen it yet.
             Err(WriteError::AlreadyExists(_)) => wink_sdk::info!("defaults-keeper: {key} exists"),
-            Err(e) => return Err(format!("{key} not created: {e:?}")),
+            Err(e) => return Err(format!("{key} not created: {}", describe(&e))),
         }
         Ok(self.settled())
     }

@@ -255,10 +255,13 @@ class AdmissionAndReconcilerTest(Fakes):
             def mutate(self, req: wink_sdk.Request) -> Mutation:
                 return Mutation(Verdict(audit_annotations={"by": req.user_info.username}), {"metadata": {"labels": {"team": "x"}}})
 
-            def reconcile(self, key: str) -> Any:
+            def reconcile(self, key: str) -> Optional[Action]:
                 if key == "bad":
                     raise RuntimeError("cannot reach it")
-                return Action.requeue_after(timedelta(seconds=1.5)) if key == "later" else None
+                if key == "wrong":
+                    return "done"  # type: ignore[return-value]
+                answers = {"later": Action.requeue_after(timedelta(seconds=1.5)), "again": Action.requeue()}
+                return answers.get(key, Action.done() if key == "done" else None)
 
             def map_to_keys(self, obj: Object) -> List[str]:
                 return [f"{obj.watch}:{obj.key}"]
@@ -273,9 +276,17 @@ class AdmissionAndReconcilerTest(Fakes):
         self.assertEqual(mutation.verdict.audit_annotations, [("by", "alice")])
         self.assertEqual(rec.reconcile("later"), wit_reconciler.Action_RequeueAfter(1500))
         self.assertEqual(rec.reconcile("now"), wit_reconciler.Action_Done())
+        self.assertEqual(rec.reconcile("done"), wit_reconciler.Action_Done())
+        self.assertEqual(rec.reconcile("again"), wit_reconciler.Action_Requeue())
         with self.assertRaises(Err) as e:
             rec.reconcile("bad")
         self.assertEqual(e.exception.value, "cannot reach it")
+        with self.assertRaises(Err) as e:
+            rec.reconcile("wrong")
+        self.assertEqual(e.exception.value, "reconcile answered 'done': not an Action or None")
+        self.assertEqual(Action.requeue_after(0.25), Action.requeue_after(timedelta(milliseconds=250)))
+        self.assertNotEqual(Action.requeue(), Action.done())
+        self.assertEqual(repr(Action.requeue_after(1.5)), "Action.requeue_after(1.5)")
         self.assertEqual(rec.map_to_keys(2, FakeHandle({})), ["2:default/web"])
 
     def test_the_queue_takes_delays_in_seconds_and_refusals_are_queue_errors(self) -> None:

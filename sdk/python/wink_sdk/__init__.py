@@ -156,10 +156,11 @@ class Handler:
         (allowed, unchanged)."""
         return None
 
-    def reconcile(self, key: str) -> Optional[Any]:
+    def reconcile(self, key: str) -> Optional[Action]:
         """Make the object under ``key`` (of the queue's resource) right; answer
-        an :class:`Action` or ``None`` (done). An exception requeues the key
-        with backoff."""
+        an :class:`Action` (``Action.requeue()``, ``Action.requeue_after(delay)``)
+        or ``None`` (done). An exception requeues the key with backoff, its
+        message the reconcile's error."""
         return None
 
     def map_to_keys(self, obj: Object) -> List[str]:

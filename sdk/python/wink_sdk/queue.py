@@ -30,26 +30,55 @@ def _ms(delay: Delay) -> int:
 
 
 class Action:
-    """What to do with a key after ``reconcile`` (``None`` means :meth:`done`)."""
+    """What to do with a key after ``reconcile``: :meth:`done` (what ``None``
+    means too), :meth:`requeue` or :meth:`requeue_after`. Values compare
+    equal when they say the same."""
+
+    __slots__ = ("_wit",)
+
+    def __init__(self, wit: _reconciler.Action) -> None:
+        self._wit = wit
 
     @staticmethod
-    def done() -> _reconciler.Action:
+    def done() -> "Action":
         """Done: forget the key's backoff."""
-        return _reconciler.Action_Done()
+        return Action(_reconciler.Action_Done())
 
     @staticmethod
-    def requeue() -> _reconciler.Action:
+    def requeue() -> "Action":
         """Look again after the key's backoff (rate limited)."""
-        return _reconciler.Action_Requeue()
+        return Action(_reconciler.Action_Requeue())
 
     @staticmethod
-    def requeue_after(delay: Delay) -> _reconciler.Action:
+    def requeue_after(delay: Delay) -> "Action":
         """Look again after ``delay`` (seconds or a ``timedelta``), backoff forgotten."""
-        return _reconciler.Action_RequeueAfter(_ms(delay))
+        return Action(_reconciler.Action_RequeueAfter(_ms(delay)))
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Action) and self._wit == other._wit
+
+    def __hash__(self) -> int:
+        return hash(repr(self))
+
+    def __repr__(self) -> str:
+        if isinstance(self._wit, _reconciler.Action_RequeueAfter):
+            return f"Action.requeue_after({self._wit.value / 1000!r})"
+        return "Action.requeue()" if isinstance(self._wit, _reconciler.Action_Requeue) else "Action.done()"
+
+
+_WIT_ACTIONS = (_reconciler.Action_Done, _reconciler.Action_Requeue, _reconciler.Action_RequeueAfter)
 
 
 def _action(answer: Any) -> _reconciler.Action:
-    return Action.done() if answer is None else answer
+    """What ``reconcile`` answered, for the host: ``None`` is done; anything
+    but an :class:`Action` (or its WIT value) raises ``TypeError``."""
+    if answer is None:
+        return _reconciler.Action_Done()
+    if isinstance(answer, Action):
+        return answer._wit
+    if isinstance(answer, _WIT_ACTIONS):
+        return answer
+    raise TypeError(f"reconcile answered {answer!r}: not an Action or None")
 
 
 def add(key: str) -> None:

@@ -12,7 +12,9 @@
 //!   Chromium (`browser`);
 //! - the README's quick path (a plugin in Rust and in Python on `wink dev`)
 //!   runs as written in a fresh clone, and its test command is what CI runs
-//!   (`quick`).
+//!   (`quick`);
+//! - the SDKs' READMEs show the code their reconciler examples build
+//!   (`sdk_readmes`).
 
 mod book;
 mod browser;
@@ -21,3 +23,4 @@ mod commands;
 mod markdown;
 mod messages;
 mod quick;
+mod sdk_readmes;
