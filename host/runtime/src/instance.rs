@@ -22,10 +22,10 @@ pub use admit::{Answer, Asked, Door};
 
 use super::bindings::types::Registration;
 use super::bindings::{Plugin, v3};
+use super::call_times::CallTimes;
 use super::capabilities::{CacheScope, CallClock, HostState, QueueScope, ReportScope, WriteScope};
 use super::engine::{Limits, WinkEngine};
 use super::loader::ComponentPre;
-use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use tokio::sync::mpsc::UnboundedSender;
@@ -83,7 +83,7 @@ pub struct PluginInstance {
     /// Deliveries by type: add, update, delete.
     delivered: [AtomicU64; 3],
     /// How long each call into the guest took (host I/O for it included).
-    handler_time: Histogram,
+    handler_time: CallTimes,
     crash_tx: Option<UnboundedSender<CrashReport>>,
 }
 
@@ -164,7 +164,7 @@ impl PluginInstance {
             traps: AtomicU64::new(0),
             delivered: Default::default(),
             // 10 µs to ~0.65 s, by fours.
-            handler_time: Histogram::new(exponential_buckets(1e-5, 4.0, 9)),
+            handler_time: CallTimes::default(),
             crash_tx,
         });
         let (live, registration) = futures::executor::block_on(instance.instantiate())?;
@@ -290,7 +290,7 @@ impl PluginInstance {
     }
 
     /// The histogram of this instance's call durations (shared, not copied).
-    pub fn handler_time(&self) -> &Histogram {
+    pub fn handler_time(&self) -> &CallTimes {
         &self.handler_time
     }
 
@@ -365,7 +365,7 @@ impl PluginInstance {
         let result = call.run(l).await;
         drop(running);
         let took = l.store.data().clock.elapsed();
-        self.handler_time.observe(took.as_secs_f64());
+        self.handler_time.record(took);
         let Err(err) = result else {
             l.store.data_mut().commit_reports(self.id);
             return;

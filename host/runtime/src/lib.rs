@@ -22,6 +22,7 @@
 
 pub mod admission;
 pub mod bindings;
+pub mod call_times;
 pub mod capabilities;
 pub mod compat;
 pub mod engine;

@@ -76,8 +76,7 @@ impl PluginInstance {
                 .map(|Mutation { verdict, object }| (verdict, object)),
         };
         drop(running);
-        self.handler_time
-            .observe(l.store.data().clock.elapsed().as_secs_f64());
+        self.handler_time.record(l.store.data().clock.elapsed());
         match result {
             Ok(answer) => {
                 for rep in lent.into_iter().filter(|&r| r != u32::MAX) {

@@ -109,7 +109,7 @@ impl PluginInstance {
         drop(running);
         let state = l.store.data_mut();
         let current = state.delivery.end() as usize;
-        self.handler_time.observe(state.clock.elapsed().as_secs_f64());
+        self.handler_time.record(state.clock.elapsed());
         match result {
             Ok(()) => {
                 state.commit_reports(self.id);

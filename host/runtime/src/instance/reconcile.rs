@@ -84,8 +84,7 @@ impl PluginInstance {
 
     /// A call ended: its time observed.
     fn ended(&self, l: &Live) {
-        self.handler_time
-            .observe(l.store.data().clock.elapsed().as_secs_f64());
+        self.handler_time.record(l.store.data().clock.elapsed());
     }
 
     /// The call trapped: drop the poisoned Store, report the crash to the

@@ -101,7 +101,7 @@ pub struct PluginStatus {
     /// Deliveries to its current instance: (adds, updates, deletes).
     pub deliveries: (u64, u64, u64),
     /// Its current instance's call durations.
-    pub handler_time: prometheus_client::metrics::histogram::Histogram,
+    pub handler_time: crate::call_times::CallTimes,
     /// Crashes by kind, and the last one's reason.
     pub crash_kinds: Vec<(&'static str, u64)>,
     pub last_error: Option<String>,

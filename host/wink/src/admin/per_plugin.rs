@@ -7,17 +7,16 @@
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
 use prometheus_client::metrics::MetricType;
-use prometheus_client::metrics::histogram::Histogram;
 
 /// The histograms of one family, by plugin.
 #[derive(Debug)]
-pub(super) struct PerPlugin {
+pub(super) struct PerPlugin<H> {
     name: &'static str,
     help: &'static str,
-    histograms: Vec<(String, Histogram)>,
+    histograms: Vec<(String, H)>,
 }
 
-impl PerPlugin {
+impl<H> PerPlugin<H> {
     /// An empty family named `name` (without `wink_`'s prefix, which the
     /// registry adds).
     pub(super) fn new(name: &'static str, help: &'static str) -> Self {
@@ -30,12 +29,12 @@ impl PerPlugin {
 
     /// `plugin`'s histogram (shared, not copied: a clone reads the same
     /// buckets).
-    pub(super) fn push(&mut self, plugin: &str, histogram: Histogram) {
+    pub(super) fn push(&mut self, plugin: &str, histogram: H) {
         self.histograms.push((plugin.to_string(), histogram));
     }
 }
 
-impl Collector for PerPlugin {
+impl<H: EncodeMetric + std::fmt::Debug + Send + Sync + 'static> Collector for PerPlugin<H> {
     fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
         if self.histograms.is_empty() {
             return Ok(());
@@ -53,7 +52,7 @@ impl Collector for PerPlugin {
 mod tests {
     use super::*;
     use prometheus_client::encoding::text::encode;
-    use prometheus_client::metrics::histogram::exponential_buckets;
+    use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
     use prometheus_client::registry::Registry;
 
     #[test]
@@ -87,7 +86,7 @@ mod tests {
             text.contains(r#"wink_plugin_handler_seconds_count{plugin="b"} 1"#),
             "{text}"
         );
-        let empty = PerPlugin::new("none", "nothing");
+        let empty = PerPlugin::<Histogram>::new("none", "nothing");
         let mut registry = Registry::default();
         registry.register_collector(Box::new(empty));
         let mut text = String::new();
