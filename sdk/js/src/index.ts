@@ -179,6 +179,25 @@ function message(e: unknown): string {
 }
 
 /**
+ * What `reconcile` answered, checked: an `Action` or undefined (done).
+ * Anything else (a plain JavaScript caller's `"done"`, a number of ms)
+ * throws, so it becomes the reconcile's error rather than a trap.
+ */
+function answered(action: unknown): Action | undefined {
+  if (action === undefined || action === null) return undefined;
+  const a = action as { tag?: unknown; val?: unknown };
+  if (a.tag === "done" || a.tag === "requeue") return { tag: a.tag };
+  if (a.tag === "requeue-after" && typeof a.val === "bigint" && a.val >= 0n) return { tag: a.tag, val: a.val };
+  let shown: string;
+  try {
+    shown = JSON.stringify(action) ?? String(action);
+  } catch {
+    shown = String(action);
+  }
+  throw new Error(`reconcile answered ${shown}: not an Action or undefined`);
+}
+
+/**
  * `handler.on-batch` for `h`: for each event `i`, `delivery.begin(i)`, then
  * the handler's `onAdd`/`onUpdate`/`onDelete` with the event's objects (in
  * event order; an update takes two: old, then new).
@@ -266,7 +285,7 @@ export function plugin(cls: new () => Handler): HandlerExport {
     reconcile(key) {
       let action: Action | undefined;
       try {
-        action = instance().reconcile(key);
+        action = answered(instance().reconcile(key));
       } catch (e) {
         throw message(e); // the key is requeued with backoff
       }

@@ -250,6 +250,8 @@ test("the hooks answer for the plugin: verdicts, mutations, actions, keys", () =
     }
     reconcile(key) {
       if (key === "bad") throw new Error("cannot reach it");
+      if (key === "wrong") return "done";
+      if (key === "ms") return 1500;
       return key === "later" ? Action.requeueAfter(1500) : key === "again" ? Action.requeue() : undefined;
     }
     mapToKeys(obj) {
@@ -271,6 +273,8 @@ test("the hooks answer for the plugin: verdicts, mutations, actions, keys", () =
   assert.deepEqual(rec.reconcile("again"), { tag: "requeue" });
   assert.deepEqual(rec.reconcile("now"), Action.done());
   assert.throws(() => rec.reconcile("bad"), (thrown) => thrown === "cannot reach it");
+  assert.throws(() => rec.reconcile("wrong"), (thrown) => thrown === 'reconcile answered "done": not an Action or undefined');
+  assert.throws(() => rec.reconcile("ms"), (thrown) => thrown === "reconcile answered 1500: not an Action or undefined");
   assert.deepEqual(rec.mapToKeys(2, host.handle("default/web")), ["2:default/web"]);
 });
 
