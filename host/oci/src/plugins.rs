@@ -94,6 +94,9 @@ impl PluginRefArgs {
     }
 }
 
+/// Says whether a plugin name is taken, and by what.
+pub type Taken = Box<dyn Fn(&str) -> Option<String> + Send + Sync>;
+
 impl PluginRefArgs {
     /// The fetcher of the store and registry flags (for plugins from
     /// other sources than `--plugin-ref`).
@@ -106,7 +109,7 @@ impl PluginRefArgs {
 
     /// Whether a plugin name is taken by `plugins_dir` or a `--plugin-ref`,
     /// and by which.
-    pub fn taken(&self, plugins_dir: &Path) -> Box<dyn Fn(&str) -> Option<String> + Send + Sync> {
+    pub fn taken(&self, plugins_dir: &Path) -> Taken {
         let (dir, refs) = (plugins_dir.to_path_buf(), self.plugin_refs.clone());
         Box::new(move |name: &str| {
             if dir.join(format!("{name}.wasm")).exists() {

@@ -29,7 +29,7 @@ pub struct Context_ {
     /// wink's namespace, where pull Secrets are.
     pub namespace: String,
     /// Names taken by the plugin directory or `--plugin-ref`.
-    pub taken: Box<dyn Fn(&str) -> Option<String> + Send + Sync>,
+    pub taken: wink_oci::plugins::Taken,
 }
 
 /// The pins of WinkPlugins are kept apart from `--plugin-ref`'s.
