@@ -6,14 +6,17 @@
 //! new config and every Pod); bytes that do not match their digest and a
 //! name the plugin directory has are False conditions with their reasons,
 //! and the others run on; a restart with the registry stopped loads it
-//! from the store; deleting it unloads it. `wink manifests --winkplugins`
+//! from the store; deleting it unloads it; its grant edited from audit to
+//! enforce is in force for its next write, with no reload. `wink manifests --winkplugins`
 //! ships the CRD (which the simulator serves) and the controller's rights.
 
-use crate::cache_support::{Setup, WAIT, from_json, wait_synced};
+use crate::cache_support::{Setup, WAIT, deployment, from_json, wait_synced};
 use crate::common::{Wink, plugin, scratch};
 use crate::kubectl_support::{Env, env, have_kubectl};
 use crate::registry_support::*;
+use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Pod;
+use kube::ResourceExt;
 use kube::api::{Api, PostParams};
 use serde_json::{Value, json};
 use std::path::Path;
@@ -343,4 +346,73 @@ async fn manifests_ship_the_crd_and_the_controllers_rights() {
     )
     .await;
     assert_eq!(env.items(&["get", "wp"]).await.len(), 1);
+}
+
+/// Whether the Deployment `name` has the label `team`, once `want` holds.
+async fn wait_labelled(sim: &Sim, name: &str, want: bool) {
+    let deployments: Api<Deployment> = Api::namespaced(sim.client(), "default");
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let d = deployments.get(name).await.unwrap();
+        if d.labels().contains_key("team") == want {
+            return;
+        }
+        assert!(Instant::now() < deadline, "{name}: labelled is not {want}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_winkplugins_grant_edited_from_audit_to_enforce_changes_what_it_writes_without_a_restart() {
+    if !have_kubectl() {
+        return;
+    }
+    let env = env("winkplugins_grant", SimConfig::default()).await;
+    let s = Setup::new("winkplugins_grant", &env.sim);
+    let reg = Registry::start("winkplugins_grant_registry");
+    let reference = format!("{}/wink/require-labels:v1", reg.host());
+    push(&reg, &reference, &plugin("require_labels"));
+    let store = scratch("winkplugins_grant_store").join("store");
+    let wink = run(&s, &reg.host(), &store);
+    wink.wait_for_line("watching WinkPlugins", WAIT);
+    let with_mode = |mode: &str| {
+        winkplugin(
+            "require-labels",
+            json!({"source": {"oci": reference}, "grant": {
+                "mode": mode, "events": true,
+                "writes": [{"apiVersion": "apps/v1", "kind": "Deployment", "verbs": ["patch"]}]}}),
+        )
+    };
+    apply(&env, &with_mode("audit")).await;
+    wait_synced(&wink, "require-labels");
+    let deployments: Api<Deployment> = Api::namespaced(env.sim.client(), "default");
+    let pp = PostParams::default();
+    deployments
+        .create(&pp, &deployment("default", "web", 1))
+        .await
+        .unwrap();
+    wink.wait_for_line(
+        "require-labels: default/web: missing label team: would be set to (audit mode: nothing changed)",
+        WAIT,
+    );
+    wait_labelled(&env.sim, "web", false).await;
+    let object = wait_condition(&env, "require-labels", "Ready", |c| c["status"] == "True").await;
+    assert_eq!(object["status"]["mode"], "audit");
+
+    // Enforce: the next write persists; the plugin was not loaded again.
+    apply(&env, &with_mode("enforce")).await;
+    wait_condition(&env, "require-labels", "Ready", |c| c["observedGeneration"] == 2).await;
+    deployments
+        .create(&pp, &deployment("default", "api", 1))
+        .await
+        .unwrap();
+    wait_labelled(&env.sim, "api", true).await;
+    let object = wait_condition(&env, "require-labels", "Ready", |c| c["status"] == "True").await;
+    assert_eq!(object["status"]["mode"], "enforce");
+    let loads = wink
+        .lines()
+        .iter()
+        .filter(|l| l.contains("plugin synced plugin=require-labels"))
+        .count();
+    assert_eq!(loads, 1, "re-granted in place, not reloaded");
 }
