@@ -68,7 +68,19 @@ fn wink_test(case: &Path) -> String {
 #[test]
 fn python_and_js_examples_pass_their_wink_test_cases() {
     for lang in LANGS {
-        for name in ["pod-logger", "app-index", "require-labels"] {
+        let names = lang_support::examples(lang);
+        for name in [
+            "pod-logger",
+            "app-index",
+            "require-labels",
+            "service-selector-guard",
+        ] {
+            assert!(
+                names.iter().any(|n| n == name),
+                "{lang:?} has the example {name}: {names:?}"
+            );
+        }
+        for name in &names {
             let built = example(lang, name);
             let case = built.parent().unwrap().parent().unwrap().join("wink-test.yaml");
             let out = wink_test(&case);
@@ -120,16 +132,14 @@ fn wink_new_lang_python_and_js_build_and_pass_as_generated() {
 #[test]
 fn the_typescript_sdk_and_examples_type_check() {
     let tsc = lang_support::js_tools().join("node_modules/typescript/bin/tsc");
-    for project in [
-        "sdk/js",
-        "plugins/js/pod-logger",
-        "plugins/js/app-index",
-        "plugins/js/require-labels",
-    ] {
+    let examples = lang_support::examples(Lang::Js)
+        .into_iter()
+        .map(|name| format!("plugins/js/{name}"));
+    for project in std::iter::once("sdk/js".to_string()).chain(examples) {
         let out = Command::new("node")
             .arg(&tsc)
             .args(["--noEmit", "-p", "."])
-            .current_dir(root().join(project))
+            .current_dir(root().join(&project))
             .output()
             .unwrap();
         assert!(

@@ -8,8 +8,10 @@
 //! install` writes, and everything the builds make is ignored).
 //!
 //! The block is run once for `pod-logger`, as written, and again with the
-//! other examples' names in its place (lines already run are not run
-//! again). Two commands of it are the test's own: `pip install
+//! names of the other examples (every project of the clone's
+//! `plugins/python` and `plugins/js`) in its place (lines already run are
+//! not run again; lines about a language an example is not written in are
+//! left out). Two commands of it are the test's own: `pip install
 //! componentize-py==...` is checked for the version and answered by the
 //! folder `lang_support` installs it into, on `PYTHONPATH` (the manual's
 //! `--target DIR on PYTHONPATH`), and `cargo run -p wink -- ARGS` is the
@@ -19,7 +21,7 @@
 //! daemon: it is left out.
 
 use crate::common::{root, wink_bin};
-use crate::lang_support::{COMPONENTIZE_PY, python_tools};
+use crate::lang_support::{COMPONENTIZE_PY, Lang, examples_in, python_tools};
 use std::path::PathBuf;
 use std::process::{Command, Output};
 
@@ -116,19 +118,44 @@ fn python_and_typescript_examples_build_in_a_fresh_clone() {
             "the block has {needle:?}: {run:?}"
         );
     }
+    // The examples of the committed tree, each in the languages it is
+    // written in: a line about another language's project is left out.
+    let clone = Clone::new();
+    assert_eq!(clone.git_status(), "", "a fresh clone is clean");
+    let py = examples_in(&clone.dir, Lang::Python);
+    let js = examples_in(&clone.dir, Lang::Js);
+    let has = |lang: &str, name: &str| {
+        let of = if lang == "python" { &py } else { &js };
+        of.iter().any(|n| n == name)
+    };
+    let mut names: Vec<&String> = py.iter().chain(&js).collect();
+    names.sort();
+    names.dedup();
+    for name in [
+        "pod-logger",
+        "app-index",
+        "require-labels",
+        "service-selector-guard",
+    ] {
+        assert!(
+            has("python", name) && has("js", name),
+            "{name} in both languages: {py:?} {js:?}"
+        );
+    }
     let mut script = prelude();
     let mut seen = std::collections::BTreeSet::new();
-    for name in ["pod-logger", "app-index", "require-labels"] {
+    for name in &names {
         for line in &run {
+            let other = ["python", "js"]
+                .iter()
+                .any(|lang| line.contains(&format!("plugins/{lang}/pod-logger")) && !has(lang, name));
             let line = for_example(line, name);
-            if seen.insert(line.clone()) {
+            if !other && seen.insert(line.clone()) {
                 script.push_str(&line);
                 script.push('\n');
             }
         }
     }
-    let clone = Clone::new();
-    assert_eq!(clone.git_status(), "", "a fresh clone is clean");
     let wink = wink_bin();
     let out = Command::new("sh")
         .arg("-c")
@@ -142,8 +169,8 @@ fn python_and_typescript_examples_build_in_a_fresh_clone() {
         .expect("run sh");
     let log = text(&out);
     assert!(out.status.success(), "the manual's commands failed:\n{log}");
-    for name in ["pod-logger", "app-index", "require-labels"] {
-        for lang in ["python", "js"] {
+    for name in &names {
+        for lang in ["python", "js"].into_iter().filter(|lang| has(lang, name)) {
             let case = format!("plugins/{lang}/{name}/wink-test.yaml");
             assert!(log.contains(&format!("ok      {case}")), "{case} passed:\n{log}");
             let wasm = format!("plugins/{lang}/{name}/build/{}.wasm", name.replace('-', "_"));

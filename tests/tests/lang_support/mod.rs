@@ -184,14 +184,37 @@ pub fn components(projects: &[(Lang, &str)]) -> Vec<PathBuf> {
     projects.iter().map(|(l, r)| component(*l, r)).collect()
 }
 
-/// The examples (pod-logger, app-index, require-labels) and the test
-/// plugins that crash, in both languages, built.
+/// The names of the examples in `lang` (the folders of `plugins/python`
+/// holding an `app.py`, of `plugins/js` holding a `package.json`), sorted:
+/// a new example is built and checked with no change to the tests.
+pub fn examples(lang: Lang) -> Vec<String> {
+    examples_in(&root(), lang)
+}
+
+/// `examples` of the checkout at `checkout`.
+pub fn examples_in(checkout: &Path, lang: Lang) -> Vec<String> {
+    let (dir, marker) = match lang {
+        Lang::Python => ("python", "app.py"),
+        Lang::Js => ("js", "package.json"),
+    };
+    let mut names: Vec<String> = std::fs::read_dir(checkout.join("plugins").join(dir))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.join(marker).is_file())
+        .map(|p| p.file_name().unwrap().to_str().unwrap().to_string())
+        .collect();
+    names.sort();
+    names
+}
+
+/// Every example (`examples`) and the test plugins that crash, in both
+/// languages, built.
 pub fn all_built() {
     static DONE: OnceLock<()> = OnceLock::new();
     DONE.get_or_init(|| {
         let mut projects = Vec::new();
         for (lang, dir) in [(Lang::Python, "python"), (Lang::Js, "js")] {
-            for ex in ["pod-logger", "app-index", "require-labels"] {
+            for ex in examples(lang) {
                 projects.push((lang, format!("plugins/{dir}/{ex}")));
             }
             projects.push((lang, format!("tests/lang/{dir}/misbehave")));
