@@ -80,7 +80,7 @@ pub fn cpu_table(
     );
     println!();
     println!(
-        "| stream | set | N | plugins | consumer | CPU µs/event (utime+stime) | runs | CPU µs/event (schedstat) | guest entries/event | stream events/s | % of one core |"
+        "| stream | set | N | plugins | consumer | CPU µs/event (utime+stime) | runs | CPU µs/event (schedstat) | guest entries/event | stream events/s | % of one core at that rate |"
     );
     println!("|---|---|---|---|---|---|---|---|---|---|---|");
     for &(stream, set, n) in configs {
@@ -180,10 +180,13 @@ fn goals(runs: &Runs, repeats: usize, rate: f64) {
         }
     }
     if let Some(rs) = runs.get(Stream::Paced, "mixed", 100, "wink") {
-        let core = median(&of(rs, |r| r.stat_us * r.events_per_s / 1e4));
+        // At the rate asked for: the server may fall behind it on a busy
+        // machine, and the CPU per event is what carries over.
+        let core = median(&of(rs, |r| r.stat_us)) * rate / 1e4;
+        let reached = median(&of(rs, |r| r.events_per_s));
         let entries = median(&of(rs, |r| r.entries));
         println!(
-            "goal: 100 different plugins (half filtering), {rate:.0} events/s of Pod churn: whole process {core:.0}% of one core (goal < 40%: {}), guest entries per event {entries:.2} (goal: far below 100)",
+            "goal: 100 different plugins (half filtering), {rate:.0} events/s of Pod churn: whole process {core:.0}% of one core (CPU per event x {rate:.0}/s; the server reached {reached:.0}/s) (goal < 40%: {}), guest entries per event {entries:.2} (goal: far below 100)",
             if core < 40.0 { "met" } else { "not met" }
         );
     }
