@@ -231,7 +231,10 @@ fn a_second_pull_with_the_registry_stopped_comes_from_the_store() {
     let first = wink(&pull_args(&host, &store, &reference, &[]));
     let first_took = started.elapsed();
     assert!(first.status.success());
-    assert!(String::from_utf8_lossy(&first.stderr).contains("from the registry"));
+    let said = String::from_utf8_lossy(&first.stderr);
+    // Progress first (a pull may take seconds), then where it came from.
+    assert!(said.starts_with(&format!("pulling {reference}\n")), "{said}");
+    assert!(said.contains("from the registry"), "{said}");
 
     reg.stop();
     let by_digest = format!("{}/wink/pod-logger@{digest}", reg.host());

@@ -111,7 +111,15 @@ pub async fn run(command: OciCommand) -> anyhow::Result<()> {
             anyhow::ensure!(r.digest().is_none(), "{reference}: push to a tag, not a digest");
             let options = registry.options()?;
             let bytes = wink_input::read_file(&file, options.max_component_bytes, "component")?;
+            // Progress on stderr; the answer alone on stdout.
+            eprintln!(
+                "pushing {} ({} KiB) to {reference}",
+                file.display(),
+                bytes.len() / 1024
+            );
+            let started = std::time::Instant::now();
             let digest = Registry::new(options).push(&r, &bytes).await?;
+            eprintln!("pushed in {} ms", started.elapsed().as_millis());
             println!("{}/{}@{digest}", r.registry(), r.repository());
             Ok(())
         }
@@ -126,6 +134,7 @@ pub async fn run(command: OciCommand) -> anyhow::Result<()> {
                 store: store.open()?,
                 registry: Registry::new(registry.options()?),
             };
+            eprintln!("pulling {reference}");
             let fetched = fetcher.fetch(&r, None).await?;
             if let Some(out) = output {
                 std::fs::copy(&fetched.path, &out)
