@@ -14,6 +14,7 @@ use crate::cache_support::{Setup, WAIT, deployment, from_json, wait_synced};
 use crate::common::{Wink, plugin, scratch};
 use crate::kubectl_support::{Env, env, have_kubectl};
 use crate::registry_support::*;
+use base64::Engine;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Pod;
 use kube::ResourceExt;
@@ -415,4 +416,75 @@ async fn a_winkplugins_grant_edited_from_audit_to_enforce_changes_what_it_writes
         .filter(|l| l.contains("plugin synced plugin=require-labels"))
         .count();
     assert_eq!(loads, 1, "re-granted in place, not reloaded");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_private_registry_takes_the_pull_secret_a_winkplugin_names() {
+    if !have_kubectl() {
+        return;
+    }
+    let env = env("winkplugins_private", SimConfig::default()).await;
+    let s = Setup::new("winkplugins_private", &env.sim);
+    let reg = Registry::start_private("winkplugins_private_registry", "alice", "s3cret");
+    let host = reg.host();
+    let reference = format!("{host}/team/private:v1");
+    let dir = scratch("winkplugins_private_files");
+    // base64("alice:s3cret")
+    let config = format!(r#"{{"auths": {{"{host}": {{"auth": "YWxpY2U6czNjcmV0"}}}}}}"#);
+    let auth = dir.join("config.json");
+    std::fs::write(&auth, &config).unwrap();
+    let file = plugin("pod_logger");
+    let pushed = wink_ok(&[
+        "push",
+        &reference,
+        file.to_str().unwrap(),
+        "--plain-http",
+        &host,
+        "--registry-auth",
+        auth.to_str().unwrap(),
+    ]);
+    let digest = pushed.split_once('@').unwrap().1.to_string();
+    let wink = run(&s, &host, &dir.join("store"));
+    wink.wait_for_line("watching WinkPlugins", WAIT);
+
+    let private = |secret: &str| {
+        winkplugin(
+            "private",
+            json!({"source": {"oci": reference}, "pullSecret": secret}),
+        )
+    };
+    // No credentials, then a Secret that is not there: False, with why.
+    apply(
+        &env,
+        &winkplugin("private", json!({"source": {"oci": reference}})),
+    )
+    .await;
+    let object = wait_condition(&env, "private", "Pulled", |c| c["status"] == "False").await;
+    let pulled = &object["status"]["conditions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["type"] == "Pulled")
+        .unwrap()
+        .clone();
+    assert_eq!(pulled["reason"], "Unauthorized", "{object:#}");
+    apply(&env, &private("regcred")).await;
+    let object = wait_condition(&env, "private", "Pulled", |c| c["reason"] == "PullSecret").await;
+    assert!(
+        object["status"]["lastError"]
+            .as_str()
+            .unwrap()
+            .contains("the pull Secret default/regcred does not exist"),
+        "{object:#}"
+    );
+    // The Secret appears: the retry pulls with its credentials.
+    let secret = json!({"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/dockerconfigjson",
+        "metadata": {"name": "regcred", "namespace": "default"},
+        "data": {".dockerconfigjson": base64::engine::general_purpose::STANDARD.encode(&config)}});
+    apply(&env, &secret).await;
+    let object = wait_condition(&env, "private", "Ready", |c| c["status"] == "True").await;
+    assert_eq!(object["status"]["digest"], digest.as_str());
+    wait_synced(&wink, "private");
+    create_pod(&env.sim, "p1").await;
+    wink.wait_for_line("[private] OnAdd: p1", WAIT);
 }

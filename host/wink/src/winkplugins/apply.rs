@@ -40,7 +40,11 @@ fn pin_key(name: &str) -> String {
 /// Why a fetch failed, as a condition reason.
 fn pull_reason(error: &str) -> &'static str {
     let e = error.to_lowercase();
-    if e.contains("digest") && (e.contains("match") || e.contains("expected")) {
+    if e.contains("the pull secret") {
+        "PullSecret"
+    } else if e.contains("refused access") {
+        "Unauthorized"
+    } else if e.contains("digest") && (e.contains("match") || e.contains("expected")) {
         "DigestMismatch"
     } else if e.contains("cannot be reached") || e.contains("timed out") {
         "RegistryUnreachable"
@@ -137,7 +141,12 @@ async fn registry(cx: &Context_, spec: &Spec) -> anyhow::Result<Option<Registry>
         cx.namespace,
         data.0.len()
     );
-    let text = std::str::from_utf8(&data.0).context("the pull Secret's .dockerconfigjson is not UTF-8")?;
+    let text = std::str::from_utf8(&data.0).map_err(|_| {
+        anyhow::anyhow!(
+            "the pull Secret {}/{secret}: .dockerconfigjson is not UTF-8",
+            cx.namespace
+        )
+    })?;
     let auths = Auths::parse(text).with_context(|| format!("the pull Secret {}/{secret}", cx.namespace))?;
     let mut options = cx.fetcher.registry.options().clone();
     options.auths = auths;
