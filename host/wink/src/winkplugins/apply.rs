@@ -213,5 +213,10 @@ async fn load(cx: &Context_, name: &str, spec: &Spec, component: Digest) -> anyh
         }
     }
     cx.manager.give_grant(name, Some(spec.grant.clone())).await;
-    cx.manager.load_file(&path).await
+    cx.manager.load_file(&path).await?;
+    anyhow::ensure!(
+        cx.manager.has_path(&path).await,
+        "not running: the resources it watches are not served yet (tried again), or this wink loads only some plugins (wink dev without --src)"
+    );
+    Ok(())
 }
