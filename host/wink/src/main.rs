@@ -325,26 +325,6 @@ impl HostArgs {
         Ok((factory, manager))
     }
 
-    /// Run the WinkPlugins of the cluster (per `--winkplugins`); one that
-    /// cannot start is said and the daemon runs on without it.
-    async fn watch_winkplugins(&self, d: &Daemon, config: &kube::Config) -> anyhow::Result<()> {
-        let watch = self.winkplugins.unwrap_or(wink::winkplugins::Watch::Auto);
-        let client = kube::Client::try_from(config.clone())?;
-        let cx = || {
-            Ok(wink::winkplugins::apply::Context_ {
-                manager: d.manager.clone(),
-                fetcher: self.oci.fetcher()?,
-                client: client.clone(),
-                namespace: self.leader_elect_namespace.clone(),
-                taken: self.oci.taken(&self.plugins),
-            })
-        };
-        if let Err(e) = wink::winkplugins::start(watch, client.clone(), cx).await {
-            tracing::error!("WinkPlugins not watched: {e:#}");
-        }
-        Ok(())
-    }
-
     /// Run the daemon with `client` until a signal.
     async fn serve(&self, config: kube::Config) -> anyhow::Result<()> {
         let (factory, mut manager) = self.options()?;
@@ -407,7 +387,9 @@ impl HostArgs {
             let manager = d.manager.clone();
             tokio::spawn(async move { refs.load(&manager).await });
         }
-        self.watch_winkplugins(&d, &admission_config).await?;
+        let watch = self.winkplugins.unwrap_or(wink::winkplugins::Watch::Auto);
+        let (oci, dir, ns) = (&self.oci, &self.plugins, &self.leader_elect_namespace);
+        wink::winkplugins::watch(watch, &admission_config, &d.manager, oci, dir, ns).await?;
         if let Some((opts, socket)) = admission {
             let client = kube::Client::try_from(admission_config)?;
             wink::admission::start(opts, socket, client, d.manager.clone(), leadership).await?;

@@ -109,6 +109,34 @@ async fn ensure_crd(client: &kube::Client, install: bool) -> anyhow::Result<bool
     Ok(true)
 }
 
+/// Run the WinkPlugins of the cluster of `config` (per `watch`) in
+/// `manager`, beside the plugin directory `plugins` and the `--plugin-ref`s
+/// of `oci`; pull Secrets are read in `namespace`. One that cannot start
+/// is said and the daemon runs on without it.
+pub async fn watch(
+    watch: Watch,
+    config: &kube::Config,
+    manager: &Arc<wink_runtime::PluginManager>,
+    oci: &wink_oci::plugins::PluginRefArgs,
+    plugins: &std::path::Path,
+    namespace: &str,
+) -> anyhow::Result<()> {
+    let client = kube::Client::try_from(config.clone())?;
+    let cx = || {
+        Ok(Context_ {
+            manager: manager.clone(),
+            fetcher: oci.fetcher()?,
+            client: client.clone(),
+            namespace: namespace.to_string(),
+            taken: oci.taken(plugins),
+        })
+    };
+    if let Err(e) = start(watch, client.clone(), cx).await {
+        tracing::error!("WinkPlugins not watched: {e:#}");
+    }
+    Ok(())
+}
+
 /// Start watching WinkPlugins (per `watch`) and running them. Whether the
 /// controller runs; an error says why it could not start (the daemon runs
 /// on without it).
