@@ -389,7 +389,7 @@ impl HostArgs {
         }
         let watch = self.winkplugins.unwrap_or(wink::winkplugins::Watch::Auto);
         let (oci, dir, ns) = (&self.oci, &self.plugins, &self.leader_elect_namespace);
-        wink::winkplugins::watch(watch, &admission_config, &d.manager, oci, dir, ns).await?;
+        wink::winkplugins::watch(watch, &admission_config, &d.manager, oci, dir, ns)?;
         if let Some((opts, socket)) = admission {
             let client = kube::Client::try_from(admission_config)?;
             wink::admission::start(opts, socket, client, d.manager.clone(), leadership).await?;

@@ -90,8 +90,15 @@ fn api_resource() -> ApiResource {
 /// Whether the CRD is there; with `install`, create it when it is not.
 async fn ensure_crd(client: &kube::Client, install: bool) -> anyhow::Result<bool> {
     let api: Api<CustomResourceDefinition> = Api::all(client.clone());
-    if api.get_opt(crd::CRD_NAME).await?.is_some() {
-        return Ok(true);
+    match api.get_opt(crd::CRD_NAME).await {
+        Ok(Some(_)) => return Ok(true),
+        Ok(None) => {}
+        // Not allowed to look: as good as not installed, unless asked to install.
+        Err(kube::Error::Api(s)) if s.code == 403 && !install => {
+            tracing::debug!("WinkPlugins not watched: the CRD may not be read ({})", s.message);
+            return Ok(false);
+        }
+        Err(e) => return Err(e.into()),
     }
     if !install {
         return Ok(false);
@@ -111,9 +118,10 @@ async fn ensure_crd(client: &kube::Client, install: bool) -> anyhow::Result<bool
 
 /// Run the WinkPlugins of the cluster of `config` (per `watch`) in
 /// `manager`, beside the plugin directory `plugins` and the `--plugin-ref`s
-/// of `oci`; pull Secrets are read in `namespace`. One that cannot start
-/// is said and the daemon runs on without it.
-pub async fn watch(
+/// of `oci`; pull Secrets are read in `namespace`. Started in the
+/// background: an API server slow to answer delays nothing else, and one
+/// that cannot start is said and the daemon runs on without it.
+pub fn watch(
     watch: Watch,
     config: &kube::Config,
     manager: &Arc<wink_runtime::PluginManager>,
@@ -121,19 +129,28 @@ pub async fn watch(
     plugins: &std::path::Path,
     namespace: &str,
 ) -> anyhow::Result<()> {
-    let client = kube::Client::try_from(config.clone())?;
-    let cx = || {
-        Ok(Context_ {
-            manager: manager.clone(),
-            fetcher: oci.fetcher()?,
-            client: client.clone(),
-            namespace: namespace.to_string(),
-            taken: oci.taken(plugins),
-        })
-    };
-    if let Err(e) = start(watch, client.clone(), cx).await {
-        tracing::error!("WinkPlugins not watched: {e:#}");
+    if watch == Watch::Off {
+        return Ok(());
     }
+    let client = kube::Client::try_from(config.clone())?;
+    let (manager, oci, plugins) = (manager.clone(), oci.clone(), plugins.to_path_buf());
+    let namespace = namespace.to_string();
+    tokio::spawn(async move {
+        let cx = || {
+            Ok(Context_ {
+                manager,
+                fetcher: oci.fetcher()?,
+                client: client.clone(),
+                namespace,
+                taken: oci.taken(&plugins),
+            })
+        };
+        match start(watch, client.clone(), cx).await {
+            Ok(_) => {}
+            Err(e) if watch == Watch::Auto => tracing::warn!("WinkPlugins not watched: {e:#}"),
+            Err(e) => tracing::error!("WinkPlugins not watched: {e:#}"),
+        }
+    });
     Ok(())
 }
 
