@@ -6,7 +6,8 @@
 //! new config and every Pod); bytes that do not match their digest and a
 //! name the plugin directory has are False conditions with their reasons,
 //! and the others run on; a restart with the registry stopped loads it
-//! from the store; deleting it unloads it; its grant edited from audit to
+//! from the store; an https source whose sha256 the store has loads with
+//! no network; deleting it unloads it; its grant edited from audit to
 //! enforce is in force for its next write, with no reload. `wink manifests --winkplugins`
 //! ships the CRD (which the simulator serves) and the controller's rights.
 
@@ -230,6 +231,17 @@ async fn a_winkplugin_is_pulled_loaded_swapped_on_edit_kept_across_restarts_and_
         1,
         "the directory's plugin alone answers to its name"
     );
+
+    // An https source pinned by its sha256: a component the store has
+    // needs no network (the host does not resolve).
+    let layer = sha256(&std::fs::read(plugin("pod_logger")).unwrap());
+    let url = "https://unreachable.invalid/pod_logger.wasm";
+    let https = json!({"source": {"https": url, "sha256": layer}, "config": {"tag": "h"}});
+    apply(&env, &winkplugin("from-https", https)).await;
+    let object = wait_condition(&env, "from-https", "Ready", |c| c["status"] == "True").await;
+    assert_eq!(object["status"]["digest"], layer.as_str());
+    assert_eq!(object["status"]["source"], url);
+    wink.wait_for_line("[from-https] OnAdd:h p3", WAIT);
     wink.terminate(WAIT).expect("stops");
 
     // The registry gone, a restart loads the pinned digest from the store.

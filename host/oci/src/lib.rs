@@ -13,6 +13,7 @@ pub mod auth;
 pub mod cli;
 pub mod digest;
 pub mod fetch;
+pub mod https;
 pub mod plugins;
 pub mod registry;
 pub mod store;

@@ -157,10 +157,27 @@ async fn registry(cx: &Context_, spec: &Spec) -> anyhow::Result<Option<Registry>
 async fn fetch(cx: &Context_, name: &str, spec: &Spec) -> anyhow::Result<(String, Digest)> {
     let raw = match &spec.source {
         Source::Oci(r) => r,
-        Source::Https { url, .. } => {
-            anyhow::bail!(
-                "https sources ({url}) are not fetched by this wink: push the component to an OCI registry"
+        Source::Https { url, sha256 } => {
+            let digest = Digest::parse(sha256)?;
+            let options = cx.fetcher.registry.options();
+            let started = std::time::Instant::now();
+            let stored = wink_oci::https::fetch(
+                &cx.fetcher.store,
+                url,
+                digest,
+                options.max_component_bytes,
+                options.timeout,
             )
+            .await?;
+            tracing::info!(
+                winkplugin = %name,
+                url = %url,
+                digest = %digest,
+                from = %if stored { "store" } else { "https" },
+                took_ms = started.elapsed().as_millis() as u64,
+                "WinkPlugin fetched"
+            );
+            return Ok((digest.to_string(), digest));
         }
     };
     let reference = parse_reference(raw)?;
