@@ -8,8 +8,10 @@
 //! and the others run on; a restart with the registry stopped loads it
 //! from the store; an https source whose sha256 the store has loads with
 //! no network; deleting it unloads it; its grant edited from audit to
-//! enforce is in force for its next write, with no reload. `wink manifests --winkplugins`
-//! ships the CRD (which the simulator serves) and the controller's rights.
+//! enforce is in force for its next write, and its admission failure
+//! policy replaces the plugin's in the webhook configuration, with no
+//! reload. `wink manifests --winkplugins` ships the CRD (which the
+//! simulator serves) and the controller's rights.
 
 use crate::cache_support::{Setup, WAIT, deployment, from_json, wait_synced};
 use crate::common::{Wink, plugin, scratch};
@@ -499,4 +501,76 @@ async fn a_private_registry_takes_the_pull_secret_a_winkplugin_names() {
     wait_synced(&wink, "private");
     create_pod(&env.sim, "p1").await;
     wink.wait_for_line("[private] OnAdd: p1", WAIT);
+}
+
+/// The failure policies of the ValidatingWebhookConfiguration `wink`, once
+/// they are `want`.
+async fn wait_failure_policies(env: &Env, want: &[&str]) {
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let (_, out, _) = env
+            .run(&["get", "validatingwebhookconfiguration", "wink", "-o", "json"])
+            .await;
+        let c: Value = serde_json::from_str(&out).unwrap_or(Value::Null);
+        let got: Vec<&str> = c["webhooks"]
+            .as_array()
+            .map(|ws| ws.iter().filter_map(|w| w["failurePolicy"].as_str()).collect())
+            .unwrap_or_default();
+        if got == want {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "failure policies {got:?}, not {want:?}: {c:#}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_winkplugins_admission_failure_policy_overrides_the_plugins_own_without_a_reload() {
+    if !have_kubectl() {
+        return;
+    }
+    let env = env("winkplugins_admission", SimConfig::default()).await;
+    let s = Setup::new("winkplugins_admission", &env.sim);
+    let reg = Registry::start("winkplugins_admission_registry");
+    let reference = format!("{}/wink/admit-probe:v1", reg.host());
+    push(&reg, &reference, &plugin("admit_probe"));
+    let store = scratch("winkplugins_admission_store").join("store");
+    let port = crate::cache_support::free_port();
+    let (addr, url) = (format!("127.0.0.1:{port}"), format!("https://127.0.0.1:{port}"));
+    let (reg_host, store_s) = (reg.host(), store.to_str().unwrap().to_string());
+    let wink = s.run(&[
+        "--winkplugins",
+        "install",
+        "--plain-http",
+        &reg_host,
+        "--oci-store",
+        &store_s,
+        "--admission-addr",
+        &addr,
+        "--admission-webhook-url",
+        &url,
+    ]);
+    wink.wait_for_line("watching WinkPlugins", WAIT);
+    let probe = |policy: Option<&str>| {
+        let mut spec = json!({"source": {"oci": reference}});
+        if let Some(p) = policy {
+            spec["admission"] = json!({"failurePolicy": p});
+        }
+        winkplugin("probe", spec)
+    };
+    // The plugin declares Fail; the WinkPlugin says Ignore, then nothing.
+    apply(&env, &probe(Some("Ignore"))).await;
+    wait_synced(&wink, "probe");
+    wait_failure_policies(&env, &["Ignore"]).await;
+    apply(&env, &probe(None)).await;
+    wait_failure_policies(&env, &["Fail"]).await;
+    let loads = wink
+        .lines()
+        .iter()
+        .filter(|l| l.contains("plugin synced plugin=probe"))
+        .count();
+    assert_eq!(loads, 1, "given in place, not reloaded");
 }

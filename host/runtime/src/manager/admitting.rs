@@ -42,7 +42,10 @@ impl PluginManager {
             .filter_map(|(name, p)| {
                 p.admission.as_ref().map(|(webhooks, _)| PluginWebhooks {
                     plugin: name.clone(),
-                    webhooks: webhooks.clone(),
+                    webhooks: webhooks
+                        .iter()
+                        .map(|w| self.with_given_policy(name, w.clone()))
+                        .collect(),
                 })
             })
             .collect()
@@ -54,7 +57,8 @@ impl PluginManager {
         let hook = admission::hook(door);
         let plugins = self.plugins.lock().await;
         let (webhooks, _) = plugins.get(plugin)?.admission.as_ref()?;
-        webhooks.iter().find(|w| w.hook == hook).cloned()
+        let found = webhooks.iter().find(|w| w.hook == hook).cloned();
+        found.map(|w| self.with_given_policy(plugin, w))
     }
 
     /// Ask `plugin` about an AdmissionRequest (its JSON) through `door`.
@@ -71,7 +75,7 @@ impl PluginManager {
                 hooks
                     .iter()
                     .find(|w| w.hook == hook)
-                    .map(|w| (w.clone(), pool.clone()))
+                    .map(|w| (self.with_given_policy(plugin, w.clone()), pool.clone()))
             });
             let Some((webhook, pool)) = found else {
                 let what = if door == Door::Validate {

@@ -11,6 +11,7 @@
 //! decisions themselves are [`Grants`]'.
 
 use super::PluginManager;
+use crate::bindings::types::{FailurePolicy, Webhook};
 use crate::capabilities::WriteAccess;
 use crate::grants::{Grants, GrantsFile, Missing, PluginGrant};
 use std::collections::BTreeMap;
@@ -25,6 +26,8 @@ pub(super) struct LiveGrants {
     /// Grants given per plugin outside the file (a cluster object's):
     /// they win over the file's entry of the same name, through re-reads.
     given: Mutex<BTreeMap<String, PluginGrant>>,
+    /// Admission failure policies given per plugin outside its registration.
+    policies: Mutex<BTreeMap<String, FailurePolicy>>,
 }
 
 impl LiveGrants {
@@ -34,6 +37,7 @@ impl LiveGrants {
             file,
             last_error: Mutex::new(None),
             given: Mutex::new(BTreeMap::new()),
+            policies: Mutex::new(BTreeMap::new()),
         }
     }
 }
@@ -119,6 +123,25 @@ impl PluginManager {
         *self.grants.current.write().unwrap() = new.clone();
         self.apply_grants(&new).await;
         true
+    }
+
+    /// Give plugin `name`'s webhooks this failure policy whatever its
+    /// registration declares (`None`: its own again); in force for the next
+    /// request and the next webhook configuration, with no reload.
+    pub fn give_failure_policy(&self, name: &str, policy: Option<FailurePolicy>) {
+        let mut policies = self.grants.policies.lock().unwrap();
+        match policy {
+            Some(p) => policies.insert(name.to_string(), p),
+            None => policies.remove(name),
+        };
+    }
+
+    /// `webhook` of plugin `name` with the failure policy given it, if any.
+    pub(super) fn with_given_policy(&self, name: &str, mut webhook: Webhook) -> Webhook {
+        if let Some(p) = self.grants.policies.lock().unwrap().get(name) {
+            webhook.failure_policy = *p;
+        }
+        webhook
     }
 
     /// Put `grants` in force for every loaded plugin.

@@ -17,6 +17,7 @@ use wink_oci::fetch::{Fetcher, parse_reference};
 use wink_oci::registry::Registry;
 use wink_oci::store::Pin;
 use wink_runtime::PluginManager;
+use wink_runtime::bindings::types::FailurePolicy;
 
 /// The largest pull Secret read.
 pub const MAX_SECRET_BYTES: usize = 64 << 10;
@@ -230,6 +231,11 @@ async fn load(cx: &Context_, name: &str, spec: &Spec, component: Digest) -> anyh
         }
     }
     cx.manager.give_grant(name, Some(spec.grant.clone())).await;
+    let policy = spec.failure_policy.as_deref().map(|p| match p {
+        "Ignore" => FailurePolicy::Ignore,
+        _ => FailurePolicy::Fail,
+    });
+    cx.manager.give_failure_policy(name, policy);
     cx.manager.load_file(&path).await?;
     anyhow::ensure!(
         cx.manager.has_path(&path).await,

@@ -243,6 +243,7 @@ impl Controller {
                 tracing::info!(winkplugin = %name, "WinkPlugin deleted: its plugin is unloaded");
             }
             self.cx.manager.give_grant(name, None).await;
+            self.cx.manager.give_failure_policy(name, None);
             return;
         };
         let generation = object["metadata"]["generation"].as_i64().unwrap_or(0);
