@@ -331,16 +331,15 @@ macro_rules! export_plugin {
                     obj: &__wink_types::Object,
                 ) -> ::std::vec::Vec<::std::string::String> {
                     // SAFETY: as in `on_add`.
-                    let obj = unsafe {
-                        $crate::Object::lent(obj.handle(), ::std::string::String::new(), watch)
-                    };
+                    let obj =
+                        unsafe { $crate::Object::lent(obj.handle(), ::std::string::String::new(), watch) };
                     let mut keys = ::std::vec::Vec::new();
                     __wink_with(|h| keys = $crate::Handler::map_to_keys(h, &obj));
                     keys
                 }
             }
 
-    $crate::bindings::__export_bindings!(__WinkGuest with_types_in $crate::bindings);
-        };
+            $crate::bindings::__export_bindings!(__WinkGuest with_types_in $crate::bindings);
+};
     };
 }

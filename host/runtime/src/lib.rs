@@ -41,8 +41,8 @@ pub mod reload;
 pub mod reports;
 pub mod stdio;
 pub mod text_log;
-pub mod workqueue;
 pub mod ticker;
+pub mod workqueue;
 
 pub use engine::{Limits, WinkEngine};
 pub use instance::PluginInstance;

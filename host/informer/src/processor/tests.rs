@@ -333,7 +333,11 @@ fn a_handler_that_takes_batches_gets_them_whole_in_order() {
     });
     let deadline = Instant::now() + Duration::from_secs(10);
     while !(l.is_idle() && h.calls.lock().unwrap().len() == 3) {
-        assert!(Instant::now() < deadline, "delivered: {:?}", h.calls.lock().unwrap());
+        assert!(
+            Instant::now() < deadline,
+            "delivered: {:?}",
+            h.calls.lock().unwrap()
+        );
         std::thread::sleep(Duration::from_millis(5));
     }
     let calls = h.calls.lock().unwrap().clone();
@@ -345,7 +349,11 @@ fn a_handler_that_takes_batches_gets_them_whole_in_order() {
         .map(|i| format!("d/p{i:03}"))
         .collect();
     assert_eq!(all, want, "in order, each once");
-    assert_eq!(*h.synced.lock().unwrap(), [2], "after the initial list's two calls");
+    assert_eq!(
+        *h.synced.lock().unwrap(),
+        [2],
+        "after the initial list's two calls"
+    );
     assert!(l.has_synced());
     assert_eq!(l.delivered(), (BATCH + 13) as u64);
     l.stop();
