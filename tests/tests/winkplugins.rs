@@ -430,6 +430,24 @@ async fn a_winkplugins_grant_edited_from_audit_to_enforce_changes_what_it_writes
         .filter(|l| l.contains("plugin synced plugin=require-labels"))
         .count();
     assert_eq!(loads, 1, "re-granted in place, not reloaded");
+
+    // A component that declares another name than its WinkPlugin's is
+    // refused, said in status, and the others run on.
+    let named = format!("{}/wink/cache-probe:v1", reg.host());
+    push(&reg, &named, &plugin("cache_probe"));
+    let misnamed = json!({"source": {"oci": named}, "config": {"name": "other"}});
+    apply(&env, &winkplugin("misnamed", misnamed)).await;
+    let object = wait_condition(&env, "misnamed", "Loaded", |c| c["status"] == "False").await;
+    let error = object["status"]["lastError"].as_str().unwrap();
+    assert!(
+        error.contains(r#"the component declares the name "other""#),
+        "{object:#}"
+    );
+    deployments
+        .create(&pp, &deployment("default", "db", 1))
+        .await
+        .unwrap();
+    wait_labelled(&env.sim, "db", true).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

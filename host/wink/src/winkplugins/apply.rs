@@ -237,6 +237,21 @@ async fn load(cx: &Context_, name: &str, spec: &Spec, component: Digest) -> anyh
     });
     cx.manager.give_failure_policy(name, policy);
     cx.manager.load_file(&path).await?;
+    // The manager names a plugin as its registration does: a component
+    // declaring another name than its WinkPlugin's is refused, so that its
+    // grant, its status and its deletion find it.
+    let absolute = std::path::absolute(&path).unwrap_or_else(|_| path.clone());
+    let declared = cx
+        .manager
+        .status()
+        .await
+        .into_iter()
+        .find(|s| s.path == absolute)
+        .map(|s| s.name);
+    if let Some(declared) = declared.filter(|d| d != name) {
+        cx.manager.unload_path(&path).await;
+        anyhow::bail!("the component declares the name {declared:?}: its WinkPlugin must be named so");
+    }
     anyhow::ensure!(
         cx.manager.has_path(&path).await,
         "not running: the resources it watches are not served yet (tried again), or this wink loads only some plugins (wink dev without --src)"
