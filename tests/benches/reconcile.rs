@@ -15,8 +15,14 @@
 //! different keys concurrently); wink's queue has one worker per plugin.
 //!
 //! Run: `cargo bench -p wink-e2e --bench reconcile`.
+//! Memory: wink with M ConfigMaps cached (M = `RECONCILE_MEMORY_KEYS`,
+//! 100000) and all M keys queued (its plugin's first reconcile held),
+//! against the same cache with a queue of a few Namespaces: the resident
+//! memory growth (`VmRSS`) per queued key (`workqueue_depth`), its name's
+//! bytes included.
+//!
 //! Environment: `RECONCILE_KEYS` (20000), `RECONCILE_REPEATS` (3, the
-//! median is shown).
+//! median is shown), `RECONCILE_MEMORY_KEYS` (100000).
 
 #[path = "../tests/common/mod.rs"]
 mod common;
@@ -30,9 +36,9 @@ use kube::api::Api;
 use kube::runtime::controller::{Action, Controller};
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::watcher;
-use procs::cpu_ns;
+use procs::{cpu_ns, status_bytes};
 use serde_json::{Value, json};
-use std::io::{BufRead, BufReader, Read};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
@@ -233,6 +239,7 @@ fn median(mut v: Vec<f64>) -> f64 {
 async fn orchestrate() {
     let n = env_num("RECONCILE_KEYS", 20_000);
     let repeats = env_num("RECONCILE_REPEATS", 3).max(1);
+    let memory_keys = env_num("RECONCILE_MEMORY_KEYS", 100_000);
     let wink = wink_binary();
     let component = common::plugin("bench_reconcile");
     let scratch = common::scratch("bench_reconcile");
@@ -302,6 +309,80 @@ async fn orchestrate() {
         }
     }
     println!("goal: wink with one plugin ≥ 0.8x kube-runtime's Controller's throughput");
+    drop(sim);
+    memory(&wink, &component, &scratch, memory_keys).await;
+}
+
+/// A GET of wink's `/metrics`: the value of `workqueue_depth` for the
+/// bench plugin.
+fn depth(addr: &str) -> u64 {
+    let Ok(mut s) = std::net::TcpStream::connect(addr) else {
+        return 0;
+    };
+    let req = format!("GET /metrics HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
+    s.write_all(req.as_bytes()).unwrap();
+    let mut text = String::new();
+    let _ = s.read_to_string(&mut text);
+    text.lines()
+        .find_map(|l| l.strip_prefix("workqueue_depth{plugin=\"bench-reconcile\"} "))
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .map_or(0, |v| v as u64)
+}
+
+/// Resident memory of wink with M ConfigMaps cached and its plugin's queue
+/// holding their M keys (its first reconcile held), against the same with
+/// its queue of Namespaces (a few keys): the growth per key.
+async fn memory(wink: &Path, component: &Path, scratch: &Path, m: u64) {
+    let sim = Sim::start(SimConfig::default()).await.unwrap();
+    for i in 0..m {
+        sim.insert(json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": format!("cm-{i:06}"), "namespace": "default", "labels": {"app": "bench"}},
+            "data": {"key": "value"}}))
+            .unwrap();
+    }
+    let kubeconfig = scratch.join("kubeconfig-memory");
+    sim.write_kubeconfig(&kubeconfig).unwrap();
+    let mut measured = Vec::new();
+    for queue in ["Namespace", "ConfigMap"] {
+        let dir = scratch.join(format!("plugins-memory-{queue}"));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::copy(component, dir.join("bench-reconcile.wasm")).unwrap();
+        let config = json!({"n": m, "hold_ms": 300_000, "queue": queue});
+        std::fs::write(dir.join("bench-reconcile.json"), config.to_string()).unwrap();
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let addr = format!("127.0.0.1:{port}");
+        let c = Consumer::spawn(
+            wink,
+            &[
+                "run",
+                "--plugins",
+                dir.to_str().unwrap(),
+                "--kubeconfig",
+                kubeconfig.to_str().unwrap(),
+                "--admin-addr",
+                &addr,
+                "--call-deadline-ms",
+                "600000",
+            ],
+        );
+        c.wait("plugin synced plugin=bench-reconcile");
+        if queue == "ConfigMap" {
+            c.wait("holding");
+        }
+        quiesce(c.pid());
+        measured.push((depth(&addr), status_bytes(c.pid(), "VmRSS")));
+    }
+    let ((_, empty), (queued, full)) = (measured[0], measured[1]);
+    let per_key = (full as f64 - empty as f64) / queued.max(1) as f64;
+    println!(
+        "memory: {m} ConfigMaps cached; VmRSS {:.1} MiB with a queue of a few Namespaces, {:.1} MiB with {queued} keys queued: {per_key:.0} B per queued key (goal ≤ 200 B)",
+        empty as f64 / 1048576.0,
+        full as f64 / 1048576.0
+    );
 }
 
 /// The native consumer: kube-runtime's `Controller` over the ConfigMaps

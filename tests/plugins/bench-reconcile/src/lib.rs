@@ -8,6 +8,10 @@
 //! lookup of its key (config `{"lookup": true}`), and counts the keys of
 //! `cm-` ConfigMaps it reconciled: every `n` of them (config `{"n": N}`) it
 //! logs `start K` at the first of a round and `reconciled K` at its last.
+//! With `{"hold_ms": MS}` the first reconcile waits that long (logging
+//! `holding`), the other keys queued behind it; with `{"queue":
+//! "Namespace"}` the queue is of Namespaces (a few keys), beside the same
+//! cache of ConfigMaps.
 
 use wink_sdk::cache;
 use wink_sdk::queue::{Action, Enqueue, Queue};
@@ -19,6 +23,11 @@ use wink_sdk::{Handler, Object, Registration, Resource, Watch};
 struct Config {
     n: u64,
     lookup: bool,
+    /// The first reconcile waits this long (the keys stay queued).
+    hold_ms: u64,
+    /// The queue's kind: `ConfigMap`, or `Namespace` (of which the plugin
+    /// watches none: an empty queue beside the same cache).
+    queue: String,
 }
 
 impl Default for Config {
@@ -26,6 +35,8 @@ impl Default for Config {
         Config {
             n: 1000,
             lookup: false,
+            hold_ms: 0,
+            queue: "ConfigMap".into(),
         }
     }
 }
@@ -44,12 +55,17 @@ impl Handler for Bench {
         let config: Config = wink_sdk::config(config)?;
         let registration = Registration::new()
             .name("bench-reconcile")
-            .queue(Queue::new(config_maps()))
+            .queue(Queue::new(Resource::new("v1", &config.queue)))
             .watch(
                 Watch::new("v1", "ConfigMap")
                     .namespace("default")
                     .enqueue(Enqueue::Mapped),
             );
+        // A queue of Namespaces: fed by their watch (a few keys).
+        let registration = match config.queue.as_str() {
+            "ConfigMap" => registration,
+            _ => registration.watch(Watch::new("v1", "Namespace").enqueue(Enqueue::OwnKey)),
+        };
         Ok((Bench { config, count: 0 }, registration))
     }
 
@@ -70,6 +86,11 @@ impl Handler for Bench {
     }
 
     fn reconcile(&mut self, key: &str) -> Result<Action, String> {
+        if self.config.hold_ms > 0 {
+            let hold = std::mem::take(&mut self.config.hold_ms);
+            wink_sdk::info!("holding");
+            std::thread::sleep(std::time::Duration::from_millis(hold));
+        }
         if self.config.lookup {
             let found = cache::get_object(&config_maps(), key).map_err(|e| format!("{e:?}"))?;
             std::hint::black_box(found);
