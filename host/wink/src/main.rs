@@ -8,7 +8,7 @@ use wink::daemon::{self, ClusterOptions};
 mod host_args;
 mod report_flags;
 
-use host_args::{DEFAULT_PLUGINS, HostArgs};
+use host_args::HostArgs;
 
 #[derive(Parser)]
 #[command(
@@ -221,7 +221,7 @@ use wink_sim::SimArgs;
 /// `wink sim`'s arguments in a build without the simulator: whatever is
 /// given, the command says what is missing.
 #[cfg(not(feature = "sim"))]
-#[derive(Args)]
+#[derive(clap::Args)]
 struct SimArgs {
     #[arg(trailing_var_arg = true, allow_hyphen_values = true, hide = true)]
     _ignored: Vec<String>,
@@ -290,7 +290,10 @@ async fn dev(
             (projects, out)
         }
         None => {
-            host.only = wink::author::rebuild::examples(&host.plugins, std::path::Path::new(DEFAULT_PLUGINS));
+            host.only = wink::author::rebuild::examples(
+                &host.plugins,
+                std::path::Path::new(host_args::DEFAULT_PLUGINS),
+            );
             let projects = match host.only {
                 Some(_) => wink::author::rebuild::projects_in(std::path::Path::new("plugins")),
                 None => Vec::new(),
