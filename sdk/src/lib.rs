@@ -339,7 +339,7 @@ macro_rules! export_plugin {
                 }
             }
 
-            $crate::bindings::__export_bindings!(__WinkGuest with_types_in $crate::bindings);
-};
+    $crate::bindings::__export_bindings!(__WinkGuest with_types_in $crate::bindings);
+        };
     };
 }
