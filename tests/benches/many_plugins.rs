@@ -66,7 +66,7 @@ mod set;
 mod sim;
 
 use daemon::Daemon;
-use procs::{Proc, cpu, cpu_ns};
+use procs::{Proc, cpu, cpu_ns, quiesce};
 use report::{Run, Runs};
 use set::Stream;
 use std::path::{Path, PathBuf};
@@ -112,35 +112,7 @@ fn wink_binary() -> PathBuf {
     if let Some(bin) = std::env::var_os("MANY_WINK_BIN") {
         return common::root().join(bin);
     }
-    let mut c = std::process::Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
-    c.current_dir(common::root());
-    for (name, _) in std::env::vars_os() {
-        let name = name.to_string_lossy();
-        if name.starts_with("CARGO_") && name != "CARGO_TARGET_DIR" && name != "CARGO_HOME" {
-            c.env_remove(&*name);
-        }
-    }
-    let status = c
-        .args(["build", "--release", "-p", "wink", "--bin", "wink"])
-        .status()
-        .unwrap();
-    assert!(status.success(), "building wink failed");
-    common::target_dir().join("release/wink")
-}
-
-/// Wait until a process stops using CPU (less than 1% of a core over
-/// 300 ms), at most a minute.
-fn quiesce(pid: u32) {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let mut last = cpu_ns(pid);
-    while Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(300));
-        let now = cpu_ns(pid);
-        if now - last < Duration::from_millis(3) {
-            return;
-        }
-        last = now;
-    }
+    common::wink_release_bin().to_path_buf()
 }
 
 /// What the orchestrator keeps for every run.

@@ -36,7 +36,7 @@ use kube::api::Api;
 use kube::runtime::controller::{Action, Controller};
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::watcher;
-use procs::{cpu_ns, status_bytes};
+use procs::{cpu_ns, quiesce, status_bytes};
 use serde_json::{Value, json};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
@@ -44,7 +44,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, SystemTime};
 use wink_sim::{Sim, SimConfig};
 
 fn env_num(name: &str, default: u64) -> u64 {
@@ -77,35 +77,7 @@ fn main() {
 /// The daemon's binary: the release build (built here: a nested cargo
 /// without the variables cargo set for this process).
 fn wink_binary() -> PathBuf {
-    let mut c = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
-    c.current_dir(common::root());
-    for (name, _) in std::env::vars_os() {
-        let name = name.to_string_lossy();
-        if name.starts_with("CARGO_") && name != "CARGO_TARGET_DIR" && name != "CARGO_HOME" {
-            c.env_remove(&*name);
-        }
-    }
-    let status = c
-        .args(["build", "--release", "-p", "wink", "--bin", "wink"])
-        .status()
-        .unwrap();
-    assert!(status.success(), "building wink failed");
-    common::target_dir().join("release/wink")
-}
-
-/// Wait until a process stops using CPU (under 1% of a core over 300 ms),
-/// at most a minute.
-fn quiesce(pid: u32) {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let mut last = cpu_ns(pid);
-    while Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(300));
-        let now = cpu_ns(pid);
-        if now - last < Duration::from_millis(3) {
-            return;
-        }
-        last = now;
-    }
+    common::wink_release_bin().to_path_buf()
 }
 
 /// A consumer's process and its output lines (stdout and stderr).

@@ -147,3 +147,19 @@ pub fn status_bytes(pid: u32, field: &str) -> u64 {
         .unwrap_or(0)
         * 1024
 }
+
+/// Wait until a process stops using CPU (under 1% of a core over 300 ms),
+/// at most a minute. (The paced bench itself does not wait so.)
+#[allow(dead_code)]
+pub fn quiesce(pid: u32) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    let mut last = cpu_ns(pid);
+    while std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(300));
+        let now = cpu_ns(pid);
+        if now - last < Duration::from_millis(3) {
+            return;
+        }
+        last = now;
+    }
+}

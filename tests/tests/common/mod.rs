@@ -101,6 +101,15 @@ pub fn plugin(crate_name: &str) -> PathBuf {
     p
 }
 
+/// Build the release `wink` binary once (for the benchmarks).
+pub fn wink_release_bin() -> &'static Path {
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    BIN.get_or_init(|| {
+        run_cargo(&["build", "--release", "-p", "wink", "--bin", "wink"]);
+        target_dir().join("release/wink")
+    })
+}
+
 /// Build the `wink` binary once.
 pub fn wink_bin() -> &'static Path {
     static BIN: OnceLock<PathBuf> = OnceLock::new();
