@@ -76,6 +76,19 @@ pub fn list<K: Kind + DeserializeOwned>(
     decode_all(list_objects(&Resource::of::<K>(), namespace, selector)?)
 }
 
+/// The first, in key order, of the cached objects of kind `K` that
+/// [`list`] would answer, decoded; `None` when nothing matches. Asks
+/// whether anything matches without building the list.
+pub fn first<K: Kind + DeserializeOwned>(
+    namespace: Option<&str>,
+    selector: impl Into<Selector>,
+) -> Result<Option<K>, Error> {
+    match first_object(&Resource::of::<K>(), namespace, selector)? {
+        Some(o) => o.decode().map(Some).map_err(Error::Decode),
+        None => Ok(None),
+    }
+}
+
 /// Cached objects of kind `K` whose index `index` holds `value`, decoded.
 pub fn by_index<K: Kind + DeserializeOwned>(index: &str, value: &str) -> Result<Vec<K>, Error> {
     decode_all(by_index_objects(&Resource::of::<K>(), index, value)?)
@@ -101,6 +114,18 @@ pub fn list_objects(
         namespace,
         selector.as_deref(),
     )?))
+}
+
+/// The first, in key order, of the objects [`list_objects`] would answer
+/// with the same arguments, or `None`: whether anything matches, and
+/// which, without building the list (the host stops at the first match).
+pub fn first_object(
+    resource: &Resource,
+    namespace: Option<&str>,
+    label_selector: impl Into<Selector>,
+) -> Result<Option<Object>, CacheError> {
+    let selector = label_selector.into().into_query();
+    Ok(wit::first(resource.as_wit(), namespace, selector.as_deref())?.map(|o| Object::from_owned(o, None)))
 }
 
 /// Objects whose index `index` holds `value`, sorted by key.
@@ -140,6 +165,8 @@ mod tests {
         list_objects(r, None, Selector::new().exists("app"));
         let text: Option<&str> = None;
         list_objects(r, None, text);
+        first_object(r, Some("default"), "app=web");
+        first_object(r, None, &Selector::new().eq("app", "web"));
         #[derive(serde::Deserialize)]
         struct Pod {}
         impl Kind for Pod {

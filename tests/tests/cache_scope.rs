@@ -297,9 +297,18 @@ async fn cache_list_selectors_answer_as_the_api_servers_list() {
         "replicas>x",
         "app in (web",
     ];
+    // Each selector is asked as `list`, then as `first` across namespaces
+    // and in `default` (the namespace-index walk that stops early).
     let queries: Vec<Value> = selectors
         .iter()
-        .map(|sel| json!({"op": "list", "api_version": "v1", "kind": "ConfigMap", "selector": sel}))
+        .flat_map(|sel| {
+            [
+                json!({"op": "list", "api_version": "v1", "kind": "ConfigMap", "selector": sel}),
+                json!({"op": "first", "api_version": "v1", "kind": "ConfigMap", "selector": sel}),
+                json!({"op": "first", "api_version": "v1", "kind": "ConfigMap", "selector": sel,
+                       "namespace": "default"}),
+            ]
+        })
         .collect();
     let cm = json!({"api_version": "v1", "kind": "ConfigMap"});
     s.install(
@@ -341,6 +350,20 @@ async fn cache_list_selectors_answer_as_the_api_servers_list() {
         expected[7].starts_with("error invalid-argument: unable to parse requirement"),
         "{expected:?}"
     );
+    // `first` answers the first key of the same list, or nothing, and
+    // refuses what `list` refuses.
+    let first_of = |answer: &String| match answer.strip_prefix("ok [") {
+        Some(keys) => format!(
+            "ok [{}]",
+            keys.trim_end_matches(']').split(' ').next().unwrap_or("")
+        ),
+        None => answer.clone(),
+    };
+    let expected: Vec<String> = expected
+        .iter()
+        .flat_map(|answer| [answer.clone(), first_of(answer), first_of(answer)])
+        .collect();
+    assert_eq!(expected[1], "ok [default/r10]");
     assert_eq!(answers, expected);
 }
 

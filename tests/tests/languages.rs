@@ -179,7 +179,7 @@ fn the_python_sdk_unit_tests_pass_against_the_generated_bindings() {
         .unwrap();
     let text = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{text}");
-    assert!(text.contains("Ran 17 tests"), "{text}");
+    assert!(text.contains("Ran 18 tests"), "{text}");
 }
 
 #[test]
@@ -199,7 +199,7 @@ fn the_js_sdk_unit_tests_pass_against_stubs_of_the_host() {
         "{text}\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    assert!(text.lines().any(|l| l == "# pass 51"), "{text}");
+    assert!(text.lines().any(|l| l == "# pass 52"), "{text}");
     assert!(text.lines().any(|l| l == "# fail 0"), "{text}");
 }
 

@@ -324,6 +324,29 @@ impl Store {
         }
     }
 
+    /// The first, in key order, of what [`Store::list`] would answer, found
+    /// without collecting the rest: a namespace's keys are walked in order
+    /// and the first match ends the walk; across namespaces every object is
+    /// looked at once and the least matching key kept.
+    pub fn first(&self, namespace: Option<&str>, selector: Option<&LabelSelector>) -> Option<ObjRef> {
+        let inner = read(&self.shared);
+        let pick = |o: &ObjRef| selected(o, None, selector);
+        match namespace {
+            Some(ns) => inner
+                .keys(NAMESPACE_INDEX, ns)
+                .expect("every store has the namespace index")
+                .filter_map(|k| inner.items.get(k))
+                .find(|o| pick(o))
+                .cloned(),
+            None => inner
+                .items
+                .iter()
+                .filter(|(_, o)| pick(o))
+                .min_by(|a, b| a.0.cmp(b.0))
+                .map(|(_, o)| o.clone()),
+        }
+    }
+
     /// Every key, sorted.
     pub fn list_keys(&self) -> Vec<String> {
         let mut keys: Vec<String> = read(&self.shared).items.keys().map(|k| k.to_string()).collect();
@@ -383,6 +406,32 @@ mod tests {
 
     fn label_index(label: &'static str) -> IndexFunc {
         Arc::new(move |o: &CachedObject| Ok(o.label(label).map(str::to_string).into_iter().collect()))
+    }
+
+    #[test]
+    fn first_is_the_first_of_what_list_answers() {
+        let w = Writer::new();
+        let s = w.reader();
+        for (ns, name, app) in [
+            ("b", "p3", "web"),
+            ("a", "p9", "web"),
+            ("a", "p2", "db"),
+            ("a", "p5", "web"),
+        ] {
+            w.upsert(pod(ns, name, 1, &[("app", app)]));
+        }
+        let web = LabelSelector::parse("app=web").unwrap();
+        let none = LabelSelector::parse("app=cache").unwrap();
+        for ns in [Some("a"), Some("b"), Some("c"), None] {
+            for selector in [None, Some(&web), Some(&none)] {
+                let listed = s.list(ns, selector).first().map(|o| o.key().to_string());
+                let first = s.first(ns, selector).map(|o| o.key().to_string());
+                assert_eq!(first, listed, "namespace {ns:?}, selector {selector:?}");
+            }
+        }
+        assert_eq!(s.first(Some("a"), Some(&web)).unwrap().key(), "a/p5");
+        assert_eq!(s.first(None, None).unwrap().key(), "a/p2");
+        assert!(s.first(Some("a"), Some(&none)).is_none());
     }
 
     #[test]

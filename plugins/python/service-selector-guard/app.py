@@ -50,7 +50,7 @@ def selector(service: Dict[str, Any]) -> Optional[str]:
 def matches_pods(namespace: str, sel: str) -> bool:
     """Whether some Pod of ``namespace`` matches ``sel``, from the cache
     (raises :class:`CacheError`)."""
-    return bool(cache.list(PODS, namespace, sel))
+    return cache.first(PODS, namespace, sel) is not None
 
 
 def describe(e: CacheError) -> str:

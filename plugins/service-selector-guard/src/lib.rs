@@ -46,8 +46,8 @@ fn selector(service: &Service) -> Option<String> {
 
 /// Whether some Pod of `namespace` matches `selector`, from the cache.
 fn matches_pods(namespace: &str, selector: &str) -> Result<bool, String> {
-    cache::list_objects(&Resource::new("v1", "Pod"), Some(namespace), Some(selector))
-        .map(|pods| !pods.is_empty())
+    cache::first_object(&Resource::new("v1", "Pod"), Some(namespace), Some(selector))
+        .map(|pod| pod.is_some())
         .map_err(|e| format!("{e:?}"))
 }
 

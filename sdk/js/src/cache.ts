@@ -31,6 +31,16 @@ export function list(resource: Resource, namespace?: string, labelSelector?: str
   return KubeObject.fromAnswer(call(() => wit.list(res(resource), namespace, labelSelector)));
 }
 
+/**
+ * The first, in key order, of what `list` would answer with the same
+ * arguments, or undefined: whether anything matches, and which, without
+ * building the list (the host stops at the first match).
+ */
+export function first(resource: Resource, namespace?: string, labelSelector?: string): KubeObject | undefined {
+  const h = call(() => wit.first(res(resource), namespace, labelSelector));
+  return h === undefined ? undefined : new KubeObject(h, undefined);
+}
+
 /** The objects whose index `index` holds `value`, in key order. */
 export function byIndex(resource: Resource, index: string, value: string): KubeObject[] {
   return KubeObject.fromAnswer(call(() => wit.byIndex(res(resource), index, value)));

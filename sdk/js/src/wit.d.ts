@@ -170,6 +170,7 @@ declare module "wink:plugin/cache@0.4.0" {
   import type { Answer, Object, ResourceType } from "wink:plugin/types@0.4.0";
   export function get(resource: ResourceType, key: string): Object | undefined;
   export function list(resource: ResourceType, namespace: string | undefined, labelSelector: string | undefined): Answer;
+  export function first(resource: ResourceType, namespace: string | undefined, labelSelector: string | undefined): Object | undefined;
   export function byIndex(resource: ResourceType, index: string, value: string): Answer;
   export function indexKeys(resource: ResourceType, index: string, value: string): string;
   export function listIndexValues(resource: ResourceType, index: string): string[];

@@ -64,6 +64,21 @@ test("cache.list and cache.byIndex: the answer's objects in order, handles made 
   assert.deepEqual(host.called().slice(3), ["list.get", "object.json"]);
 });
 
+test("cache.first: the first match as a KubeObject with its key from the object; undefined when none", () => {
+  host.answer("cache.first", (_r, ns) => (ns === "default" ? host.handle("default/a") : undefined));
+  const a = cache.first(pods, "default", "app=web");
+  assert.ok(a instanceof KubeObject);
+  assert.equal(a.name, "a");
+  assert.equal(cache.first(pods, "other", "app=web"), undefined);
+  assert.deepEqual(
+    host.calls.filter(([name]) => name === "cache.first"),
+    [
+    ["cache.first", [POD, "default", "app=web"]],
+    ["cache.first", [POD, "other", "app=web"]],
+    ],
+  );
+});
+
 test("cache.indexKeys splits the host's lines; listIndexValues passes the values through", () => {
   host.answer("cache.indexKeys", () => "default/a\ndefault/b\n");
   host.answer("cache.listIndexValues", () => ["db", "web"]);

@@ -95,6 +95,23 @@ class CacheTest(Fakes):
         self.assertEqual((e.exception.kind, str(e.exception)), ("UnknownIndex", "no index app"))
 
 
+class CacheFirstTest(Fakes):
+    def test_first_passes_the_query_and_wraps_the_handle(self) -> None:
+        asked: List[Tuple[Any, ...]] = []
+
+        def first(r: Any, ns: Any, sel: Any) -> Any:
+            asked.append((r.kind, ns, sel))
+            return FakeHandle({"app": "web"}) if ns == "default" else None
+
+        self.fake(wit_cache, "first", first)
+        pods = wink_sdk.Resource("v1", "Pod")
+        found = cache.first(pods, "default", "app=web")
+        assert found is not None
+        self.assertEqual((found.key, found.label("app")), ("default/web", "web"))
+        self.assertIsNone(cache.first(pods, "other", "app=web"))
+        self.assertEqual(asked, [("Pod", "default", "app=web"), ("Pod", "other", "app=web")])
+
+
 class WriteTest(Fakes):
     def test_a_patch_sends_compact_json_and_errors_are_exceptions(self) -> None:
         sent: List[Tuple[Any, ...]] = []

@@ -6,6 +6,7 @@ A plugin may query the resources it watches or reads. A refusal raises a
 >>> pods = Resource("v1", "Pod")
 >>> web = cache.get(pods, "default/web")            # Object or None
 >>> front = cache.list(pods, "default", "tier=front")
+>>> one = cache.first(pods, "default", "tier=front")  # Object or None
 >>> keys = cache.index_keys(pods, "app", "web")
 """
 
@@ -41,6 +42,19 @@ def list(
     except Err as e:
         raise cache_error(e.value) from None
     return Object._from_answer(answer)
+
+
+def first(
+    resource: Resource, namespace: Optional[str] = None, label_selector: Optional[str] = None
+) -> Optional[Object]:
+    """The first, in key order, of what :func:`list` would answer with the same
+    arguments, or ``None``: whether anything matches, and which, without
+    building the list (the host stops at the first match)."""
+    try:
+        handle = _wit.first(resource._wit, namespace, label_selector)
+    except Err as e:
+        raise cache_error(e.value) from None
+    return None if handle is None else Object(handle, None)
 
 
 def by_index(resource: Resource, index: str, value: str) -> builtins.list[Object]:

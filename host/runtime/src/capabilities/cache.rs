@@ -120,6 +120,22 @@ impl HostState {
         Ok(Ok(self.answer(objects)?))
     }
 
+    fn query_first(
+        &mut self,
+        resource: Resource_,
+        namespace: Option<String>,
+        label_selector: Option<String>,
+    ) -> Reply<Option<Resource<ObjectHandle>>> {
+        let found = match self.selection(&resource, label_selector) {
+            Ok((store, selector)) => store.first(namespace.as_deref(), selector.as_ref()),
+            Err(e) => return Ok(Err(e)),
+        };
+        Ok(Ok(match found {
+            Some(obj) => Some(self.push_object(&obj)?),
+            None => None,
+        }))
+    }
+
     fn query_by_index(&mut self, resource: Resource_, index: String, value: String) -> Reply<Answer> {
         let objects = match self
             .refuse_logged(self.cache.store(&resource))
@@ -168,6 +184,16 @@ impl cache::Host for HostState {
         self.cache.count("list", reply)
     }
 
+    fn first(
+        &mut self,
+        resource: Resource_,
+        namespace: Option<String>,
+        label_selector: Option<String>,
+    ) -> Reply<Option<Resource<ObjectHandle>>> {
+        let reply = self.query_first(resource, namespace, label_selector);
+        self.cache.count("first", reply)
+    }
+
     fn by_index(&mut self, resource: Resource_, index: String, value: String) -> Reply<Answer> {
         let reply = self.query_by_index(resource, index, value);
         self.cache.count("by-index", reply)
@@ -191,12 +217,23 @@ impl HostState {
         namespace: Option<String>,
         label_selector: Option<String>,
     ) -> Result<Vec<ObjRef>, CacheError> {
+        let (store, selector) = self.selection(resource, label_selector)?;
+        Ok(store.list(namespace.as_deref(), selector.as_ref()))
+    }
+
+    /// The store of `resource` and the parsed `label_selector` (none when
+    /// absent or blank): what `list` and `first` select from.
+    fn selection(
+        &self,
+        resource: &Resource_,
+        label_selector: Option<String>,
+    ) -> Result<(Store, Option<wink_selector::LabelSelector>), CacheError> {
         let store = self.refuse_logged(self.cache.store(resource))?;
         let selector = match label_selector.as_deref().map(str::trim) {
             None | Some("") => None,
             Some(s) => Some(wink_selector::LabelSelector::parse(s).map_err(CacheError::InvalidArgument)?),
         };
-        Ok(store.list(namespace.as_deref(), selector.as_ref()))
+        Ok((store, selector))
     }
 }
 

@@ -46,7 +46,7 @@ function selector(service: Service): string | undefined {
 
 /** Whether some Pod of `namespace` matches `sel`, from the cache (throws a `CacheError`). */
 function matchesPods(namespace: string, sel: string): boolean {
-  return cache.list(PODS, namespace, sel).length > 0;
+  return cache.first(PODS, namespace, sel) !== undefined;
 }
 
 /** An error as the Rust example prints it (`NotPermitted("...")`). */

@@ -7,3 +7,4 @@ export const list = (...args) => call("cache.list", args);
 export const byIndex = (...args) => call("cache.byIndex", args);
 export const indexKeys = (...args) => call("cache.indexKeys", args);
 export const listIndexValues = (...args) => call("cache.listIndexValues", args);
+export const first = (...args) => call("cache.first", args);

@@ -11,6 +11,7 @@
 //!   "queries": [
 //!     {"op": "get", "api_version": "v1", "kind": "Secret", "key": "default/s1"},
 //!     {"op": "list", "api_version": "v1", "kind": "Secret", "namespace": "default", "selector": "a=b"},
+//!     {"op": "first", "api_version": "v1", "kind": "Secret", "namespace": "default", "selector": "a=b"},
 //!     {"op": "by-index", "api_version": "v1", "kind": "ConfigMap", "index": "app", "value": "web"},
 //!     {"op": "index-keys", "api_version": "v1", "kind": "ConfigMap", "index": "app", "value": "web"},
 //!     {"op": "list-index-values", "api_version": "v1", "kind": "ConfigMap", "index": "app"}
@@ -125,6 +126,8 @@ fn run(i: usize, q: &Value) {
         "get" => cache::get_object(&resource, text(q, "key").unwrap_or_default())
             .map(|o| o.map(|o| o.key().to_string()).unwrap_or_else(|| "none".into())),
         "list" => cache::list_objects(&resource, text(q, "namespace"), text(q, "selector")).map(|o| keys(&o)),
+        "first" => cache::first_object(&resource, text(q, "namespace"), text(q, "selector"))
+            .map(|o| o.map(|o| o.key().to_string()).unwrap_or_default()),
         "by-index" => cache::by_index_objects(&resource, index, value).map(|o| keys(&o)),
         "index-keys" => cache::index_keys(&resource, index, value).map(|k| k.join(" ")),
         "list-index-values" => cache::list_index_values(&resource, index).map(|v| v.join(" ")),
