@@ -13,82 +13,20 @@
 //! reload. `wink manifests --winkplugins` ships the CRD (which the
 //! simulator serves) and the controller's rights.
 
-use crate::cache_support::{Setup, WAIT, deployment, from_json, wait_synced};
-use crate::common::{Wink, plugin, scratch};
+mod support;
+
+use crate::cache_support::{Setup, WAIT, deployment, wait_synced};
+use crate::common::{plugin, scratch};
 use crate::kubectl_support::{Env, env, have_kubectl};
 use crate::registry_support::*;
 use base64::Engine;
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::Pod;
 use kube::ResourceExt;
 use kube::api::{Api, PostParams};
 use serde_json::{Value, json};
-use std::path::Path;
 use std::time::{Duration, Instant};
+use support::{apply, create_pod, push, run, wait_condition, winkplugin};
 use wink_sim::{Sim, SimConfig};
-
-/// `wink push` of `file` to `reference`: the digest it prints.
-fn push(reg: &Registry, reference: &str, file: &Path) -> String {
-    let out = wink_ok(&[
-        "push",
-        reference,
-        file.to_str().unwrap(),
-        "--plain-http",
-        &reg.host(),
-    ]);
-    out.split_once('@').expect("REF@DIGEST").1.to_string()
-}
-
-async fn create_pod(sim: &Sim, name: &str) {
-    let pods: Api<Pod> = Api::namespaced(sim.client(), "default");
-    let pod: Pod =
-        from_json(json!({"metadata": {"name": name}, "spec": {"containers": [{"name": "c", "image": "i"}]}}));
-    pods.create(&PostParams::default(), &pod).await.unwrap();
-}
-
-/// `kubectl apply` of `object`.
-async fn apply(env: &Env, object: &Value) {
-    let file = env.dir.join("object.json");
-    std::fs::write(&file, object.to_string()).unwrap();
-    env.ok(&["apply", "-f", file.to_str().unwrap()]).await;
-}
-
-fn winkplugin(name: &str, spec: Value) -> Value {
-    json!({"apiVersion": "wink.dev/v1alpha1", "kind": "WinkPlugin", "metadata": {"name": name}, "spec": spec})
-}
-
-/// The condition `kind` of WinkPlugin `name`, once `pred` holds of it.
-async fn wait_condition(env: &Env, name: &str, kind: &str, pred: impl Fn(&Value) -> bool) -> Value {
-    let deadline = Instant::now() + WAIT;
-    loop {
-        let (_, out, _) = env.run(&["get", "winkplugin", name, "-o", "json"]).await;
-        let object: Value = serde_json::from_str(&out).unwrap_or(Value::Null);
-        let condition = object["status"]["conditions"]
-            .as_array()
-            .and_then(|cs| cs.iter().find(|c| c["type"] == kind).cloned());
-        if let Some(c) = condition
-            && pred(&c)
-        {
-            return object;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "WinkPlugin {name}: no {kind} as wanted: {object:#}"
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
-}
-
-fn run(s: &Setup, reg: &str, store: &Path) -> Wink {
-    s.run(&[
-        "--winkplugins",
-        "install",
-        "--plain-http",
-        reg,
-        "--oci-store",
-        store.to_str().unwrap(),
-    ])
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_winkplugin_is_pulled_loaded_swapped_on_edit_kept_across_restarts_and_unloaded_on_delete() {
@@ -136,6 +74,13 @@ async fn a_winkplugin_is_pulled_loaded_swapped_on_edit_kept_across_restarts_and_
         object["status"]["observedGeneration"],
         object["metadata"]["generation"]
     );
+    // What the component was written in, from its metadata, and what
+    // compiled it here.
+    assert_eq!(object["status"]["language"], "rust", "{object:#}");
+    assert!(
+        ["cranelift", "winch"].contains(&object["status"]["compiler"].as_str().unwrap_or("")),
+        "{object:#}"
+    );
     for kind in ["Pulled", "Loaded", "Synced"] {
         let c = object["status"]["conditions"]
             .as_array()
@@ -160,6 +105,17 @@ async fn a_winkplugin_is_pulled_loaded_swapped_on_edit_kept_across_restarts_and_
     for cell in [reference.as_str(), digest.as_str(), "enforce", "True"] {
         assert!(row.split_whitespace().any(|c| c == cell), "{cell} in {row}");
     }
+    // Language and compiler are the wide table's.
+    let wide = env.ok(&["get", "winkplugins", "-o", "wide"]).await;
+    let header: Vec<&str> = wide.lines().next().unwrap().split_whitespace().collect();
+    assert_eq!(&header[6..], ["LANGUAGE", "COMPILER"], "{wide}");
+    let row: Vec<&str> = wide
+        .lines()
+        .find(|l| l.starts_with("logger "))
+        .expect(&wide)
+        .split_whitespace()
+        .collect();
+    assert_eq!(row[6], "rust", "{wide}");
     assert_eq!(
         env.ok(&["get", "wp", "-o", "name"]).await.trim(),
         "winkplugin.wink.dev/logger"

@@ -1,10 +1,10 @@
 //! One pass over one WinkPlugin: read its spec, fetch its component
 //! through the [`Fetcher`] (the store first: a digest pinned once is
-//! loaded with no registry), put its config beside it, give its grant and
-//! load it through the plugin manager as a file (so a changed config,
-//! grant or component swaps the running plugin with a file reload's
-//! guarantees). Every failure is a condition with its reason; a plugin
-//! already running stays as it was.
+//! loaded with no registry), read its language from its metadata, put its
+//! config beside it, give its grant and load it through the plugin
+//! manager as a file (so a changed config, grant or component swaps the
+//! running plugin with a file reload's guarantees). Every failure is a
+//! condition with its reason; a plugin already running stays as it was.
 
 use super::spec::{self, Source, Spec};
 use super::status::{Condition, Outcome};
@@ -93,6 +93,7 @@ pub async fn apply(cx: &Context_, name: &str, object: &Value) -> (Outcome, Optio
     };
     outcome.digest = Some(manifest.clone());
     outcome.component_digest = Some(component.to_string());
+    outcome.language = language(cx, component).map(|l| l.name().to_string());
     outcome.conditions.push(Condition::new(
         "Pulled",
         Some(true),
@@ -212,6 +213,15 @@ async fn fetch(cx: &Context_, name: &str, spec: &Spec) -> anyhow::Result<(String
         "WinkPlugin fetched"
     );
     Ok((fetched.manifest.to_string(), fetched.component))
+}
+
+/// The language of the stored component `component`, as its metadata
+/// says (none when the store cannot give it).
+fn language(cx: &Context_, component: Digest) -> Option<wink_runtime::Language> {
+    let max = cx.fetcher.registry.options().max_component_bytes;
+    let path = cx.fetcher.store.blob_path(component);
+    let bytes = wink_input::read_file(&path, max, "component").ok()?;
+    Some(wink_runtime::Language::of(&bytes))
 }
 
 /// Put the component and its config in place, give the grant, load.

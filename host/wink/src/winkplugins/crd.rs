@@ -1,7 +1,8 @@
 //! The `WinkPlugin` CustomResourceDefinition (`wink.dev/v1alpha1`,
 //! cluster-scoped, plural `winkplugins`, short name `wp`): a structural
 //! schema of the spec and status, the status subresource and the printer
-//! columns `kubectl get winkplugins` shows. Installed by `wink run` when a
+//! columns `kubectl get winkplugins` shows (language and compiler with
+//! `-o wide`). Installed by `wink run` when a
 //! cluster lacks it; `wink manifests` ships the same definition.
 
 use serde_json::{Value, json};
@@ -118,6 +119,9 @@ fn status() -> Value {
 /// The CustomResourceDefinition.
 pub fn definition() -> Value {
     let column = |name: &str, path: &str, ty: &str| json!({"name": name, "type": ty, "jsonPath": path});
+    // Shown by `kubectl get -o wide` only.
+    let wide =
+        |name: &str, path: &str| json!({"name": name, "type": "string", "jsonPath": path, "priority": 1});
     json!({
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",
@@ -143,7 +147,9 @@ pub fn definition() -> Value {
                     column("Digest", ".status.digest", "string"),
                     column("Mode", ".status.mode", "string"),
                     column("Ready", ".status.ready", "string"),
-                    column("Age", ".metadata.creationTimestamp", "date")
+                    column("Age", ".metadata.creationTimestamp", "date"),
+                    wide("Language", ".status.language"),
+                    wide("Compiler", ".status.compiler")
                 ],
                 "schema": {"openAPIV3Schema": {
                     "type": "object",

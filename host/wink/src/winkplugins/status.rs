@@ -58,6 +58,9 @@ pub struct Outcome {
     /// The manifest digest the source is pinned to.
     pub digest: Option<String>,
     pub component_digest: Option<String>,
+    /// The component's language (`rust`, `python`, `javascript`,
+    /// `unknown`), from its `producers` metadata.
+    pub language: Option<String>,
     /// The grant's mode.
     pub mode: String,
     /// `Pulled` and `Loaded` (or, for a spec that does not read, why).
@@ -181,6 +184,7 @@ pub fn render(outcome: &Outcome, running: Option<&Running>, current: Option<&Val
         "componentDigest",
         outcome.component_digest.clone().map(Value::from),
     );
+    set("language", outcome.language.clone().map(Value::from));
     set("lastError", outcome.last_error.clone().map(Value::from));
     if let Some(r) = running {
         set("compiler", Some(r.compiler.clone().into()));
@@ -235,8 +239,10 @@ mod tests {
         assert_eq!(ready(&outcome, Some(&running)).ok, Some(true));
         running.quarantined = Some("trapped".into());
         assert_eq!(ready(&outcome, Some(&running)).reason, "Quarantined");
+        outcome.language = Some("rust".into());
         let status = render(&outcome, Some(&running), None);
         assert_eq!(status["ready"], "False");
+        assert_eq!(status["language"], "rust");
         assert!(!differs(
             &status,
             Some(&render(&outcome, Some(&running), Some(&status)))
