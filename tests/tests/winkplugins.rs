@@ -13,6 +13,7 @@
 //! reload. `wink manifests --winkplugins` ships the CRD (which the
 //! simulator serves) and the controller's rights.
 
+mod moved_tag;
 mod support;
 
 use crate::cache_support::{Setup, WAIT, deployment, wait_synced};
