@@ -13,6 +13,7 @@
 //! reload. `wink manifests --winkplugins` ships the CRD (which the
 //! simulator serves) and the controller's rights.
 
+mod https;
 mod moved_tag;
 mod support;
 

@@ -47,6 +47,8 @@ fn pull_reason(error: &str) -> &'static str {
         "Unauthorized"
     } else if e.contains("digest") && (e.contains("match") || e.contains("expected")) {
         "DigestMismatch"
+    } else if e.contains("certificate") {
+        "CertificateRejected"
     } else if e.contains("cannot be reached") || e.contains("timed out") {
         "RegistryUnreachable"
     } else if e.contains("not found") {
