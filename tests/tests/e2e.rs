@@ -40,6 +40,7 @@ mod manual;
 mod new_anywhere;
 mod observability;
 mod oci_registry;
+mod oci_wkg;
 mod plugins_act;
 mod policy_reports;
 mod readme_paths;

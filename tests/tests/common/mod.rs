@@ -31,7 +31,7 @@ pub fn target_dir() -> PathBuf {
 /// build scripts (ring's) rerun when one of them changes, so inheriting them
 /// would make every nested build and every later plain `cargo build`
 /// rebuild the TLS stack and `wink` in turn (~50 s each).
-fn cargo() -> Command {
+pub fn cargo() -> Command {
     let mut c = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
     c.current_dir(root());
     for (name, _) in std::env::vars_os() {
@@ -159,7 +159,13 @@ impl Wink {
 
     /// Spawn `wink <args>` in the directory `dir` with the variables `env`.
     pub fn spawn_with_env(dir: &Path, args: &[&str], env: &[(&str, &std::ffi::OsStr)]) -> Wink {
-        let mut child = Command::new(wink_bin())
+        Wink::spawn_bin(wink_bin(), dir, args, env)
+    }
+
+    /// Spawn the `wink` binary `bin` (the benchmarks' release build) with
+    /// `args` in the directory `dir` with the variables `env`.
+    pub fn spawn_bin(bin: &Path, dir: &Path, args: &[&str], env: &[(&str, &std::ffi::OsStr)]) -> Wink {
+        let mut child = Command::new(bin)
             .current_dir(dir)
             .args(args)
             .envs(env.iter().copied())
