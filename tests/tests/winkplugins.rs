@@ -2,7 +2,7 @@
 //! kubectl, its component pushed to a real OCI registry on loopback, is
 //! pulled by digest, loaded beside the plugin directory's plugins, handles
 //! Pod events, and shows READY True and its digest in `kubectl get
-//! winkplugins`; an edit of its config swaps it (the new instance sees the
+//! winkplugins` (its language and compiler with `-o wide`); an edit of its config swaps it (the new instance sees the
 //! new config and every Pod); bytes that do not match their digest and a
 //! name the plugin directory has are False conditions with their reasons,
 //! and the others run on; a restart with the registry stopped loads it
@@ -11,10 +11,12 @@
 //! enforce is in force for its next write, and its admission failure
 //! policy replaces the plugin's in the webhook configuration, with no
 //! reload. `wink manifests --winkplugins` ships the CRD (which the
-//! simulator serves) and the controller's rights.
+//! simulator serves) and the controller's rights. A moved tag, a real
+//! https download and two replicas are the modules beside this one's.
 
 mod https;
 mod moved_tag;
+mod replicas;
 mod support;
 
 use crate::cache_support::{Setup, WAIT, deployment, wait_synced};

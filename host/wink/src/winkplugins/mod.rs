@@ -11,7 +11,9 @@
 //! tried again with backoff ([`RETRY_FIRST`] doubling to [`RETRY_MAX`]); a
 //! generation already applied is not applied again. Every replica loads;
 //! only the leader writes status ([`status`]), refreshed each
-//! [`REFRESH`] from what the manager says (synced, quarantined).
+//! [`REFRESH`] from what the manager says (synced, quarantined), and says
+//! in its log when a status it writes reports another generation or
+//! readiness.
 
 pub mod apply;
 pub mod crd;
@@ -306,6 +308,17 @@ impl Controller {
             match api.patch_status(&name, &PatchParams::default(), &patch).await {
                 Ok(_) => {
                     if let Some(e) = self.entries.get_mut(&name) {
+                        // Said when this replica first writes it, and when
+                        // the generation or readiness it reports changes.
+                        let key = |s: &Value| (s["observedGeneration"].clone(), s["ready"].clone());
+                        if e.written.as_ref().map(key) != Some(key(&new)) {
+                            tracing::info!(
+                                winkplugin = %name,
+                                observed_generation = %new["observedGeneration"],
+                                ready = %new["ready"].as_str().unwrap_or("Unknown"),
+                                "WinkPlugin status written"
+                            );
+                        }
                         e.written = Some(new);
                     }
                 }
