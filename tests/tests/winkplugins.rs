@@ -12,11 +12,13 @@
 //! policy replaces the plugin's in the webhook configuration, with no
 //! reload. `wink manifests --winkplugins` ships the CRD (which the
 //! simulator serves) and the controller's rights. A moved tag, a real
-//! https download and two replicas are the modules beside this one's.
+//! https download, two replicas and what is written of the status, and
+//! when, are the modules beside this one's.
 
 mod https;
 mod moved_tag;
 mod replicas;
+mod status_writes;
 mod support;
 
 use crate::cache_support::{Setup, WAIT, deployment, wait_synced};

@@ -78,8 +78,8 @@ async fn every_replica_pulls_and_loads_a_winkplugin_only_the_leader_writes_its_s
         "WinkPlugin status written winkplugin=logger observed_generation=1 ready=True",
         WAIT,
     );
-    // The leader delivers (and its status follows its calls); the standby
-    // runs the plugin too and writes nothing, refresh after refresh.
+    // The leader delivers; the standby runs the plugin too and writes
+    // nothing, refresh after refresh.
     create_pod(&env.sim, "p1").await;
     a.wait_for_line("[logger] OnAdd:a p1", WAIT);
     tokio::time::sleep(wink::winkplugins::REFRESH * 3 + Duration::from_millis(500)).await;

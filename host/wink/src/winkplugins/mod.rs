@@ -10,10 +10,11 @@
 //! its grant taken back. A failed pass leaves what runs running and is
 //! tried again with backoff ([`RETRY_FIRST`] doubling to [`RETRY_MAX`]); a
 //! generation already applied is not applied again. Every replica loads;
-//! only the leader writes status ([`status`]), refreshed each
-//! [`REFRESH`] from what the manager says (synced, quarantined), and says
-//! in its log when a status it writes reports another generation or
-//! readiness.
+//! only the leader writes status ([`status`]): compared each [`REFRESH`]
+//! with what the manager says (synced, quarantined), written at once when
+//! more than the call counts changed, and for the counts alone at most
+//! once each [`COUNTERS_REFRESH`]; it says in its log when a status it
+//! writes reports another generation or readiness.
 
 pub mod apply;
 pub mod crd;
@@ -25,7 +26,7 @@ use apply::Context_;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams, PostParams};
 use kube::core::GroupVersionKind;
-use serde_json::{Value, json};
+use serde_json::Value;
 use status::{Outcome, Running};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -42,6 +43,9 @@ pub const RETRY_FIRST: Duration = Duration::from_secs(1);
 pub const RETRY_MAX: Duration = Duration::from_secs(300);
 /// How often the status of every WinkPlugin is compared with the plugin's.
 pub const REFRESH: Duration = Duration::from_secs(1);
+/// How long after a status write a change of the call counts alone
+/// (`calls`, `crashes`) waits before it is written.
+pub const COUNTERS_REFRESH: Duration = Duration::from_secs(60);
 /// At most this many WinkPlugins are run.
 pub const MAX_WINKPLUGINS: usize = 1024;
 
@@ -64,8 +68,9 @@ struct Entry {
     applied: bool,
     retry_at: Option<Instant>,
     delay: Duration,
-    /// The last status written.
+    /// The last status written, and when.
     written: Option<Value>,
+    written_at: Option<Instant>,
 }
 
 struct Names(mpsc::UnboundedSender<String>);
@@ -301,10 +306,11 @@ impl Controller {
             let entry = &self.entries[&name];
             let run = running.get(&name).filter(|_| entry.applied);
             let new = status::render(&entry.outcome, run, current.as_ref());
-            if !status::differs(&new, current.as_ref()) || !status::differs(&new, entry.written.as_ref()) {
+            let since = entry.written_at.map(|t| t.elapsed());
+            if !status::due(&new, current.as_ref(), entry.written.as_ref(), since) {
                 continue;
             }
-            let patch = Patch::Merge(json!({"status": new}));
+            let patch = Patch::Merge(status::patch(&new, current.as_ref()));
             match api.patch_status(&name, &PatchParams::default(), &patch).await {
                 Ok(_) => {
                     if let Some(e) = self.entries.get_mut(&name) {
@@ -320,6 +326,7 @@ impl Controller {
                             );
                         }
                         e.written = Some(new);
+                        e.written_at = Some(Instant::now());
                     }
                 }
                 Err(e) => tracing::warn!(winkplugin = %name, error = %e, "WinkPlugin status not written"),

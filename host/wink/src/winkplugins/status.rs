@@ -4,9 +4,14 @@
 //! its status, a reason in CamelCase, a message, and the time it last
 //! changed (kept from the object's status while the condition's status
 //! stays). Written through the status subresource with a merge patch, by
-//! the leader only.
+//! the leader only; the patch sets to null every field the status computed
+//! leaves out ([`patch`]), so the object's status is exactly that one. A
+//! change beyond the call counts is written at once ([`due`]); the counts
+//! alone wait [`COUNTERS_REFRESH`] after the last write.
 
-use serde_json::{Value, json};
+use super::COUNTERS_REFRESH;
+use serde_json::{Map, Value, json};
+use std::time::Duration;
 use wink_runtime::manager::PluginState;
 
 /// The longest message or last error written.
@@ -194,20 +199,79 @@ pub fn render(outcome: &Outcome, running: Option<&Running>, current: Option<&Val
     status
 }
 
-/// Whether `new` says something `current` does not (times aside).
-pub fn differs(new: &Value, current: Option<&Value>) -> bool {
-    let strip = |v: &Value| {
-        let mut v = v.clone();
-        if let Some(cs) = v.get_mut("conditions").and_then(Value::as_array_mut) {
-            for c in cs {
-                if let Some(o) = c.as_object_mut() {
-                    o.remove("lastTransitionTime");
-                }
+/// The fields [`render`] may leave out.
+pub const OPTIONAL: [&str; 7] = [
+    "digest",
+    "componentDigest",
+    "language",
+    "lastError",
+    "compiler",
+    "calls",
+    "crashes",
+];
+
+/// The fields that count what the plugin did.
+pub const COUNTS: [&str; 2] = ["calls", "crashes"];
+
+/// `status` without the times of its conditions and, unless `counts`,
+/// without [`COUNTS`].
+fn comparable(status: &Value, counts: bool) -> Value {
+    let mut v = status.clone();
+    if let Some(cs) = v.get_mut("conditions").and_then(Value::as_array_mut) {
+        for c in cs {
+            if let Some(o) = c.as_object_mut() {
+                o.remove("lastTransitionTime");
             }
         }
-        v
-    };
-    current.is_none_or(|c| strip(c) != strip(new))
+    }
+    if !counts && let Some(o) = v.as_object_mut() {
+        for k in COUNTS {
+            o.remove(k);
+        }
+    }
+    v
+}
+
+/// Whether `new` says something `current` does not (times aside).
+pub fn differs(new: &Value, current: Option<&Value>) -> bool {
+    current.is_none_or(|c| comparable(c, true) != comparable(new, true))
+}
+
+/// Whether `new` says something `current` does not, times and
+/// [`COUNTS`] aside.
+pub fn differs_beyond_counts(new: &Value, current: Option<&Value>) -> bool {
+    current.is_none_or(|c| comparable(c, false) != comparable(new, false))
+}
+
+/// Whether to write `new` now, given the object's status `current`, the
+/// last status this replica wrote, `written`, and the time since it wrote
+/// it, `since`: not when either already says all of it; at once when both
+/// miss something beyond the counts; when only the counts are new, once
+/// [`COUNTERS_REFRESH`] has passed since the last write (or none was).
+pub fn due(new: &Value, current: Option<&Value>, written: Option<&Value>, since: Option<Duration>) -> bool {
+    if !differs(new, current) || !differs(new, written) {
+        return false;
+    }
+    if differs_beyond_counts(new, current) && differs_beyond_counts(new, written) {
+        return true;
+    }
+    since.is_none_or(|d| d >= COUNTERS_REFRESH)
+}
+
+/// The merge patch that makes the object's status `new`: each field
+/// `current` or [`OPTIONAL`] has and `new` does not is set to null.
+pub fn patch(new: &Value, current: Option<&Value>) -> Value {
+    let mut status: Map<String, Value> = new.as_object().cloned().unwrap_or_default();
+    let old = current
+        .and_then(Value::as_object)
+        .into_iter()
+        .flat_map(|o| o.keys());
+    for k in old.map(String::as_str).chain(OPTIONAL) {
+        if !status.contains_key(k) {
+            status.insert(k.to_string(), Value::Null);
+        }
+    }
+    json!({"status": status})
 }
 
 #[cfg(test)]
@@ -248,5 +312,105 @@ mod tests {
             Some(&render(&outcome, Some(&running), Some(&status)))
         ));
         assert!(differs(&status, None));
+    }
+
+    /// RFC 7386, as the API server applies a merge patch.
+    fn merge(target: &mut Value, patch: &Value) {
+        let Some(p) = patch.as_object() else {
+            *target = patch.clone();
+            return;
+        };
+        if !target.is_object() {
+            *target = json!({});
+        }
+        let t = target.as_object_mut().unwrap();
+        for (k, v) in p {
+            match v {
+                Value::Null => {
+                    t.remove(k);
+                }
+                _ => merge(t.entry(k.clone()).or_insert(Value::Null), v),
+            }
+        }
+    }
+
+    fn loaded() -> Outcome {
+        Outcome {
+            generation: 1,
+            digest: Some("sha256:a".into()),
+            component_digest: Some("sha256:b".into()),
+            language: Some("rust".into()),
+            conditions: vec![
+                Condition::new("Pulled", Some(true), "Pulled", ""),
+                Condition::new("Loaded", Some(true), "Loaded", ""),
+            ],
+            ..Outcome::default()
+        }
+    }
+
+    #[test]
+    fn the_patch_leaves_the_object_with_exactly_the_status_computed() {
+        let failed = Outcome {
+            conditions: vec![Condition::new("Pulled", Some(false), "NotFound", "gone")],
+            last_error: Some("gone".into()),
+            ..Outcome::default()
+        };
+        let running = Running {
+            synced: true,
+            calls: 3,
+            ..Running::default()
+        };
+        let mut object = json!({"status": render(&loaded(), Some(&running), None)});
+        object["status"]["writtenByAnOlderWink"] = json!(true);
+        for (outcome, run) in [
+            (&failed, None),
+            (&loaded(), Some(&running)),
+            (&failed, Some(&running)),
+        ] {
+            let new = render(outcome, run, Some(&object["status"]));
+            let p = patch(&new, Some(&object["status"]));
+            merge(&mut object, &p);
+            assert_eq!(object["status"], new);
+        }
+        assert_eq!(object["status"]["lastError"], "gone");
+        assert!(object["status"].get("digest").is_none());
+        // Fields that the object's status (as read) lacks are cleared too.
+        let new = render(&loaded(), None, None);
+        let p = patch(&new, None);
+        assert_eq!(p["status"]["lastError"], Value::Null);
+        assert_eq!(p["status"]["calls"], Value::Null);
+    }
+
+    #[test]
+    fn counts_alone_wait_their_period_while_other_changes_are_due_at_once() {
+        let mut running = Running {
+            synced: true,
+            calls: 1,
+            ..Running::default()
+        };
+        let a = render(&loaded(), Some(&running), None);
+        let soon = Some(Duration::from_secs(1));
+        assert!(due(&a, None, None, None));
+        assert!(!due(&a, Some(&a), Some(&a), Some(COUNTERS_REFRESH)));
+        running.calls = 2;
+        running.crashes = 1;
+        let counted = render(&loaded(), Some(&running), Some(&a));
+        assert!(!due(&counted, Some(&a), Some(&a), soon));
+        assert!(due(&counted, Some(&a), Some(&a), Some(COUNTERS_REFRESH)));
+        assert!(due(&counted, Some(&a), None, None));
+        running.quarantined = Some("trapped".into());
+        let quarantined = render(&loaded(), Some(&running), Some(&a));
+        assert!(due(&quarantined, Some(&a), Some(&a), Some(Duration::ZERO)));
+        // Written, not read back yet: not written again.
+        assert!(!due(
+            &quarantined,
+            Some(&a),
+            Some(&quarantined),
+            Some(Duration::ZERO)
+        ));
+        let mut edited = loaded();
+        edited.generation = 2;
+        let edited = render(&edited, Some(&running), Some(&quarantined));
+        assert!(due(&edited, Some(&quarantined), Some(&quarantined), soon));
     }
 }
