@@ -33,6 +33,16 @@ pub trait EventHandler: Send + Sync {
     fn on_delete(&self, obj: &ObjRef, final_state_unknown: bool);
     /// The listener has delivered its initial list.
     fn on_synced(&self) {}
+    /// Whether `n` is to be queued for this handler at all: a handler's
+    /// filter of what it is told (e.g. updates that change no label it
+    /// cares about), asked once per notification as it is enqueued, so a
+    /// notification the handler would ignore costs no queue slot and no
+    /// scheduling. Must be a function of `n` alone. Every notification by
+    /// default.
+    fn wants(&self, n: &Notification) -> bool {
+        let _ = n;
+        true
+    }
     /// Whether this handler delivers through [`deliver_async`](Self::deliver_async).
     fn is_async(&self) -> bool {
         false
@@ -369,7 +379,9 @@ impl Listener {
         }
         let mut started = false;
         for n in ns {
-            started |= q.items.push(n);
+            if matches!(n, Notification::Synced) || self.handler.wants(&n) {
+                started |= q.items.push(n);
+            }
         }
         let backlog = q.items.len();
         let schedule = !q.items.is_empty() && q.state.on_push();

@@ -3,14 +3,16 @@
 //! read-only [`Store`].
 //!
 //! Owns the objects of one informer, keyed `namespace/name` (or `name`), and
-//! the named indexes over them (`index name -> indexed value -> keys`). Only
+//! the named indexes over them (`index name -> indexed value -> keys`; the
+//! built-in `namespace` index holds each namespace's objects in key order,
+//! so a namespace is queried without a lookup per object). Only
 //! the informer holds the [`Writer`]; everything else (plugins' cache
 //! queries, the cache view) holds a [`Store`] and can only read, so the type
 //! says who may change the cache. It never talks to the API server and never
 //! notifies anyone (that is the informer's and the processor's job).
 
 use super::object::{CachedObject, ObjRef};
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Arc, RwLock};
 use wink_selector::LabelSelector;
 
@@ -50,9 +52,15 @@ pub type Items = KeyMap<Key, ObjRef>;
 /// One index: indexed value -> keys of the objects indexed under it.
 type Index = KeyMap<String, BTreeSet<Key>>;
 
+/// The built-in namespace index: namespace -> its objects in key order.
+/// It holds the objects themselves, not only their keys, so a query of one
+/// namespace walks them without a lookup in `items` per object.
+type Namespaces = KeyMap<String, BTreeMap<Key, ObjRef>>;
+
 #[derive(Default)]
 struct Inner {
     items: Items,
+    namespaces: Namespaces,
     indexers: HashMap<String, IndexFunc>,
     indices: HashMap<String, Index>,
     definitions: HashMap<String, String>,
@@ -69,10 +77,6 @@ fn read(shared: &Shared) -> std::sync::RwLockReadGuard<'_, Inner> {
 
 fn write(shared: &Shared) -> std::sync::RwLockWriteGuard<'_, Inner> {
     shared.write().unwrap_or_else(|e| e.into_inner())
-}
-
-fn namespace_index(obj: &CachedObject) -> Result<Vec<String>, String> {
-    Ok(obj.namespace().map(str::to_string).into_iter().collect())
 }
 
 /// Whether `obj` is in `namespace` (any, when none) and its labels satisfy
@@ -102,9 +106,74 @@ impl Inner {
             .ok_or_else(|| StoreError::UnknownIndex(name.to_string()))
     }
 
+    /// Whether index `name` exists (the namespace index always does).
+    fn has_index(&self, name: &str) -> bool {
+        name == NAMESPACE_INDEX || self.indexers.contains_key(name)
+    }
+
     /// Sorted keys indexed under `value` in index `name`.
-    fn keys(&self, name: &str, value: &str) -> Result<impl Iterator<Item = &Key>, StoreError> {
-        Ok(self.index(name)?.get(value).into_iter().flatten())
+    fn keys(&self, name: &str, value: &str) -> Result<Keys<'_>, StoreError> {
+        if name == NAMESPACE_INDEX {
+            return Ok(Keys::Namespace(self.namespaces.get(value).map(BTreeMap::keys)));
+        }
+        Ok(Keys::Set(self.index(name)?.get(value).map(BTreeSet::iter)))
+    }
+
+    /// The objects of `namespace`, in key order.
+    fn in_namespace(&self, namespace: &str) -> impl Iterator<Item = &ObjRef> {
+        self.namespaces
+            .get(namespace)
+            .into_iter()
+            .flat_map(BTreeMap::values)
+    }
+
+    /// Keep the namespace index in step with `key` going from `old` to
+    /// `new` (its namespace is part of the key, so it never moves).
+    fn update_namespaces(&mut self, key: &Key, old: Option<&CachedObject>, new: Option<&ObjRef>) {
+        let Some(ns) = new
+            .map(|n| n.namespace())
+            .unwrap_or_else(|| old.and_then(|o| o.namespace()))
+        else {
+            return;
+        };
+        match new {
+            Some(new) => match self.namespaces.get_mut(ns) {
+                Some(objects) => {
+                    objects.insert(key.clone(), new.clone());
+                }
+                None => {
+                    self.namespaces
+                        .insert(ns.to_string(), BTreeMap::from([(key.clone(), new.clone())]));
+                }
+            },
+            None => {
+                if let Some(objects) = self.namespaces.get_mut(ns) {
+                    objects.remove(key);
+                    if objects.is_empty() {
+                        self.namespaces.remove(ns);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Build the namespace index from `items`, each namespace's map from
+    /// all its objects at once (sorted, then packed into full nodes).
+    fn rebuild_namespaces(&mut self) {
+        let mut groups: KeyMap<&str, Vec<(Key, ObjRef)>> = KeyMap::default();
+        for (key, obj) in &self.items {
+            if let Some(ns) = obj.namespace() {
+                groups.entry(ns).or_default().push((key.clone(), obj.clone()));
+            }
+        }
+        let namespaces: Namespaces = groups
+            .into_iter()
+            .map(|(ns, mut objects)| {
+                objects.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+                (ns.to_string(), objects.into_iter().collect())
+            })
+            .collect();
+        self.namespaces = namespaces;
     }
 
     /// The stored key equal to `obj`'s key, or a new one.
@@ -123,10 +192,6 @@ impl Inner {
     fn update_indices(&mut self, key: &Key, old: Option<&CachedObject>, new: Option<&CachedObject>) {
         let errors = &mut self.index_errors;
         for (name, func) in &self.indexers {
-            // The namespace is part of the key: an update cannot move it.
-            if name == NAMESPACE_INDEX && old.is_some() && new.is_some() {
-                continue;
-            }
             let old_values = old
                 .map(|o| index_values(func, name, o, errors))
                 .unwrap_or_default();
@@ -185,13 +250,9 @@ impl Default for Writer {
 impl Writer {
     /// An empty store with the built-in `namespace` index.
     pub fn new() -> Self {
-        let writer = Writer {
+        Writer {
             shared: Shared::default(),
-        };
-        writer
-            .add_index(NAMESPACE_INDEX, Arc::new(namespace_index))
-            .expect("a new store has no indexes");
-        writer
+        }
     }
 
     /// A read-only handle to this store.
@@ -204,7 +265,7 @@ impl Writer {
     /// Add a named index; existing objects are indexed at once.
     pub fn add_index(&self, name: &str, func: IndexFunc) -> Result<(), StoreError> {
         let mut inner = write(&self.shared);
-        if inner.indexers.contains_key(name) {
+        if inner.has_index(name) {
             return Err(StoreError::IndexExists(name.to_string()));
         }
         inner.indexers.insert(name.to_string(), func);
@@ -247,6 +308,7 @@ impl Writer {
         let mut inner = write(&self.shared);
         let key = inner.key_for(&obj);
         let old = inner.items.insert(key.clone(), obj.clone());
+        inner.update_namespaces(&key, old.as_deref(), Some(&obj));
         inner.update_indices(&key, old.as_deref(), Some(&obj));
         old
     }
@@ -255,6 +317,7 @@ impl Writer {
     pub fn remove(&self, key: &str) -> Option<ObjRef> {
         let mut inner = write(&self.shared);
         let (key, old) = inner.items.remove_entry(key)?;
+        inner.update_namespaces(&key, Some(&old), None);
         inner.update_indices(&key, Some(&old), None);
         Some(old)
     }
@@ -270,6 +333,7 @@ impl Writer {
             items.insert(key, o);
         }
         let old = std::mem::replace(&mut inner.items, items);
+        inner.rebuild_namespaces();
         let names: Vec<String> = inner.indexers.keys().cloned().collect();
         for name in names {
             inner.rebuild_index(&name);
@@ -288,7 +352,7 @@ pub struct Store {
 impl Store {
     /// Whether an index of that name exists.
     pub fn has_index(&self, name: &str) -> bool {
-        read(&self.shared).indexers.contains_key(name)
+        read(&self.shared).has_index(name)
     }
 
     /// The object under `key`.
@@ -303,18 +367,7 @@ impl Store {
         let inner = read(&self.shared);
         let pick = |o: &ObjRef| selected(o, None, selector);
         match namespace {
-            Some(ns) => {
-                // Two passes: the key lookups first, then the label checks.
-                // Each pass is a tight loop whose memory reads do not depend
-                // on each other, so the processor overlaps their cache
-                // misses (a namespace's objects lie all over the heap).
-                let found: Vec<&ObjRef> = inner
-                    .keys(NAMESPACE_INDEX, ns)
-                    .expect("every store has the namespace index")
-                    .filter_map(|k| inner.items.get(k))
-                    .collect();
-                found.into_iter().filter(|o| pick(o)).cloned().collect()
-            }
+            Some(ns) => inner.in_namespace(ns).filter(|o| pick(o)).cloned().collect(),
             None => {
                 // Sort the stored keys (no key strings built per comparison).
                 let mut all: Vec<(&Key, &ObjRef)> = inner.items.iter().filter(|(_, o)| pick(o)).collect();
@@ -332,12 +385,7 @@ impl Store {
         let inner = read(&self.shared);
         let pick = |o: &ObjRef| selected(o, None, selector);
         match namespace {
-            Some(ns) => inner
-                .keys(NAMESPACE_INDEX, ns)
-                .expect("every store has the namespace index")
-                .filter_map(|k| inner.items.get(k))
-                .find(|o| pick(o))
-                .cloned(),
+            Some(ns) => inner.in_namespace(ns).find(|o| pick(o)).cloned(),
             None => inner
                 .items
                 .iter()
@@ -383,7 +431,11 @@ impl Store {
 
     /// Every value index `index` currently holds, sorted.
     pub fn list_index_values(&self, index: &str) -> Result<Vec<String>, StoreError> {
-        let mut values: Vec<String> = read(&self.shared).index(index)?.keys().cloned().collect();
+        let inner = read(&self.shared);
+        let mut values: Vec<String> = match index {
+            NAMESPACE_INDEX => inner.namespaces.keys().cloned().collect(),
+            _ => inner.index(index)?.keys().cloned().collect(),
+        };
         values.sort();
         Ok(values)
     }
@@ -399,126 +451,22 @@ impl Store {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::object::tests::pod;
+/// The sorted keys under one value of an index.
+enum Keys<'a> {
+    Set(Option<std::collections::btree_set::Iter<'a, Key>>),
+    Namespace(Option<std::collections::btree_map::Keys<'a, Key, ObjRef>>),
+}
 
-    fn label_index(label: &'static str) -> IndexFunc {
-        Arc::new(move |o: &CachedObject| Ok(o.label(label).map(str::to_string).into_iter().collect()))
-    }
+impl<'a> Iterator for Keys<'a> {
+    type Item = &'a Key;
 
-    #[test]
-    fn first_is_the_first_of_what_list_answers() {
-        let w = Writer::new();
-        let s = w.reader();
-        for (ns, name, app) in [
-            ("b", "p3", "web"),
-            ("a", "p9", "web"),
-            ("a", "p2", "db"),
-            ("a", "p5", "web"),
-        ] {
-            w.upsert(pod(ns, name, 1, &[("app", app)]));
+    fn next(&mut self) -> Option<&'a Key> {
+        match self {
+            Keys::Set(keys) => keys.as_mut()?.next(),
+            Keys::Namespace(keys) => keys.as_mut()?.next(),
         }
-        let web = LabelSelector::parse("app=web").unwrap();
-        let none = LabelSelector::parse("app=cache").unwrap();
-        for ns in [Some("a"), Some("b"), Some("c"), None] {
-            for selector in [None, Some(&web), Some(&none)] {
-                let listed = s.list(ns, selector).first().map(|o| o.key().to_string());
-                let first = s.first(ns, selector).map(|o| o.key().to_string());
-                assert_eq!(first, listed, "namespace {ns:?}, selector {selector:?}");
-            }
-        }
-        assert_eq!(s.first(Some("a"), Some(&web)).unwrap().key(), "a/p5");
-        assert_eq!(s.first(None, None).unwrap().key(), "a/p2");
-        assert!(s.first(Some("a"), Some(&none)).is_none());
-    }
-
-    #[test]
-    fn upsert_get_remove_and_namespace_index() {
-        let w = Writer::new();
-        let s = w.reader();
-        assert!(w.upsert(pod("a", "p1", 1, &[])).is_none());
-        w.upsert(pod("b", "p2", 2, &[]));
-        let old = w.upsert(pod("a", "p1", 3, &[])).unwrap();
-        assert_eq!(old.resource_version(), "1");
-        assert_eq!(s.get("a/p1").unwrap().resource_version(), "3");
-        assert_eq!(s.index_keys(NAMESPACE_INDEX, "a").unwrap(), vec!["a/p1"]);
-        assert_eq!(s.list_index_values(NAMESPACE_INDEX).unwrap(), vec!["a", "b"]);
-        assert!(w.remove("a/p1").is_some());
-        assert!(w.remove("a/p1").is_none());
-        assert_eq!(s.list_index_values(NAMESPACE_INDEX).unwrap(), vec!["b"]);
-        assert_eq!(s.list_keys(), vec!["b/p2"]);
-    }
-
-    #[test]
-    fn index_moves_when_label_changes_and_empty_sets_go() {
-        let w = Writer::new();
-        let s = w.reader();
-        w.add_index("app", label_index("app")).unwrap();
-        w.upsert(pod("d", "p1", 1, &[("app", "web")]));
-        w.upsert(pod("d", "p2", 2, &[("app", "web")]));
-        w.upsert(pod("d", "p1", 3, &[("app", "db")]));
-        assert_eq!(s.index_keys("app", "web").unwrap(), vec!["d/p2"]);
-        assert_eq!(s.index_keys("app", "db").unwrap(), vec!["d/p1"]);
-        w.upsert(pod("d", "p2", 4, &[]));
-        assert_eq!(s.list_index_values("app").unwrap(), vec!["db"]);
-        assert_eq!(s.by_index("app", "db").unwrap()[0].name(), "p1");
-    }
-
-    #[test]
-    fn adding_an_index_indexes_existing_objects_and_duplicates_fail() {
-        let w = Writer::new();
-        let s = w.reader();
-        w.upsert(pod("d", "p1", 1, &[("app", "web")]));
-        w.add_index("app", label_index("app")).unwrap();
-        assert_eq!(s.index_keys("app", "web").unwrap(), vec!["d/p1"]);
-        assert_eq!(
-            w.add_index("app", label_index("app")),
-            Err(StoreError::IndexExists("app".into()))
-        );
-        assert_eq!(
-            s.by_index("nope", "x").unwrap_err(),
-            StoreError::UnknownIndex("nope".into())
-        );
-    }
-
-    #[test]
-    fn ensure_index_shares_same_definition_and_rejects_another() {
-        let w = Writer::new();
-        w.ensure_index("app", "label:app", label_index("app")).unwrap();
-        w.ensure_index("app", "label:app", label_index("app")).unwrap();
-        assert!(matches!(
-            w.ensure_index("app", "label:tier", label_index("tier")),
-            Err(StoreError::IndexConflict { .. })
-        ));
-        assert!(matches!(
-            w.ensure_index(NAMESPACE_INDEX, "label:x", label_index("x")),
-            Err(StoreError::IndexConflict { .. })
-        ));
-    }
-
-    #[test]
-    fn failing_index_function_is_counted_not_fatal() {
-        let w = Writer::new();
-        let s = w.reader();
-        w.add_index("bad", Arc::new(|_: &CachedObject| Err("boom".to_string())))
-            .unwrap();
-        w.upsert(pod("d", "p1", 1, &[]));
-        assert_eq!(s.len(), 1);
-        assert!(s.index_errors() >= 1);
-        assert!(s.list_index_values("bad").unwrap().is_empty());
-    }
-
-    #[test]
-    fn replace_swaps_content_and_rebuilds_indexes() {
-        let w = Writer::new();
-        let s = w.reader();
-        w.add_index("app", label_index("app")).unwrap();
-        w.upsert(pod("d", "gone", 1, &[("app", "web")]));
-        let old = w.replace(vec![pod("d", "new", 2, &[("app", "db")])]);
-        assert!(old.contains_key("d/gone"));
-        assert_eq!(s.list_keys(), vec!["d/new"]);
-        assert_eq!(s.list_index_values("app").unwrap(), vec!["db"]);
     }
 }
+
+#[cfg(test)]
+mod tests;

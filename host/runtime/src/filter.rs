@@ -3,11 +3,12 @@
 //! guest (controller-runtime's predicates). Owns only that decision; the
 //! cache has applied the update whatever it says.
 //!
-//! Labels are compared on the metadata the informer already scanned. The
-//! other predicates read both versions parsed, and an update is parsed once
-//! for every plugin that filters it: the listeners of one informer get the
-//! same two objects, and the parsed pair of the last [`RECENT`] updates is
-//! kept (with the objects, so no address is reused while it is kept).
+//! Labels and the generation are compared on the metadata the informer
+//! already scanned, with no parse. The other predicates read both versions
+//! parsed, and an update is parsed once for every plugin that filters it:
+//! the listeners of one informer get the same two objects, and the parsed
+//! pair of the last [`RECENT`] updates is kept (with the objects, so no
+//! address is reused while it is kept).
 
 use crate::bindings::types::Change;
 use serde_json::Value;
@@ -70,10 +71,7 @@ impl UpdateFilter {
         self.changes.iter().any(|change| match change {
             Change::Labels => !old.labels().eq(new.labels()),
             Change::Label(key) => old.label(key) != new.label(key),
-            Change::Generation => {
-                let (o, n) = doc();
-                o.pointer("/metadata/generation") != n.pointer("/metadata/generation")
-            }
+            Change::Generation => old.generation() != new.generation(),
             Change::Annotations => {
                 let (o, n) = doc();
                 o.pointer("/metadata/annotations") != n.pointer("/metadata/annotations")

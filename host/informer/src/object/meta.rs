@@ -28,6 +28,8 @@ pub(super) enum Meta {
         resource_version: Span,
         /// Sorted by key.
         labels: Box<[(Span, Span)]>,
+        /// `metadata.generation`, 0 when absent.
+        generation: i64,
     },
     Owned(Box<OwnedMeta>),
 }
@@ -40,6 +42,8 @@ pub(super) struct OwnedMeta {
     pub(super) resource_version: String,
     /// Sorted by key.
     pub(super) labels: Vec<(String, String)>,
+    /// `metadata.generation`, 0 when absent.
+    pub(super) generation: i64,
 }
 
 /// The metadata strings as slices of the JSON text; deserializing fails if
@@ -56,6 +60,8 @@ struct SlicedMeta<'a> {
     resource_version: Option<&'a str>,
     #[serde(borrow, default)]
     labels: Option<BTreeMap<&'a str, &'a str>>,
+    #[serde(default)]
+    generation: Option<i64>,
     /// Its text only, to cut (never parsed).
     #[serde(borrow, default, rename = "managedFields")]
     managed_fields: Option<&'a serde_json::value::RawValue>,
@@ -74,6 +80,8 @@ struct UnescapedMeta {
     resource_version: Option<String>,
     #[serde(default)]
     labels: Option<BTreeMap<String, String>>,
+    #[serde(default)]
+    generation: Option<i64>,
 }
 
 #[derive(serde::Deserialize)]
@@ -177,6 +185,7 @@ impl Meta {
             uid,
             resource_version,
             labels,
+            ..
         } = &mut self
         {
             namespace.iter_mut().for_each(shift);
@@ -211,6 +220,7 @@ impl Meta {
                 .into_iter()
                 .map(|(k, v)| (span(k), span(v)))
                 .collect(),
+            generation: m.generation.unwrap_or(0),
         }
     }
 
@@ -228,6 +238,7 @@ impl Meta {
             uid: m.uid.unwrap_or_default(),
             resource_version: m.resource_version.unwrap_or_default(),
             labels: m.labels.unwrap_or_default().into_iter().collect(),
+            generation: m.generation.unwrap_or(0),
         }))
     }
 
@@ -240,6 +251,7 @@ impl Meta {
             uid,
             resource_version,
             labels,
+            ..
         } = self
         else {
             return Box::from("");

@@ -358,3 +358,73 @@ fn a_handler_that_takes_batches_gets_them_whole_in_order() {
     assert_eq!(l.delivered(), (BATCH + 13) as u64);
     l.stop();
 }
+
+/// Takes only updates that change the `app` label; asked at enqueue.
+struct AppChanges {
+    rec: Recorder,
+    asked: AtomicU64,
+}
+
+impl EventHandler for AppChanges {
+    fn on_add(&self, obj: &ObjRef, initial: bool) {
+        self.rec.on_add(obj, initial)
+    }
+    fn on_update(&self, old: &ObjRef, new: &ObjRef) {
+        self.rec.on_update(old, new)
+    }
+    fn on_delete(&self, obj: &ObjRef, unknown: bool) {
+        self.rec.on_delete(obj, unknown)
+    }
+    fn on_synced(&self) {
+        self.rec.on_synced()
+    }
+    fn wants(&self, n: &Notification) -> bool {
+        self.asked.fetch_add(1, Ordering::Relaxed);
+        match n {
+            Notification::Update { old, new } => old.label("app") != new.label("app"),
+            _ => true,
+        }
+    }
+}
+
+#[test]
+fn what_a_handler_does_not_want_is_never_queued() {
+    let h = Arc::new(AppChanges {
+        rec: Recorder::default(),
+        asked: AtomicU64::new(0),
+    });
+    // Held: nothing is delivered while the updates are pushed, so what
+    // waits is exactly what was queued.
+    let gate = h.rec.gate.lock().unwrap();
+    let l = Listener::start("t", h.clone(), None);
+    l.push(Notification::Add {
+        obj: pod("d", "a", 1, &[("app", "web")]),
+        in_initial_list: false,
+    });
+    wait_for(|| l.backlog() == 0);
+    for rv in 2..12 {
+        // The label moves from web to db at version 7, once.
+        let app = |v| if v >= 7 { "db" } else { "web" };
+        let (old_app, app) = (app(rv - 1), app(rv));
+        l.push(Notification::Update {
+            old: pod("d", "a", rv - 1, &[("app", old_app)]),
+            new: pod("d", "a", rv, &[("app", app)]),
+        });
+    }
+    l.push(Notification::Synced);
+    assert_eq!(
+        l.backlog(),
+        2,
+        "the label change and the sync marker wait; nothing else"
+    );
+    drop(gate);
+    wait_for(|| h.rec.lines().len() == 3);
+    assert_eq!(h.rec.lines(), vec!["add d/a false", "update d/a 6->7", "synced"]);
+    assert_eq!(
+        h.asked.load(Ordering::Relaxed),
+        11,
+        "asked once per add and update, never for the marker"
+    );
+    assert_eq!(l.delivered(), 2);
+    l.stop();
+}

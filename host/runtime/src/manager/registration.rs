@@ -81,17 +81,20 @@ struct FeedHandler {
 }
 
 impl FeedHandler {
-    async fn handle(&self, n: &Notification) {
-        // An initial list (or the cache replayed to a new instance) adds
-        // nothing here: every key of the queue's resource is enqueued once
-        // the plugin has synced.
-        let passes = match n {
+    /// Whether `n` adds a key. An initial list (or the cache replayed to a
+    /// new instance) adds nothing here: every key of the queue's resource
+    /// is enqueued once the plugin has synced.
+    fn passes(&self, n: &Notification) -> bool {
+        match n {
             Notification::Update { old, new } => self.filter.delivers(old, new),
             Notification::Add { in_initial_list, .. } => !in_initial_list,
             Notification::Synced => false,
             Notification::Delete { .. } => true,
-        };
-        if passes && self.leadership.is_leading() {
+        }
+    }
+
+    async fn handle(&self, n: &Notification) {
+        if self.passes(n) && self.leadership.is_leading() {
             self.feed.notified(&self.instance, n).await;
         }
     }
@@ -122,6 +125,9 @@ impl EventHandler for FeedHandler {
     fn on_synced(&self) {}
     fn is_async(&self) -> bool {
         true
+    }
+    fn wants(&self, n: &Notification) -> bool {
+        self.passes(n)
     }
     fn deliver_async(self: Arc<Self>, n: Notification) -> Option<DeliveryFuture> {
         Some(Box::pin(async move { self.handle(&n).await }))
@@ -183,10 +189,11 @@ impl InstanceEventHandler {
         leading
     }
 
-    /// Deliver `n` (when this replica leads and the watch's filter passes
-    /// it), once the plugin's informers have synced if it waits for them.
+    /// Deliver `n` (when this replica leads), once the plugin's informers
+    /// have synced if it waits for them. The watch's filter was asked as
+    /// `n` was queued ([`EventHandler::wants`]).
     async fn handle(&self, n: &Notification) {
-        if !(self.delivers() && self.passes(n)) {
+        if !self.delivers() {
             return;
         }
         if let Some(gate) = &self.gate {
@@ -232,6 +239,11 @@ impl EventHandler for InstanceEventHandler {
     fn is_async(&self) -> bool {
         true
     }
+    /// A read's listener queues nothing but its sync marker; a watch's
+    /// queues what its update filter passes.
+    fn wants(&self, n: &Notification) -> bool {
+        self.handles_events && self.passes(n)
+    }
     fn deliver_async(self: Arc<Self>, n: Notification) -> Option<DeliveryFuture> {
         Some(Box::pin(async move {
             match n {
@@ -244,13 +256,9 @@ impl EventHandler for InstanceEventHandler {
     fn takes_batches(&self) -> bool {
         true
     }
-    fn deliver_batch_async(self: Arc<Self>, mut batch: Vec<Notification>) -> Option<DeliveryFuture> {
+    fn deliver_batch_async(self: Arc<Self>, batch: Vec<Notification>) -> Option<DeliveryFuture> {
         Some(Box::pin(async move {
-            if !self.delivers() {
-                return;
-            }
-            batch.retain(|n| self.passes(n));
-            if batch.is_empty() {
+            if !self.delivers() || batch.is_empty() {
                 return;
             }
             if let Some(gate) = &self.gate {

@@ -13,7 +13,7 @@ fn type_name() -> TypeName {
 
 #[test]
 fn a_watch_event_keeps_the_servers_text_and_the_watchers_metadata() {
-    let line = r#"{"type":"MODIFIED","object":{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","namespace":"ns","resourceVersion":"7","uid":"u"},"data":{"k":"v \u00e9"}}}"#;
+    let line = r#"{"type":"MODIFIED","object":{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","namespace":"ns","resourceVersion":"7","uid":"u","generation":3},"data":{"k":"v \u00e9"}}}"#;
     let WatchEvent::Modified(o) = serde_json::from_slice::<WatchEvent<RawObject>>(line.as_bytes()).unwrap()
     else {
         panic!("a MODIFIED event")
@@ -30,13 +30,14 @@ fn a_watch_event_keeps_the_servers_text_and_the_watchers_metadata() {
     assert_eq!(text, &*o.json);
     // The pass that read the watcher's metadata located the cache's too.
     let Some(Found {
-        meta: Meta::Spans { name, .. },
+        meta: Meta::Spans { name, generation, .. },
         ..
     }) = &o.found
     else {
         panic!("located in the same pass")
     };
     assert_eq!(&text[name.start as usize..name.end as usize], "a");
+    assert_eq!(*generation, 3, "the generation read in the same pass");
 }
 
 /// What the cache holds for a list's item (no types) under the default policy.
