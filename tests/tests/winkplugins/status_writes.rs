@@ -1,7 +1,8 @@
 //! End-to-end: what the controller writes of a WinkPlugin's status, and
 //! when. The status on the object is the one computed, no more: a
-//! `lastError` is gone once the plugin recovers, and a `digest` once a
-//! later pull fails. A busy plugin's call counts alone are not written
+//! `lastError` is gone once the plugin recovers; `digest` and `language`
+//! name the version that runs, none before one runs and the running one
+//! after a later pull fails. A busy plugin's call counts alone are not written
 //! each refresh (they wait [`COUNTERS_REFRESH`]), while a condition that
 //! changes is written at once, with the counts of that moment.
 //!
@@ -20,7 +21,7 @@ use wink_sim::{Sim, SimConfig};
 const MISSING: &str = "sha256:0000000000000000000000000000000000000000000000000000000000000000";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_recovered_winkplugin_keeps_no_last_error_and_a_failed_pull_no_digest() {
+async fn a_recovered_winkplugin_keeps_no_last_error_and_a_failed_pull_the_running_digest() {
     if !have_kubectl() {
         return;
     }
@@ -45,6 +46,13 @@ async fn a_recovered_winkplugin_keeps_no_last_error_and_a_failed_pull_no_digest(
     apply(&env, &flaky(&missing)).await;
     let object = wait_condition(&env, "flaky", "Pulled", |c| c["status"] == "False" && at(1)(c)).await;
     assert!(object["status"]["lastError"].is_string(), "{object:#}");
+    let status = object["status"].as_object().unwrap();
+    for field in ["digest", "componentDigest", "language"] {
+        assert!(
+            !status.contains_key(field),
+            "nothing runs: no {field}: {object:#}"
+        );
+    }
 
     // Fixed: ready, and the error is gone from the object.
     apply(&env, &flaky(&reference)).await;
@@ -56,14 +64,23 @@ async fn a_recovered_winkplugin_keeps_no_last_error_and_a_failed_pull_no_digest(
         "{object:#}"
     );
 
-    // A later pull that fails: the error again, and no digest it did not pull.
+    let running = object["status"].clone();
+    assert_eq!(running["language"], "rust", "{object:#}");
+
+    // A later pull that fails: the error again, and the version that still
+    // runs is the one the status names.
     apply(&env, &flaky(&missing)).await;
     let object = wait_condition(&env, "flaky", "Pulled", |c| c["status"] == "False" && at(3)(c)).await;
     assert!(object["status"]["lastError"].is_string(), "{object:#}");
-    let status = object["status"].as_object().unwrap();
     for field in ["digest", "componentDigest", "language"] {
-        assert!(!status.contains_key(field), "{field}: {object:#}");
+        assert_eq!(object["status"][field], running[field], "{field}: {object:#}");
     }
+    create_pod(&env.sim, "still-running").await;
+    wink.wait_until("the running version handles a new Pod", WAIT, |w| {
+        w.plugin_lines("flaky")
+            .iter()
+            .any(|l| l.contains("still-running"))
+    });
     // What kubectl shows is what the API server stores.
     assert_eq!(get(&env, "flaky").await["status"], object["status"]);
 }

@@ -66,6 +66,10 @@ struct Entry {
     outcome: Outcome,
     /// Whether the last pass ran the plugin.
     applied: bool,
+    /// What runs: the digests and language of the last pass that ran the
+    /// plugin. A failed pass leaves that version running, and its status
+    /// says so (as Flux keeps `status.artifact` when a fetch fails).
+    running: Option<status::Artifact>,
     retry_at: Option<Instant>,
     delay: Duration,
     /// The last status written, and when.
@@ -265,9 +269,14 @@ impl Controller {
             tracing::error!(winkplugin = %name, "more than {MAX_WINKPLUGINS} WinkPlugins: not run");
             return;
         }
-        let (outcome, ran) = apply::apply(&self.cx, name, &object).await;
+        let (mut outcome, ran) = apply::apply(&self.cx, name, &object).await;
         let entry = self.entries.entry(name.to_string()).or_default();
         let same_generation = entry.outcome.generation == generation;
+        match (&ran, &entry.running) {
+            (Some(_), _) => entry.running = Some(status::Artifact::of(&outcome)),
+            (None, Some(running)) => running.describe(&mut outcome),
+            (None, None) => {}
+        }
         entry.outcome = outcome;
         match ran {
             Some(_) => {

@@ -60,7 +60,8 @@ pub struct Outcome {
     pub generation: i64,
     /// The source, as the SOURCE column shows it.
     pub source: String,
-    /// The manifest digest the source is pinned to.
+    /// The manifest digest of the version that runs: the one this pass
+    /// pinned when it ran the plugin, else the one still running, if any.
     pub digest: Option<String>,
     pub component_digest: Option<String>,
     /// The component's language (`rust`, `python`, `javascript`,
@@ -71,6 +72,34 @@ pub struct Outcome {
     /// `Pulled` and `Loaded` (or, for a spec that does not read, why).
     pub conditions: Vec<Condition>,
     pub last_error: Option<String>,
+}
+
+/// The version of a plugin that runs: what a WinkPlugin's `digest`,
+/// `componentDigest` and `language` describe, whatever a later pass found.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Artifact {
+    digest: Option<String>,
+    component_digest: Option<String>,
+    language: Option<String>,
+}
+
+impl Artifact {
+    /// What the pass `o`, which ran the plugin, ran.
+    pub fn of(o: &Outcome) -> Artifact {
+        Artifact {
+            digest: o.digest.clone(),
+            component_digest: o.component_digest.clone(),
+            language: o.language.clone(),
+        }
+    }
+
+    /// Make the failed pass `o` describe this running version, not what it
+    /// pulled but could not run (its conditions say what that was).
+    pub fn describe(&self, o: &mut Outcome) {
+        o.digest = self.digest.clone();
+        o.component_digest = self.component_digest.clone();
+        o.language = self.language.clone();
+    }
 }
 
 /// What the manager says of the plugin now.
