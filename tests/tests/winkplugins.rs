@@ -12,9 +12,10 @@
 //! policy replaces the plugin's in the webhook configuration, with no
 //! reload. `wink manifests --winkplugins` ships the CRD (which the
 //! simulator serves) and the controller's rights. A moved tag, a real
-//! https download, two replicas and what is written of the status, and
-//! when, are the modules beside this one's.
+//! https download, two replicas, what is written of the status, and
+//! when, and cosign signatures are the modules beside this one's.
 
+mod cosign;
 mod https;
 mod moved_tag;
 mod replicas;

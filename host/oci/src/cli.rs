@@ -1,8 +1,10 @@
 //! The command line of the registry side: `wink push REF FILE`, `wink
 //! pull REF [-o FILE]`, and the registry flags shared with `wink run`
-//! (credentials, plain-HTTP registries, the size cap, the deadline).
+//! (credentials, plain-HTTP registries, the size cap, the deadline; the
+//! cosign key every pulled manifest must be signed by).
 
 use crate::auth::Auths;
+use crate::cosign::PublicKey;
 use crate::fetch::{Fetcher, parse_reference};
 use crate::registry::{Registry, RegistryOptions};
 use crate::store::Store;
@@ -47,6 +49,24 @@ impl RegistryArgs {
             max_component_bytes: self.max_component_mib << 20,
             timeout: Duration::from_secs(self.registry_timeout_secs),
         })
+    }
+}
+
+/// The cosign flag.
+#[derive(Args, Debug, Clone)]
+pub struct VerifyArgs {
+    /// A cosign public key (PEM, ECDSA P-256: `cosign.pub`) every
+    /// component from a registry must be signed by: its manifest's
+    /// signature under the tag sha256-<hex>.sig is verified before it is
+    /// pulled or loaded.
+    #[arg(long, value_name = "FILE")]
+    pub cosign_key: Option<PathBuf>,
+}
+
+impl VerifyArgs {
+    /// The keys given (read and checked).
+    pub fn keys(&self) -> anyhow::Result<Vec<PublicKey>> {
+        self.cosign_key.iter().map(|p| PublicKey::read(p)).collect()
     }
 }
 
@@ -96,6 +116,8 @@ pub enum OciCommand {
         store: StoreArgs,
         #[command(flatten)]
         registry: RegistryArgs,
+        #[command(flatten)]
+        verify: VerifyArgs,
     },
 }
 
@@ -128,11 +150,13 @@ pub async fn run(command: OciCommand) -> anyhow::Result<()> {
             output,
             store,
             registry,
+            verify,
         } => {
             let r = parse_reference(&reference)?;
             let fetcher = Fetcher {
                 store: store.open()?,
                 registry: Registry::new(registry.options()?),
+                keys: verify.keys()?,
             };
             eprintln!("pulling {reference}");
             let fetched = fetcher.fetch(&r, None).await?;
@@ -146,6 +170,9 @@ pub async fn run(command: OciCommand) -> anyhow::Result<()> {
                 fetched.took.as_millis(),
                 fetched.component
             );
+            for key in &fetched.verified {
+                eprintln!("verified: signed by the cosign key {key}");
+            }
             println!("{}", fetched.manifest);
             Ok(())
         }

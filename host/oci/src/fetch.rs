@@ -1,10 +1,14 @@
 //! The one entry point from a source to a loadable file: a reference (and
 //! the digest it must have, when one is pinned) becomes a verified
 //! component in the content-addressed store, read from the store when it
-//! is there (no registry needed) and pulled otherwise. A plugin source of
-//! any kind (a `--plugin-ref`, a cluster object's spec) goes through it.
+//! is there (no registry needed) and pulled otherwise. With cosign keys
+//! (the daemon's `--cosign-key`, a source's own), the manifest digest is
+//! verified under every one of them once it is known and before anything
+//! is pulled or taken from the store ([`crate::cosign`]). A plugin source
+//! of any kind (a `--plugin-ref`, a cluster object's spec) goes through it.
 
 use crate::artifact;
+use crate::cosign::{self, PublicKey, VerifyError};
 use crate::digest::Digest;
 use crate::registry::Registry;
 use crate::store::Store;
@@ -26,12 +30,17 @@ pub struct Fetched {
     pub from_store: bool,
     /// How long fetching took.
     pub took: Duration,
+    /// The ids of the cosign keys the manifest was verified under (none
+    /// asked: empty).
+    pub verified: Vec<String>,
 }
 
-/// A store and the registry client that fills it.
+/// A store, the registry client that fills it, and the keys every
+/// manifest it fetches must be signed by.
 pub struct Fetcher {
     pub store: Store,
     pub registry: Registry,
+    pub keys: Vec<PublicKey>,
 }
 
 /// Parse an OCI reference (`registry/repo:tag`, `registry/repo@sha256:...`).
@@ -56,6 +65,17 @@ impl Fetcher {
     /// digest, else its tag resolved now. With a digest known, a store
     /// that has the manifest and component answers without the registry.
     pub async fn fetch(&self, reference: &Reference, expected: Option<Digest>) -> anyhow::Result<Fetched> {
+        self.fetch_verified(reference, expected, &[]).await
+    }
+
+    /// [`Fetcher::fetch`], the manifest verified under `keys` beside the
+    /// fetcher's own: a [`VerifyError`] in the error's chain says why not.
+    pub async fn fetch_verified(
+        &self,
+        reference: &Reference,
+        expected: Option<Digest>,
+        keys: &[PublicKey],
+    ) -> anyhow::Result<Fetched> {
         let started = Instant::now();
         let own = reference.digest().map(Digest::parse).transpose()?;
         if let (Some(own), Some(expected)) = (own, expected) {
@@ -69,10 +89,20 @@ impl Fetcher {
             Some(d) => d,
             None => self.registry.resolve(reference).await?,
         };
+        let mut all: Vec<PublicKey> = Vec::new();
+        for key in self.keys.iter().chain(keys) {
+            if !all.contains(key) {
+                all.push(key.clone());
+            }
+        }
+        let keys = all;
+        self.verify(reference, manifest_digest, &keys).await?;
+        let verified: Vec<String> = keys.iter().map(|k| k.id().to_string()).collect();
         if let Some(found) = self.stored(manifest_digest, max)? {
             return Ok(Fetched {
                 from_store: true,
                 took: started.elapsed(),
+                verified,
                 ..found
             });
         }
@@ -92,7 +122,31 @@ impl Fetcher {
             path,
             from_store: false,
             took: started.elapsed(),
+            verified,
         })
+    }
+
+    /// Verify the manifest `digest` of `reference` under `keys` (none: no
+    /// check): with the signatures the store kept for it when they still
+    /// verify (no registry needed), else with the registry's, kept once
+    /// they verify.
+    async fn verify(
+        &self,
+        reference: &Reference,
+        digest: Digest,
+        keys: &[PublicKey],
+    ) -> Result<(), VerifyError> {
+        if keys.is_empty() {
+            return Ok(());
+        }
+        if cosign::check(&self.store.signatures(digest), digest, keys).is_ok() {
+            return Ok(());
+        }
+        let signatures = self.registry.signatures(reference, digest).await?;
+        cosign::check(&signatures, digest, keys)?;
+        self.store
+            .keep_signatures(digest, &signatures)
+            .map_err(VerifyError::Failed)
     }
 
     fn stored(&self, manifest_digest: Digest, max: u64) -> anyhow::Result<Option<Fetched>> {
@@ -112,6 +166,7 @@ impl Fetcher {
             path: self.store.blob_path(component),
             from_store: true,
             took: Duration::ZERO,
+            verified: Vec::new(),
         }))
     }
 }

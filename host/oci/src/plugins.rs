@@ -3,11 +3,12 @@
 //! [`Fetcher::fetch`] (the store first), pinned (a tag is resolved once;
 //! one that moves later changes nothing until `--resolve-tags`, or the
 //! reference given changes), put in the store's `plugins/` directory as
-//! `NAME.wasm` and loaded by the plugin manager like any file. A failure
-//! (registry down, not found, digest mismatch) is logged with its reason
+//! `NAME.wasm` and loaded by the plugin manager like any file; with
+//! `--cosign-key`, only once its signature verifies. A failure (registry
+//! down, not found, digest mismatch, no valid signature) is logged with its reason
 //! and tried again with backoff; the daemon and its other plugins run on.
 
-use crate::cli::{RegistryArgs, StoreArgs};
+use crate::cli::{RegistryArgs, StoreArgs, VerifyArgs};
 use crate::digest::Digest;
 use crate::fetch::{Fetcher, parse_reference};
 use crate::registry::Registry;
@@ -43,6 +44,8 @@ pub struct PluginRefArgs {
     pub store: StoreArgs,
     #[command(flatten)]
     pub registry: RegistryArgs,
+    #[command(flatten)]
+    pub verify: VerifyArgs,
 }
 
 /// The references to load, checked.
@@ -82,10 +85,7 @@ impl PluginRefArgs {
             );
             refs.push((name.to_string(), raw.to_string(), parse_reference(raw)?));
         }
-        let fetcher = Fetcher {
-            store: self.store.open()?,
-            registry: Registry::new(self.registry.options()?),
-        };
+        let fetcher = self.fetcher()?;
         Ok(Some(PluginRefs {
             refs,
             fetcher,
@@ -104,6 +104,7 @@ impl PluginRefArgs {
         Ok(Fetcher {
             store: self.store.open()?,
             registry: Registry::new(self.registry.options()?),
+            keys: self.verify.keys()?,
         })
     }
 

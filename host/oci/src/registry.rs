@@ -1,13 +1,17 @@
 //! One registry conversation through `oci-client`: resolving a tag to a
 //! manifest digest, pulling a manifest and a component by digest (sizes
 //! capped, the whole exchange under a deadline, bytes checked against the
-//! digest as they are read), pushing an artifact. Owns the client's
+//! digest as they are read), reading a manifest's cosign signatures
+//! ([`Registry::signatures`]), pushing an artifact. Owns the client's
 //! configuration (plain HTTP hosts, credentials, timeouts) and turning
 //! the registry's failures into errors that say what happened.
 
 use crate::artifact::{self, MAX_MANIFEST_BYTES};
 use crate::auth::Auths;
+use crate::cosign::{self, Signed, VerifyError};
 use crate::digest::{Digest, Hasher, Mismatch};
+use anyhow::Context;
+use base64::Engine;
 use futures::StreamExt;
 use oci_client::client::{ClientConfig, ClientProtocol};
 use oci_client::errors::{OciDistributionError, OciErrorCode};
@@ -90,7 +94,18 @@ impl Registry {
 
     /// The manifest `digest` of `reference`'s repository, checked against it.
     pub async fn manifest(&self, reference: &Reference, digest: Digest) -> anyhow::Result<Vec<u8>> {
-        let pull = self.capped_manifest(reference, digest);
+        self.manifest_as(reference, digest, artifact::MANIFEST_MEDIA_TYPE)
+            .await
+    }
+
+    /// The manifest `digest`, asked for as `accept`.
+    async fn manifest_as(
+        &self,
+        reference: &Reference,
+        digest: Digest,
+        accept: &str,
+    ) -> anyhow::Result<Vec<u8>> {
+        let pull = self.capped_manifest(reference, digest, accept);
         let bytes = self.deadline(reference, "pulling the manifest", pull).await??;
         crate::digest::verify(&format!("the manifest of {reference}"), &bytes, digest)?;
         Ok(bytes.to_vec())
@@ -104,6 +119,7 @@ impl Registry {
         &self,
         reference: &Reference,
         digest: Digest,
+        accept: &str,
     ) -> Result<anyhow::Result<Vec<u8>>, OciDistributionError> {
         let registry = reference.resolve_registry();
         let auth = self.options.auths.for_registry(registry);
@@ -119,10 +135,7 @@ impl Registry {
             "{scheme}://{registry}/v2/{}/manifests/{digest}",
             reference.repository()
         );
-        let mut request = self
-            .http
-            .get(&url)
-            .header("Accept", artifact::MANIFEST_MEDIA_TYPE);
+        let mut request = self.http.get(&url).header("Accept", accept);
         request = match (token, &auth) {
             (Some(token), _) => request.bearer_auth(token),
             (None, RegistryAuth::Basic(user, password)) => request.basic_auth(user, Some(password)),
@@ -174,13 +187,30 @@ impl Registry {
         size: u64,
     ) -> anyhow::Result<Vec<u8>> {
         let max = self.options.max_component_bytes;
+        let what = format!("the component of {reference}");
+        self.blob(reference, digest, size, max, what).await
+    }
+
+    /// The blob `digest` (`size` bytes as its manifest says), read up to
+    /// `max` bytes and checked against the digest.
+    async fn blob(
+        &self,
+        reference: &Reference,
+        digest: Digest,
+        size: u64,
+        max: u64,
+        what: String,
+    ) -> anyhow::Result<Vec<u8>> {
+        let cap = match max >= 1 << 20 {
+            true => format!("{} MiB", max >> 20),
+            false => format!("{max} bytes"),
+        };
         let descriptor = OciDescriptor {
             media_type: artifact::LAYER_MEDIA_TYPE.into(),
             digest: digest.to_string(),
             size: size as i64,
             ..Default::default()
         };
-        let what = format!("the component of {reference}");
         let read = async {
             let auth = self.options.auths.for_registry(reference.resolve_registry());
             self.client
@@ -191,8 +221,7 @@ impl Registry {
                 && len > max
             {
                 return Ok(Err(anyhow::anyhow!(
-                    "{what} is {len} bytes, over the cap of {} MiB",
-                    max >> 20
+                    "{what} is {len} bytes, over the cap of {cap}"
                 )));
             }
             let (mut bytes, mut hasher) = (Vec::new(), Hasher::default());
@@ -209,17 +238,15 @@ impl Registry {
                     Err(e) => return Err(e.into()),
                 };
                 if (bytes.len() + chunk.len()) as u64 > max {
-                    return Ok(Err(anyhow::anyhow!(
-                        "{what} is over the cap of {} MiB",
-                        max >> 20
-                    )));
+                    return Ok(Err(anyhow::anyhow!("{what} is over the cap of {cap}")));
                 }
                 hasher.update(&chunk);
                 bytes.extend_from_slice(&chunk);
             }
             Ok(Ok((bytes, hasher.finish())))
         };
-        let (bytes, actual) = self.deadline(reference, "pulling the component", read).await??;
+        let doing = format!("pulling {}", what.split(" of ").next().unwrap_or("a blob"));
+        let (bytes, actual) = self.deadline(reference, &doing, read).await??;
         if actual != digest {
             return Err(Mismatch {
                 what,
@@ -229,6 +256,52 @@ impl Registry {
             .into());
         }
         Ok(bytes)
+    }
+
+    /// The cosign signatures of the manifest `digest` of `reference`'s
+    /// repository: the simple-signing layers of the manifest its tag
+    /// `sha256-<hex>.sig` names, each payload checked against its digest.
+    /// No such tag is [`VerifyError::Missing`]; a registry that fails,
+    /// [`VerifyError::Failed`].
+    pub async fn signatures(
+        &self,
+        reference: &Reference,
+        digest: Digest,
+    ) -> Result<Vec<Signed>, VerifyError> {
+        let tag = Reference::with_tag(
+            reference.registry().to_string(),
+            reference.repository().to_string(),
+            cosign::signature_tag(digest),
+        );
+        let sig_digest = match self.resolve(&tag).await {
+            Ok(d) => d,
+            Err(e) if e.downcast_ref::<OciDistributionError>().is_some_and(not_found) => {
+                return Err(VerifyError::Missing(format!(
+                    "{digest} has no cosign signature: {tag} is not in the registry"
+                )));
+            }
+            Err(e) => return Err(VerifyError::Failed(e.context("reading the cosign signatures"))),
+        };
+        let by_digest = tag.clone_with_digest(sig_digest.to_string());
+        let accept = format!("{}, {DOCKER_MANIFEST_MEDIA_TYPE}", artifact::MANIFEST_MEDIA_TYPE);
+        let read = async {
+            let manifest = self.manifest_as(&by_digest, sig_digest, &accept).await?;
+            let layers = cosign::signature_layers(&manifest).with_context(|| format!("{tag}"))?;
+            let mut signed = Vec::new();
+            for (payload, size, signature) in layers {
+                let what = format!("the signature payload of {tag}");
+                let bytes = self
+                    .blob(&by_digest, payload, size, cosign::MAX_PAYLOAD_BYTES, what)
+                    .await?;
+                signed.push(Signed {
+                    payload: base64::engine::general_purpose::STANDARD.encode(bytes),
+                    signature,
+                });
+            }
+            anyhow::Ok(signed)
+        };
+        read.await
+            .map_err(|e| VerifyError::Failed(e.context("reading the cosign signatures")))
     }
 
     /// Push the component `bytes` as a Wasm artifact under `reference`
@@ -282,15 +355,13 @@ impl Registry {
     }
 }
 
-/// What a registry failure means, in one sentence with its cause after.
-fn explain(e: OciDistributionError, reference: &Reference, doing: &str) -> anyhow::Error {
-    let registry = reference.resolve_registry();
-    let status = match &e {
-        OciDistributionError::ServerError { code, .. } => Some(*code),
-        OciDistributionError::UnauthorizedError { .. } => Some(401),
-        _ => None,
-    };
-    let not_found = match &e {
+/// The media type of a Docker image manifest (what older cosigns push
+/// their signatures as).
+const DOCKER_MANIFEST_MEDIA_TYPE: &str = "application/vnd.docker.distribution.manifest.v2+json";
+
+/// Whether the registry said that what was asked for is not there.
+fn not_found(e: &OciDistributionError) -> bool {
+    match e {
         OciDistributionError::ImageManifestNotFoundError(_) => true,
         OciDistributionError::RegistryError { envelope, .. } => envelope.errors.iter().any(|x| {
             matches!(
@@ -301,8 +372,20 @@ fn explain(e: OciDistributionError, reference: &Reference, doing: &str) -> anyho
                     | OciErrorCode::NotFound
             )
         }),
-        _ => status == Some(404),
+        OciDistributionError::ServerError { code, .. } => *code == 404,
+        _ => false,
+    }
+}
+
+/// What a registry failure means, in one sentence with its cause after.
+fn explain(e: OciDistributionError, reference: &Reference, doing: &str) -> anyhow::Error {
+    let registry = reference.resolve_registry();
+    let status = match &e {
+        OciDistributionError::ServerError { code, .. } => Some(*code),
+        OciDistributionError::UnauthorizedError { .. } => Some(401),
+        _ => None,
     };
+    let not_found = not_found(&e);
     let denied = match &e {
         OciDistributionError::AuthenticationFailure(_) => true,
         OciDistributionError::RegistryError { envelope, .. } => envelope

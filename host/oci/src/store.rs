@@ -3,9 +3,13 @@
 //! a temporary file and a rename (a crash leaves the old state or the new,
 //! never half a blob); `<root>/pins.json` the digest each `--plugin-ref`
 //! was resolved to; `<root>/plugins/<name>.wasm` the components handed to
-//! the plugin manager. Every read is checked against its digest again: a
-//! blob damaged on disk is removed and fetched anew, never loaded.
+//! the plugin manager; `<root>/signatures/<hex>.json` the cosign
+//! signatures a manifest was verified with, checked again (under the keys
+//! then in force) before a stored manifest is taken without the registry.
+//! Every read is checked against its digest again: a blob damaged on disk
+//! is removed and fetched anew, never loaded.
 
+use crate::cosign::Signed;
 use crate::digest::{self, Digest};
 use anyhow::Context;
 use serde::{Deserialize, Serialize};
@@ -15,6 +19,8 @@ use std::path::{Path, PathBuf};
 
 /// The pins file is refused past this size.
 const MAX_PINS_BYTES: u64 = 1 << 20;
+/// A manifest's kept signatures are ignored past this size.
+const MAX_SIGNATURES_BYTES: u64 = 1 << 20;
 
 /// A store rooted at one directory.
 #[derive(Debug, Clone)]
@@ -33,7 +39,7 @@ pub struct Pin {
 impl Store {
     /// Open (creating) the store at `root`.
     pub fn open(root: &Path) -> anyhow::Result<Store> {
-        for dir in ["blobs/sha256", "tmp", "plugins"] {
+        for dir in ["blobs/sha256", "tmp", "plugins", "signatures"] {
             let dir = root.join(dir);
             std::fs::create_dir_all(&dir)
                 .with_context(|| format!("cannot create the OCI store's {}", dir.display()))?;
@@ -138,6 +144,31 @@ impl Store {
         self.root.join("pins.json")
     }
 
+    fn signatures_path(&self, manifest: Digest) -> PathBuf {
+        self.root
+            .join("signatures")
+            .join(format!("{}.json", manifest.hex()))
+    }
+
+    /// The cosign signatures kept for the manifest `manifest` (none when
+    /// there are none, or they do not read).
+    pub fn signatures(&self, manifest: Digest) -> Vec<Signed> {
+        let path = self.signatures_path(manifest);
+        if !path.exists() {
+            return Vec::new();
+        }
+        wink_input::read_text(&path, MAX_SIGNATURES_BYTES, "signatures")
+            .ok()
+            .and_then(|t| serde_json::from_str(&t).ok())
+            .unwrap_or_default()
+    }
+
+    /// Keep `signatures`, which verified the manifest `manifest`.
+    pub fn keep_signatures(&self, manifest: Digest, signatures: &[Signed]) -> anyhow::Result<()> {
+        let text = serde_json::to_vec(signatures)?;
+        self.write_atomically(&self.signatures_path(manifest), &text)
+    }
+
     /// Every plugin's pin (none when the file is absent).
     pub fn pins(&self) -> anyhow::Result<BTreeMap<String, Pin>> {
         let path = self.pins_path();
@@ -190,6 +221,23 @@ mod tests {
         std::fs::write(store.blob_path(d), b"tampered").unwrap();
         assert!(store.read(d, 100).unwrap().is_none());
         assert!(!store.blob_path(d).exists());
+        let _ = std::fs::remove_dir_all(store.root());
+    }
+
+    #[test]
+    fn keeps_a_manifests_signatures_and_reads_a_damaged_record_as_none() {
+        let store = Store::open(&temp("signatures")).unwrap();
+        let d = Digest::of(b"manifest");
+        assert!(store.signatures(d).is_empty());
+        let signed = vec![Signed {
+            payload: "cGF5bG9hZA==".into(),
+            signature: "c2ln".into(),
+        }];
+        store.keep_signatures(d, &signed).unwrap();
+        assert_eq!(store.signatures(d), signed);
+        assert!(store.signatures(Digest::of(b"other")).is_empty());
+        std::fs::write(store.signatures_path(d), b"{not json").unwrap();
+        assert!(store.signatures(d).is_empty());
         let _ = std::fs::remove_dir_all(store.root());
     }
 

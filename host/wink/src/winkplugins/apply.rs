@@ -3,8 +3,11 @@
 //! loaded with no registry), read its language from its metadata, put its
 //! config beside it, give its grant and load it through the plugin
 //! manager as a file (so a changed config, grant or component swaps the
-//! running plugin with a file reload's guarantees). Every failure is a
-//! condition with its reason; a plugin already running stays as it was.
+//! running plugin with a file reload's guarantees). An OCI source under a
+//! cosign key (its `spec.verify`, the daemon's `--cosign-key`) is verified
+//! once its digest is known, before it is pulled or loaded: the
+//! `Verified` condition. Every failure is a condition with its reason; a
+//! plugin already running stays as it was.
 
 use super::spec::{self, Source, Spec};
 use super::status::{Condition, Outcome};
@@ -12,6 +15,7 @@ use anyhow::Context;
 use serde_json::Value;
 use std::path::PathBuf;
 use wink_oci::auth::Auths;
+use wink_oci::cosign::VerifyError;
 use wink_oci::digest::Digest;
 use wink_oci::fetch::{Fetcher, parse_reference};
 use wink_oci::registry::Registry;
@@ -86,13 +90,27 @@ pub async fn apply(cx: &Context_, name: &str, object: &Value) -> (Outcome, Optio
     if let Some(why) = (cx.taken)(name) {
         return fail(outcome, "Loaded", "NameClash", why);
     }
-    let (manifest, component) = match fetch(cx, name, &spec).await {
+    let (manifest, component, verified) = match fetch(cx, name, &spec).await {
         Ok(d) => d,
         Err(e) => {
+            if let Some(v) = e.downcast_ref::<VerifyError>() {
+                return fail(outcome, "Verified", v.reason(), format!("{e:#}"));
+            }
             let e = format!("{e:#}");
             return fail(outcome, "Pulled", pull_reason(&e), e);
         }
     };
+    if !verified.is_empty() {
+        outcome.conditions.push(Condition::new(
+            "Verified",
+            Some(true),
+            "Verified",
+            format!(
+                "{manifest} is signed by the cosign key {}",
+                verified.join(" and ")
+            ),
+        ));
+    }
     outcome.digest = Some(manifest.clone());
     outcome.component_digest = Some(component.to_string());
     outcome.language = language(cx, component).map(|l| l.name().to_string());
@@ -157,8 +175,9 @@ async fn registry(cx: &Context_, spec: &Spec) -> anyhow::Result<Option<Registry>
     Ok(Some(Registry::new(options)))
 }
 
-/// Fetch the component of `spec`: (the manifest digest, the component's).
-async fn fetch(cx: &Context_, name: &str, spec: &Spec) -> anyhow::Result<(String, Digest)> {
+/// Fetch the component of `spec`: (the manifest digest, the component's,
+/// the ids of the cosign keys it was verified under).
+async fn fetch(cx: &Context_, name: &str, spec: &Spec) -> anyhow::Result<(String, Digest, Vec<String>)> {
     let raw = match &spec.source {
         Source::Oci(r) => r,
         Source::Https { url, sha256 } => {
@@ -181,7 +200,7 @@ async fn fetch(cx: &Context_, name: &str, spec: &Spec) -> anyhow::Result<(String
                 took_ms = started.elapsed().as_millis() as u64,
                 "WinkPlugin fetched"
             );
-            return Ok((digest.to_string(), digest));
+            return Ok((digest.to_string(), digest, Vec::new()));
         }
     };
     let reference = parse_reference(raw)?;
@@ -189,15 +208,17 @@ async fn fetch(cx: &Context_, name: &str, spec: &Spec) -> anyhow::Result<(String
     let key = pin_key(name);
     let pinned = store.pins()?.remove(&key).filter(|p| &p.reference == raw);
     let expected = pinned.map(|p| Digest::parse(&p.digest)).transpose()?;
+    let keys: Vec<_> = spec.cosign_key.iter().cloned().collect();
     let fetched = match registry(cx, spec).await? {
         Some(registry) => {
             let fetcher = Fetcher {
                 store: store.clone(),
                 registry,
+                keys: cx.fetcher.keys.clone(),
             };
-            fetcher.fetch(&reference, expected).await?
+            fetcher.fetch_verified(&reference, expected, &keys).await?
         }
-        None => cx.fetcher.fetch(&reference, expected).await?,
+        None => cx.fetcher.fetch_verified(&reference, expected, &keys).await?,
     };
     store.pin(
         &key,
@@ -214,7 +235,7 @@ async fn fetch(cx: &Context_, name: &str, spec: &Spec) -> anyhow::Result<(String
         took_ms = fetched.took.as_millis() as u64,
         "WinkPlugin fetched"
     );
-    Ok((fetched.manifest.to_string(), fetched.component))
+    Ok((fetched.manifest.to_string(), fetched.component, fetched.verified))
 }
 
 /// The language of the stored component `component`, as its metadata

@@ -1,6 +1,7 @@
 //! The `WinkPlugin` CustomResourceDefinition (`wink.dev/v1alpha1`,
 //! cluster-scoped, plural `winkplugins`, short name `wp`): a structural
-//! schema of the spec and status, the status subresource and the printer
+//! schema of the spec (source, config, grant, admission, pull Secret,
+//! cosign key) and status, the status subresource and the printer
 //! columns `kubectl get winkplugins` shows (language and compiler with
 //! `-o wide`). Installed by `wink run` when a
 //! cluster lacks it; `wink manifests` ships the same definition.
@@ -74,7 +75,21 @@ fn spec() -> Value {
                 "type": "object",
                 "properties": {"failurePolicy": {"type": "string", "enum": ["Fail", "Ignore"]}}
             },
-            "pullSecret": {"type": "string", "maxLength": 253, "description": "A kubernetes.io/dockerconfigjson Secret in wink's namespace, for a private registry."}
+            "pullSecret": {"type": "string", "maxLength": 253, "description": "A kubernetes.io/dockerconfigjson Secret in wink's namespace, for a private registry."},
+            "verify": {
+                "type": "object",
+                "description": "The signature an oci source must have before it is pulled or loaded.",
+                "required": ["cosign"],
+                "properties": {
+                    "cosign": {
+                        "type": "object",
+                        "required": ["publicKey"],
+                        "properties": {
+                            "publicKey": {"type": "string", "maxLength": 16384, "description": "A cosign public key (PEM, ECDSA P-256: cosign.pub): the manifest's signature under the tag sha256-<hex>.sig must verify under it."}
+                        }
+                    }
+                }
+            }
         }
     })
 }

@@ -1,11 +1,13 @@
 //! A WinkPlugin's spec, read and checked: the source of its component, its
 //! config text, its grant (parsed by the grants file's own types, strict:
 //! an unknown field is an error, so the two never drift), its admission
-//! failure policy and its pull Secret. A spec that does not read is an
-//! error with the field it is about; nothing is loaded from it.
+//! failure policy, its pull Secret and the cosign key its OCI source must
+//! be signed by. A spec that does not read is an error with the field it
+//! is about; nothing is loaded from it.
 
 use serde::Deserialize;
 use serde_json::Value;
+use wink_oci::cosign::{MAX_KEY_BYTES, PublicKey};
 use wink_runtime::grants::PluginGrant;
 
 /// The largest config handed to a plugin (as a config file's cap).
@@ -42,6 +44,21 @@ pub struct Spec {
     /// `Fail` or `Ignore`, when the spec overrides the plugin's own.
     pub failure_policy: Option<String>,
     pub pull_secret: Option<String>,
+    /// The cosign key the OCI source's manifest must be signed by
+    /// (`spec.verify.cosign.publicKey`).
+    pub cosign_key: Option<PublicKey>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct RawCosign {
+    public_key: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawVerify {
+    cosign: RawCosign,
 }
 
 #[derive(Deserialize)]
@@ -70,6 +87,8 @@ struct RawSpec {
     admission: Option<RawAdmission>,
     #[serde(default)]
     pull_secret: Option<String>,
+    #[serde(default)]
+    verify: Option<RawVerify>,
 }
 
 /// Read the spec of a WinkPlugin object.
@@ -133,12 +152,29 @@ pub fn parse(object: &Value) -> anyhow::Result<Spec> {
             "spec.pullSecret: {s:?} is not a Secret name"
         );
     }
+    let cosign_key = match raw.verify {
+        None => None,
+        Some(v) => {
+            anyhow::ensure!(
+                matches!(source, Source::Oci(_)),
+                "spec.verify is for an oci source (an https one is pinned by spec.source.sha256)"
+            );
+            anyhow::ensure!(
+                v.cosign.public_key.len() as u64 <= MAX_KEY_BYTES,
+                "spec.verify.cosign.publicKey: longer than {MAX_KEY_BYTES} bytes"
+            );
+            let key = PublicKey::from_pem(&v.cosign.public_key)
+                .map_err(|e| anyhow::anyhow!("spec.verify.cosign.publicKey: {e:#}"))?;
+            Some(key)
+        }
+    };
     Ok(Spec {
         source,
         config,
         grant,
         failure_policy,
         pull_secret: raw.pull_secret,
+        cosign_key,
     })
 }
 
@@ -166,6 +202,20 @@ mod tests {
         assert_eq!(s.pull_secret.as_deref(), Some("regcred"));
     }
 
+    const PUB: &str = "-----BEGIN PUBLIC KEY-----
+MFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAEMzVQwKLlOw/eDHxjHV9h+LF3hjwm
+B4eoQEfMyATbmtm3UPNroM/GUPFlWlwy1XQ1iM4otHteLqNFzlAL0Ag9SQ==
+-----END PUBLIC KEY-----";
+
+    #[test]
+    fn a_cosign_key_reads_from_verify() {
+        let o = json!({"spec": {"source": {"oci": "x:v1"}, "verify": {"cosign": {"publicKey": PUB}}}});
+        let key = parse(&o).unwrap().cosign_key.unwrap();
+        assert_eq!(key, PublicKey::from_pem(PUB).unwrap());
+        let none = json!({"spec": {"source": {"oci": "x:v1"}}});
+        assert!(parse(&none).unwrap().cosign_key.is_none());
+    }
+
     #[test]
     fn bad_specs_say_which_field() {
         let bad = |spec: Value| format!("{:#}", parse(&json!({"spec": spec})).unwrap_err());
@@ -185,6 +235,19 @@ mod tests {
                 .contains("Fail or Ignore")
         );
         assert!(bad(json!({"source": {"oci": "x:v1"}, "extra": 1})).contains("unknown field `extra`"));
+        assert!(
+            bad(json!({"source": {"oci": "x:v1"}, "verify": {"cosign": {"publicKey": "x"}}}))
+                .contains("spec.verify.cosign.publicKey: not a PEM public key")
+        );
+        assert!(
+            bad(json!({"source": {"oci": "x:v1"}, "verify": {"cosign": {"key": "x"}}}))
+                .contains("unknown field `key`")
+        );
+        let https = json!({"https": "https://e/x.wasm", "sha256": "0".repeat(64)});
+        assert!(
+            bad(json!({"source": https, "verify": {"cosign": {"publicKey": PUB}}}))
+                .contains("spec.verify is for an oci source")
+        );
         assert!(
             bad(json!({"source": {"oci": "x:v1"}, "config": "x".repeat(MAX_CONFIG_BYTES + 1)}))
                 .contains("at most")

@@ -69,7 +69,8 @@ pub struct Outcome {
     pub language: Option<String>,
     /// The grant's mode.
     pub mode: String,
-    /// `Pulled` and `Loaded` (or, for a spec that does not read, why).
+    /// `Pulled`, `Verified` (under a cosign key) and `Loaded` (or, for a
+    /// spec that does not read, why).
     pub conditions: Vec<Condition>,
     pub last_error: Option<String>,
 }
