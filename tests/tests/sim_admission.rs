@@ -2,9 +2,11 @@
 //! calls them, seen through real `kubectl` (v1.32): a native HTTPS webhook
 //! (`support`: wink-sim's test server, tokio + hyper + rustls, certificates
 //! by rcgen) registered through the API. Denials, mutations, warnings, dry
-//! runs, failure policies, timeouts, rules and selectors, TLS, equivalents.
+//! runs, failure policies, timeouts, rules and selectors, TLS, equivalents;
+//! the ReplicaSet controller's Pods admitted as a client's (`replicasets`).
 
 mod matching;
+mod replicasets;
 mod support;
 
 use crate::kubectl_support::have_kubectl;

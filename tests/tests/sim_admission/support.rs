@@ -80,7 +80,12 @@ pub struct Setup {
 }
 
 pub async fn setup(name: &str) -> Setup {
-    let env = kubectl_support::env(name, SimConfig::default()).await;
+    setup_with(name, SimConfig::default()).await
+}
+
+/// [`setup`] on a simulator started with `config`.
+pub async fn setup_with(name: &str, config: SimConfig) -> Setup {
+    let env = kubectl_support::env(name, config).await;
     let certs = WebhookCerts::generate(&["hook.webhooks.svc"]).unwrap();
     let seen: Seen = Arc::default();
     let server = WebhookServer::start(&certs, handler(seen.clone())).await.unwrap();

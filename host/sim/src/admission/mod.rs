@@ -137,6 +137,17 @@ impl Ctx {
         })
     }
 
+    /// The admission of a write a controller makes as the service account
+    /// `kube-system/NAME` (its userInfo), on a server with webhooks configured.
+    pub fn for_controller(shared: &Arc<Shared>, name: &str) -> Option<Ctx> {
+        config::any(&shared.store.lock()).then(|| Ctx {
+            shared: shared.clone(),
+            dry_run: false,
+            user: review::service_account("kube-system", name),
+            warnings: Arc::default(),
+        })
+    }
+
     /// The same admission for a dry run.
     pub fn dry_run(&self, dry_run: bool) -> Ctx {
         Ctx {

@@ -14,10 +14,17 @@ use super::matching::{Attrs, Invocation};
 use base64::Engine;
 use serde_json::{Value, json};
 
-/// The user every request is made as: the simulator authenticates nobody,
+/// The user every client request is made as: the simulator authenticates nobody,
 /// so requests are anonymous, as on a server allowing anonymous requests.
 pub fn anonymous() -> Value {
     json!({"username": "system:anonymous", "groups": ["system:unauthenticated"]})
+}
+
+/// The user a controller's writes are made as: its service account
+/// `NAMESPACE/NAME` (kube-controller-manager's per-controller credentials).
+pub fn service_account(namespace: &str, name: &str) -> Value {
+    json!({"username": format!("system:serviceaccount:{namespace}:{name}"),
+        "groups": ["system:serviceaccounts", format!("system:serviceaccounts:{namespace}"), "system:authenticated"]})
 }
 
 /// What one webhook is asked about.

@@ -20,10 +20,20 @@
 //! (runs bound Pods), `gc` (ownerReferences: background, foreground and
 //! orphan deletion), `namespace` (empties Terminating namespaces).
 //!
+//! Admission: the ReplicaSet controller's Pod creates go through the
+//! admission webhooks, as kube-controller-manager's go through the API
+//! (`admit`): queued in the round, admitted on a blocking thread with the
+//! lock released, and their outcomes applied under the lock at the start
+//! of a later pass; the loop also wakes when a refused ReplicaSet's backoff
+//! ends. Every other controller write (ReplicaSets of a Deployment,
+//! bindings, Pod status, deletions) is stored directly, without admission.
+//!
 //! Owns: the loop, the queues and what the controllers share. Must not
 //! touch: HTTP, the store's internals (only `write`, reads of
-//! `State::tables` and `State::events_after`).
+//! `State::tables` and `State::events_after`), the webhooks' dispatching
+//! (`admission`).
 
+mod admit;
 mod deployment;
 mod gc;
 mod index;
@@ -40,6 +50,7 @@ use index::{Index, Place, controller_of, owner_uids};
 use serde_json::{Value, json};
 use std::collections::BTreeSet;
 use std::sync::Arc;
+use std::time::Instant;
 
 /// Rounds after one wake-up before yielding the lock to requests.
 const MAX_ROUNDS: usize = 16;
@@ -47,22 +58,46 @@ const MAX_ROUNDS: usize = 16;
 /// Run the controllers until the simulator stops.
 pub async fn run(shared: Arc<Shared>) {
     let mut controllers = Controllers::default();
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Vec<admit::Admitted>>();
+    let mut landed = Vec::new();
     loop {
-        let (more, mut changes) = {
+        let (more, mut changes, creates, wake) = {
             let mut st = shared.store.lock();
-            let more = controllers.step(&mut st);
+            while let Ok(mut a) = rx.try_recv() {
+                landed.append(&mut a);
+            }
+            let now = Instant::now();
+            controllers.admitted(&mut st, std::mem::take(&mut landed), now);
+            let more = controllers.step_at(&mut st, now);
             shared
                 .stats
                 .control_worked(controllers.rounds, controllers.visits);
             // Subscribed under the lock: no commit after the step is missed.
-            (more, st.changes.subscribe())
+            let (creates, wake) = (controllers.admit.take(), controllers.admit.next_wake());
+            (more, st.changes.subscribe(), creates, wake)
         };
+        if !creates.is_empty() {
+            let (shared, tx) = (shared.clone(), tx.clone());
+            tokio::task::spawn_blocking(move || {
+                let _ = tx.send(admit::admit(&shared, creates));
+            });
+        }
         if more {
             tokio::task::yield_now().await;
             continue;
         }
-        // A restart replaces the state: its sender goes, and this returns.
-        let _ = changes.changed().await;
+        let backoff = async {
+            match wake {
+                Some(at) => tokio::time::sleep_until(at.into()).await,
+                None => std::future::pending().await,
+            }
+        };
+        // A restart replaces the state: its sender goes, and `changed` returns.
+        tokio::select! {
+            _ = changes.changed() => {}
+            Some(mut a) = rx.recv() => landed.append(&mut a),
+            () = backoff => {}
+        }
     }
 }
 
@@ -105,6 +140,8 @@ pub struct Controllers {
     tables: BTreeSet<String>,
     index: Index,
     queues: Queues,
+    /// Pod creates going through admission.
+    admit: admit::Admissions,
     /// Rounds run (a round works every non-empty queue once).
     pub rounds: u64,
     /// Stored objects read (each a deep copy) by the controllers.
@@ -116,6 +153,10 @@ pub struct Ctx<'a> {
     pub st: &'a mut State,
     pub ix: &'a mut Index,
     visits: &'a mut u64,
+    admit: &'a mut admit::Admissions,
+    /// Whether any admission webhook configuration exists.
+    webhooks: bool,
+    now: Instant,
 }
 
 impl Ctx<'_> {
@@ -140,14 +181,21 @@ impl Ctx<'_> {
 impl Controllers {
     /// Look at what changed and work the queues, round after round, until
     /// nothing is left (true: work remains after [`MAX_ROUNDS`] rounds).
+    #[cfg(test)]
     pub fn step(&mut self, st: &mut State) -> bool {
+        self.step_at(st, Instant::now())
+    }
+
+    /// [`Controllers::step`] at `now` (when backoffs end).
+    pub fn step_at(&mut self, st: &mut State, now: Instant) -> bool {
+        self.queues.replicasets.extend(self.admit.due(now));
         for _ in 0..MAX_ROUNDS {
             self.observe(st);
             if self.queues.is_empty() {
                 return false;
             }
             self.rounds += 1;
-            self.work(st);
+            self.work(st, now);
         }
         self.observe(st);
         !self.queues.is_empty()
@@ -280,14 +328,33 @@ impl Controllers {
         }
     }
 
-    /// One round: every controller works its queue once.
-    fn work(&mut self, st: &mut State) {
-        let q = std::mem::take(&mut self.queues);
-        let mut cx = Ctx {
+    /// Store or refuse the Pods admission is done with (see `admit`).
+    pub fn admitted(&mut self, st: &mut State, landed: Vec<admit::Admitted>, now: Instant) {
+        for a in landed {
+            // The indexes as of now: each Pod stored counts for the next.
+            self.observe(st);
+            self.queues.replicasets.insert(a.create.rs.clone());
+            let mut cx = self.ctx(st, now);
+            admit::apply(&mut cx, a, now);
+        }
+    }
+
+    fn ctx<'a>(&'a mut self, st: &'a mut State, now: Instant) -> Ctx<'a> {
+        let webhooks = super::admission::config::any(st);
+        Ctx {
             st,
             ix: &mut self.index,
             visits: &mut self.visits,
-        };
+            admit: &mut self.admit,
+            webhooks,
+            now,
+        }
+    }
+
+    /// One round: every controller works its queue once.
+    fn work(&mut self, st: &mut State, now: Instant) {
+        let q = std::mem::take(&mut self.queues);
+        let mut cx = self.ctx(st, now);
         if q.nodes {
             nodes::reconcile(&mut cx);
         }

@@ -4,11 +4,17 @@
 //! first) and writes its status (replicas, fullyLabeledReplicas,
 //! readyReplicas, availableReplicas, observedGeneration).
 //!
+//! While any admission webhook configuration exists, the Pods it wants are
+//! queued for admission (`admit`: written after the webhooks admit them,
+//! a refusal holding the ReplicaSet's creates back for a while) rather
+//! than written in the round; with none they are written at once.
+//!
 //! Owns: the Pods a ReplicaSet controls and its status. Must not touch:
 //! ReplicaSet specs (`deployment` scales them), Pods it does not control
 //! (no adoption of matching orphans), Pod status (`kubelet`).
 
 use super::super::write;
+use super::admit;
 use super::{
     Ctx, controller_ref, controller_uid, count, def, deleting, name, namespace, pod_ready, replicas,
     set_status, uid,
@@ -49,6 +55,21 @@ pub fn sync(cx: &mut Ctx, key: &str) {
     let mine = owned(cx, &rs);
     let want = replicas(&rs).max(0) as usize;
     if mine.len() < want {
+        if cx.webhooks {
+            // Through admission, after the round (`admit`).
+            if cx.admit.may_create(key, cx.now) {
+                for _ in mine.len()..want {
+                    cx.admit.queue(admit::Create {
+                        rs: key.into(),
+                        rs_uid: uid(&rs).to_string(),
+                        ns: ns.map(String::from),
+                        pod: new_pod(&rs),
+                    });
+                }
+            }
+            return;
+        }
+        cx.admit.created(key);
         for _ in mine.len()..want {
             if let Err(e) = write::create(cx.st, &pod_def, ns, "v1", new_pod(&rs)) {
                 tracing::debug!("control: pod of {}: {}", name(&rs), e.message);
@@ -80,6 +101,9 @@ pub fn sync(cx: &mut Ctx, key: &str) {
         status[k] = json!(v);
     }
     status["observedGeneration"] = json!(count(&rs, "/metadata/generation"));
+    if !cx.admit.failing(key) {
+        admit::without_failure(&mut status);
+    }
     set_status(cx.st, "replicasets.apps", &rs, status);
 }
 
