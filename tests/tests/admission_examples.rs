@@ -5,7 +5,10 @@
 //! `service-selector-guard` refuses a Service that selects no Pod, from
 //! the informer cache: a thousand admission requests to it make no request
 //! of wink's to the API server. With wink stopped, its Fail webhooks refuse
-//! Pods elsewhere but never in wink's own namespace.
+//! Pods elsewhere but never in wink's own namespace: there a Deployment
+//! still gets its new Pod from the simulated control plane (whose
+//! ReplicaSet controller creates Pods through admission), while one
+//! elsewhere gets FailedCreate.
 
 use crate::admission::{ask, ca_pem};
 use crate::cache_support::*;
@@ -64,6 +67,27 @@ async fn configured(env: &kubectl_support::Env, kind: &str, webhooks: usize) {
     }
 }
 
+/// The items `args` lists once `check` holds for them (waited for).
+async fn listed(
+    env: &kubectl_support::Env,
+    what: &str,
+    args: &[&str],
+    check: impl Fn(&[Value]) -> bool,
+) -> Vec<Value> {
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let items = env.items(args).await;
+        if check(&items) {
+            return items;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "timed out waiting for {what}: {items:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
 fn write(env: &kubectl_support::Env, name: &str, v: &Value) -> String {
     let path = env.dir.join(format!("{name}.json"));
     std::fs::write(&path, v.to_string()).unwrap();
@@ -75,7 +99,12 @@ async fn the_example_policies_guard_the_door_for_kubectl() {
     if !kubectl_support::have_kubectl() {
         return;
     }
-    let env = kubectl_support::env("admission_examples", Default::default()).await;
+    // The control plane on: Deployments get Pods, created through admission.
+    let config = wink_sim::SimConfig {
+        control_plane: true,
+        ..Default::default()
+    };
+    let env = kubectl_support::env("admission_examples", config).await;
     let s = Setup::new("admission_examples", &env.sim);
     s.install("pod_security", "pod-security", None);
     s.install("require_labels", "require-labels", None);
@@ -131,6 +160,14 @@ async fn the_example_policies_guard_the_door_for_kubectl() {
         .json(&["get", "deployment", "api", "-n", "team-a", "-o", "json"])
         .await;
     assert_eq!(stored["metadata"]["labels"]["team"], "unassigned", "{stored}");
+    // Its Pod passed pod-security on its way in.
+    listed(
+        &env,
+        "the Pod of api",
+        &["get", "pods", "-n", "team-a", "-l", "app=api"],
+        |p| p.len() == 1,
+    )
+    .await;
 
     // service-selector-guard: a Service selecting no Pod is refused; one
     // selecting the Pod above is stored.
@@ -190,6 +227,59 @@ async fn the_example_policies_guard_the_door_for_kubectl() {
         ])
         .await;
     assert!(ok, "wink's namespace is never locked: {stderr}");
+
+    // So a Deployment in wink's namespace gets its new Pod; one elsewhere
+    // scaled up (the scale subresource, which no webhook takes) does not:
+    // its ReplicaSet records why.
+    env.ok(&["create", "deployment", "wink-next", "--image=i", "-n", "default"])
+        .await;
+    listed(
+        &env,
+        "the Pod of wink-next",
+        &["get", "pods", "-n", "default", "-l", "app=wink-next"],
+        |p| p.len() == 1,
+    )
+    .await;
+    env.ok(&["scale", "deployment", "api", "-n", "team-a", "--replicas=2"])
+        .await;
+    let events = listed(
+        &env,
+        "FailedCreate in team-a",
+        &[
+            "get",
+            "events",
+            "-n",
+            "team-a",
+            "--field-selector",
+            "reason=FailedCreate",
+        ],
+        |e| !e.is_empty(),
+    )
+    .await;
+    let message = events[0]["message"].as_str().unwrap_or("");
+    assert!(
+        message.starts_with("Error creating: ")
+            && message.contains(r#"failed calling webhook "pod-security.validate.wink.dev""#),
+        "{events:?}"
+    );
+    assert_eq!(events[0]["involvedObject"]["kind"], "ReplicaSet");
+    let rss = listed(
+        &env,
+        "the ReplicaFailure condition",
+        &["get", "replicasets", "-n", "team-a"],
+        |r| {
+            r.iter().any(|rs| {
+                rs["status"]["conditions"].as_array().is_some_and(|cs| {
+                    cs.iter()
+                        .any(|c| c["type"] == "ReplicaFailure" && c["reason"] == "FailedCreate")
+                })
+            })
+        },
+    )
+    .await;
+    assert_eq!(rss.len(), 1);
+    let pods = env.items(&["get", "pods", "-n", "team-a", "-l", "app=api"]).await;
+    assert_eq!(pods.len(), 1, "no new Pod elsewhere: {pods:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

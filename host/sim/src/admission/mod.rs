@@ -15,7 +15,8 @@
 //! Submodules: `config` (the configuration objects), `matching`, `call`
 //! (HTTPS), `review` (AdmissionReview and the errors), `testing` (an HTTPS
 //! webhook server for tests). Must not touch: the write paths themselves
-//! (`http`, `write` call in here before storing).
+//! (`http`, and the control plane's ReplicaSet controller for its Pod
+//! creates, call in here before storing).
 
 mod call;
 pub mod config;
