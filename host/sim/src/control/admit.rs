@@ -90,13 +90,8 @@ impl Admissions {
         std::mem::take(&mut self.queued)
     }
 
-    /// Whether the last create of `rs` was refused.
-    pub fn failing(&self, rs: &str) -> bool {
-        self.backoff.contains_key(rs)
-    }
-
-    /// `rs` created a Pod: no backoff any more.
-    pub fn created(&mut self, rs: &str) {
+    /// `rs` created a Pod, or has the Pods it wants: no backoff any more.
+    pub fn succeeded(&mut self, rs: &str) {
         self.backoff.remove(rs);
     }
 
@@ -201,7 +196,7 @@ pub fn apply(cx: &mut Ctx, a: Admitted, at: Instant) {
         write::create(cx.st, &pods, c.ns.as_deref(), "v1", pod).map(|_| ())
     });
     match result {
-        Ok(()) => cx.admit.created(&c.rs),
+        Ok(()) => cx.admit.succeeded(&c.rs),
         Err(e) => {
             let previous = cx.admit.refused(&c.rs, at);
             let event = record(cx, &rs, &format!("Error creating: {}", e.message), previous);

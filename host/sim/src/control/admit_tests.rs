@@ -146,7 +146,7 @@ fn the_backoff_doubles_up_to_thirty_seconds() {
         t = until;
     }
     assert_eq!(delays, [1, 2, 4, 8, 16, 30, 30]);
-    a.created(&rs);
+    a.succeeded(&rs);
     a.refused(&rs, t);
     assert_eq!(
         a.next_wake(),
@@ -181,4 +181,40 @@ fn an_admitted_pod_no_longer_wanted_is_not_stored() {
     );
     settle_with(&mut c, &mut st);
     assert_eq!(all(&st, "pods").len(), 0);
+}
+
+#[test]
+fn with_the_configuration_gone_the_retry_writes_the_pods() {
+    let (mut st, mut c, creates) = waiting(2);
+    let t0 = Instant::now();
+    c.admitted(&mut st, creates.into_iter().map(refused).collect(), t0);
+    settle_with(&mut c, &mut st);
+    let def = st.registry.get(CONFIGS).cloned().unwrap();
+    super::write::delete(&mut st, &def, None, "pods", &Default::default()).unwrap();
+    settle_with(&mut c, &mut st);
+    assert_eq!(all(&st, "pods").len(), 0, "nothing syncs it before its backoff ends");
+    c.step_at(&mut st, t0 + Duration::from_secs(1));
+    settle_with(&mut c, &mut st);
+    assert!(c.admit.take().is_empty(), "nothing to admit");
+    assert_eq!(all(&st, "pods").len(), 2);
+    assert_eq!(conditions(&st), Value::Null);
+}
+
+#[test]
+fn scaled_down_to_what_it_has_a_replicaset_reports_no_failure() {
+    let (mut st, mut c, creates) = waiting(1);
+    c.admitted(
+        &mut st,
+        creates.into_iter().map(refused).collect(),
+        Instant::now(),
+    );
+    settle_with(&mut c, &mut st);
+    assert_eq!(conditions(&st)[0]["type"], "ReplicaFailure");
+    let mut scaled = all(&st, "replicasets.apps")[0].clone();
+    scaled["spec"]["replicas"] = json!(0);
+    let def = st.registry.get("replicasets.apps").cloned().unwrap();
+    super::write::update(&mut st, &def, Some("default"), "web-1", scaled, false).unwrap();
+    settle_with(&mut c, &mut st);
+    assert_eq!(conditions(&st), Value::Null);
+    assert_eq!(c.admit.next_wake(), None, "no retry left");
 }

@@ -69,7 +69,7 @@ pub fn sync(cx: &mut Ctx, key: &str) {
             }
             return;
         }
-        cx.admit.created(key);
+        cx.admit.succeeded(key);
         for _ in mine.len()..want {
             if let Err(e) = write::create(cx.st, &pod_def, ns, "v1", new_pod(&rs)) {
                 tracing::debug!("control: pod of {}: {}", name(&rs), e.message);
@@ -101,9 +101,9 @@ pub fn sync(cx: &mut Ctx, key: &str) {
         status[k] = json!(v);
     }
     status["observedGeneration"] = json!(count(&rs, "/metadata/generation"));
-    if !cx.admit.failing(key) {
-        admit::without_failure(&mut status);
-    }
+    // Nothing left to create: no failure to report.
+    cx.admit.succeeded(key);
+    admit::without_failure(&mut status);
     set_status(cx.st, "replicasets.apps", &rs, status);
 }
 
