@@ -22,30 +22,6 @@ async fn env(name: &str) -> Env {
     kubectl_support::env(&format!("control-{name}"), config).await
 }
 
-/// What the control plane's tests add to the shared kubectl helpers.
-trait Waits {
-    async fn until(&self, what: &str, args: &[&str], check: impl Fn(&[Value]) -> bool) -> Vec<Value>;
-}
-
-impl Waits for Env {
-    /// Wait (at most 30 s) until `check` holds for the items `args` lists.
-    async fn until(&self, what: &str, args: &[&str], check: impl Fn(&[Value]) -> bool) -> Vec<Value> {
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-        loop {
-            let items = self.items(args).await;
-            if check(&items) {
-                return items;
-            }
-            assert!(
-                tokio::time::Instant::now() < deadline,
-                "timed out waiting for {what}: {}",
-                serde_json::to_string_pretty(&items).unwrap()
-            );
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-    }
-}
-
 fn running(pods: &[Value]) -> usize {
     pods.iter()
         .filter(|p| p["status"]["phase"] == "Running" && p["metadata"]["deletionTimestamp"].is_null())

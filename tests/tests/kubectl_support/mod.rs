@@ -84,4 +84,22 @@ impl Env {
             .cloned()
             .unwrap_or_default()
     }
+
+    /// Wait (at most 30 s) until `check` holds for the items `args` lists;
+    /// those items.
+    pub async fn until(&self, what: &str, args: &[&str], check: impl Fn(&[Value]) -> bool) -> Vec<Value> {
+        let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(30);
+        loop {
+            let items = self.items(args).await;
+            if check(&items) {
+                return items;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "timed out waiting for {what}: {}",
+                serde_json::to_string_pretty(&items).unwrap()
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+    }
 }

@@ -34,23 +34,6 @@ fn pods_hook(name: &str, client_config: Value, extra: Value) -> Value {
     h
 }
 
-/// Wait (at most 30 s) until `check` holds for the items `args` lists.
-async fn until(s: &Setup, what: &str, args: &[&str], check: impl Fn(&[Value]) -> bool) -> Vec<Value> {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-    loop {
-        let items = s.env.items(args).await;
-        if check(&items) {
-            return items;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "timed out waiting for {what}: {}",
-            serde_json::to_string_pretty(&items).unwrap()
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-}
-
 fn replica_failure(rs: &Value) -> Option<&Value> {
     rs.pointer("/status/conditions")?
         .as_array()?
@@ -100,19 +83,21 @@ async fn a_fail_webhook_that_is_down_holds_back_a_replicasets_pods_until_it_is_b
     }
 
     // The namespace the selector leaves out gets its Pods.
-    until(&s, "the Pods in free", &["get", "pods", "-n", "free"], |p| {
-        p.len() == 2
-    })
-    .await;
+    s.env
+        .until("the Pods in free", &["get", "pods", "-n", "free"], |p| {
+            p.len() == 2
+        })
+        .await;
 
     // The other one: a FailedCreate Event on the ReplicaSet, and its condition.
-    let events = until(
-        &s,
-        "a FailedCreate Event",
-        &["get", "events", "--field-selector", "reason=FailedCreate"],
-        |e| !e.is_empty(),
-    )
-    .await;
+    let events = s
+        .env
+        .until(
+            "a FailedCreate Event",
+            &["get", "events", "--field-selector", "reason=FailedCreate"],
+            |e| !e.is_empty(),
+        )
+        .await;
     let e = &events[0];
     assert_eq!(e["type"], "Warning", "{e}");
     assert_eq!(e["involvedObject"]["kind"], "ReplicaSet", "{e}");
@@ -129,10 +114,12 @@ async fn a_fail_webhook_that_is_down_holds_back_a_replicasets_pods_until_it_is_b
             && message.contains("connection refused"),
         "{e}"
     );
-    let rss = until(&s, "the ReplicaFailure condition", &["get", "replicasets"], |r| {
-        r.iter().any(|rs| replica_failure(rs).is_some())
-    })
-    .await;
+    let rss = s
+        .env
+        .until("the ReplicaFailure condition", &["get", "replicasets"], |r| {
+            r.iter().any(|rs| replica_failure(rs).is_some())
+        })
+        .await;
     let cond = replica_failure(&rss[0]).unwrap();
     assert_eq!(
         (cond["status"].as_str(), cond["reason"].as_str()),
@@ -162,14 +149,16 @@ async fn a_fail_webhook_that_is_down_holds_back_a_replicasets_pods_until_it_is_b
 
     // The webhook is back: a retry creates the Pods, and the condition goes.
     s.env.sim.route_service("webhooks", "hook", 443, s.server.addr());
-    until(&s, "the Pods in default", &["get", "pods"], |p| p.len() == 2).await;
-    until(
-        &s,
-        "the ReplicaSet without ReplicaFailure",
-        &["get", "replicasets"],
-        |r| r.len() == 1 && replica_failure(&r[0]).is_none() && r[0]["status"]["replicas"] == 2,
-    )
-    .await;
+    s.env
+        .until("the Pods in default", &["get", "pods"], |p| p.len() == 2)
+        .await;
+    s.env
+        .until(
+            "the ReplicaSet without ReplicaFailure",
+            &["get", "replicasets"],
+            |r| r.len() == 1 && replica_failure(&r[0]).is_none() && r[0]["status"]["replicas"] == 2,
+        )
+        .await;
     let reviews: Vec<Value> = s.seen.lock().unwrap().iter().map(|(_, r)| r.clone()).collect();
     assert!(!reviews.is_empty());
     for r in &reviews {
@@ -197,7 +186,7 @@ async fn a_mutating_webhooks_patch_shows_on_a_replicasets_pod() {
     s.env
         .ok(&["create", "deployment", "api", "--image=nginx", "--replicas=2"])
         .await;
-    let pods = until(&s, "the Pods", &["get", "pods"], |p| p.len() == 2).await;
+    let pods = s.env.until("the Pods", &["get", "pods"], |p| p.len() == 2).await;
     for p in &pods {
         let labels = &p["metadata"]["labels"];
         assert_eq!(labels["mutated"], "yes", "{p}");
@@ -217,8 +206,9 @@ async fn a_mutating_webhooks_patch_shows_on_a_replicasets_pod() {
         );
     }
     // Running, as any Pod of a Deployment.
-    until(&s, "the rollout", &["get", "deployments"], |d| {
-        d.len() == 1 && d[0]["status"]["availableReplicas"] == 2
-    })
-    .await;
+    s.env
+        .until("the rollout", &["get", "deployments"], |d| {
+            d.len() == 1 && d[0]["status"]["availableReplicas"] == 2
+        })
+        .await;
 }
