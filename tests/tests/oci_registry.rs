@@ -23,20 +23,6 @@ use wink_sim::{Sim, SimConfig};
 
 const MANIFEST: &str = "application/vnd.oci.image.manifest.v1+json";
 
-/// `wink push` of `file` to `reference`: the digest it prints.
-fn push(reg: &Registry, reference: &str, file: &Path) -> String {
-    let out = wink_ok(&[
-        "push",
-        reference,
-        file.to_str().unwrap(),
-        "--plain-http",
-        &reg.host(),
-    ]);
-    let (pushed, digest) = out.split_once('@').expect("REF@DIGEST");
-    assert_eq!(pushed, reference.rsplit_once(':').unwrap().0, "{out}");
-    digest.to_string()
-}
-
 /// `wink pull` arguments with the registry and store flags.
 fn pull_args<'a>(reg: &'a str, store: &'a str, reference: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
     let mut args = vec!["pull", reference, "--plain-http", reg, "--oci-store", store];

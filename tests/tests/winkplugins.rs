@@ -13,12 +13,14 @@
 //! reload. `wink manifests --winkplugins` ships the CRD (which the
 //! simulator serves) and the controller's rights. A moved tag, a real
 //! https download, two replicas, what is written of the status, and
-//! when, and cosign signatures are the modules beside this one's.
+//! when, cosign signatures, and a deleted one's policy report results are
+//! the modules beside this one's.
 
 mod cosign;
 mod https;
 mod moved_tag;
 mod replicas;
+mod report_results;
 mod status_writes;
 mod support;
 

@@ -281,6 +281,21 @@ pub fn wink_ok(args: &[&str]) -> String {
     String::from_utf8_lossy(&out.stdout).trim().to_string()
 }
 
+/// `wink push` of `file` to `reference` (`host/repository:tag`) in `reg`,
+/// over plain HTTP: the digest it prints after the repository it names.
+pub fn push(reg: &Registry, reference: &str, file: &Path) -> String {
+    let out = wink_ok(&[
+        "push",
+        reference,
+        file.to_str().unwrap(),
+        "--plain-http",
+        &reg.host(),
+    ]);
+    let (pushed, digest) = out.split_once('@').expect("REF@DIGEST");
+    assert_eq!(pushed, reference.rsplit_once(':').unwrap().0, "{out}");
+    digest.to_string()
+}
+
 /// stderr of a failing `wink <args>`; panics if it succeeded.
 pub fn wink_err(args: &[&str]) -> String {
     let out = wink(args);

@@ -1,29 +1,18 @@
-//! What the WinkPlugin suites share: `wink push` to the test registry,
-//! Pods created, objects applied with kubectl, WinkPlugin objects and
-//! their conditions waited for, and `wink run` with the controller on.
+//! What the WinkPlugin suites share: `wink push` to the test registry
+//! (the registry helpers', given on), Pods created, objects applied with
+//! kubectl, WinkPlugin objects and their conditions waited for, and `wink
+//! run` with the controller on.
 
 use crate::cache_support::{Setup, WAIT, from_json};
 use crate::common::Wink;
 use crate::kubectl_support::Env;
-use crate::registry_support::{Registry, wink_ok};
+pub use crate::registry_support::push;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, PostParams};
 use serde_json::{Value, json};
 use std::path::Path;
 use std::time::{Duration, Instant};
 use wink_sim::Sim;
-
-/// `wink push` of `file` to `reference`: the digest it prints.
-pub fn push(reg: &Registry, reference: &str, file: &Path) -> String {
-    let out = wink_ok(&[
-        "push",
-        reference,
-        file.to_str().unwrap(),
-        "--plain-http",
-        &reg.host(),
-    ]);
-    out.split_once('@').expect("REF@DIGEST").1.to_string()
-}
 
 pub async fn create_pod(sim: &Sim, name: &str) {
     let pods: Api<Pod> = Api::namespaced(sim.client(), "default");
