@@ -9,6 +9,10 @@
 
 use std::collections::BTreeMap;
 
+/// What [`Meta::Spans`] holds for a generation that does not fit in it:
+/// the generation is then read from the JSON.
+pub(super) const GENERATION_ELSEWHERE: u32 = u32::MAX;
+
 /// A byte range of an object's JSON text that holds one string value.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Span {
@@ -28,8 +32,10 @@ pub(super) enum Meta {
         resource_version: Span,
         /// Sorted by key.
         labels: Box<[(Span, Span)]>,
-        /// `metadata.generation`, 0 when absent.
-        generation: i64,
+        /// `metadata.generation`, 0 when absent, [`GENERATION_ELSEWHERE`]
+        /// when it does not fit (held in 4 bytes of what would be padding,
+        /// so keeping it costs a cached object nothing).
+        generation: u32,
     },
     Owned(Box<OwnedMeta>),
 }
@@ -220,7 +226,9 @@ impl Meta {
                 .into_iter()
                 .map(|(k, v)| (span(k), span(v)))
                 .collect(),
-            generation: m.generation.unwrap_or(0),
+            generation: m
+                .generation
+                .map_or(0, |g| u32::try_from(g).unwrap_or(GENERATION_ELSEWHERE)),
         }
     }
 
