@@ -192,7 +192,11 @@ fn with_the_configuration_gone_the_retry_writes_the_pods() {
     let def = st.registry.get(CONFIGS).cloned().unwrap();
     super::write::delete(&mut st, &def, None, "pods", &Default::default()).unwrap();
     settle_with(&mut c, &mut st);
-    assert_eq!(all(&st, "pods").len(), 0, "nothing syncs it before its backoff ends");
+    assert_eq!(
+        all(&st, "pods").len(),
+        0,
+        "nothing syncs it before its backoff ends"
+    );
     c.step_at(&mut st, t0 + Duration::from_secs(1));
     settle_with(&mut c, &mut st);
     assert!(c.admit.take().is_empty(), "nothing to admit");
