@@ -2,7 +2,7 @@
 //! `promtool`) scraping a running wink, loading the alerting rules, and
 //! answering the dashboard's queries through its HTTP API.
 
-use crate::cache_support::{WAIT, free_port, get_json};
+use crate::cache_support::{WAIT, free_port, get_json, http};
 use serde_json::Value;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -73,6 +73,20 @@ impl Prometheus {
                 Instant::now() < deadline,
                 "Prometheus never listens on {}",
                 self.addr
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        // Listening is not ready: until its storage is open, Prometheus
+        // answers its API with a plain-text 503.
+        loop {
+            let ready =
+                tokio::time::timeout(Duration::from_secs(5), http(&self.addr, "GET", "/-/ready")).await;
+            if matches!(ready, Ok((200, _))) {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "Prometheus never became ready: {ready:?}"
             );
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
