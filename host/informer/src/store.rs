@@ -14,7 +14,7 @@
 use super::object::{CachedObject, ObjRef};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Arc, RwLock};
-use wink_selector::LabelSelector;
+use wink_selector::{LabelSelector, LabelSummary};
 
 /// A multi-value index function: the values an object is indexed under.
 /// An error leaves the object out of that index and is reported, never fatal.
@@ -54,8 +54,26 @@ type Index = KeyMap<String, BTreeSet<Key>>;
 
 /// The built-in namespace index: namespace -> its objects in key order.
 /// It holds the objects themselves, not only their keys, so a query of one
-/// namespace walks them without a lookup in `items` per object.
-type Namespaces = KeyMap<String, BTreeMap<Key, ObjRef>>;
+/// namespace walks them without a lookup in `items` per object, and beside
+/// each the summary of its labels, so a walk for `key=value` passes over
+/// most objects without reading their labels.
+type Namespaces = KeyMap<String, BTreeMap<Key, InNamespace>>;
+
+/// One object in the namespace index.
+#[derive(Clone)]
+struct InNamespace {
+    obj: ObjRef,
+    labels: LabelSummary,
+}
+
+impl InNamespace {
+    fn new(obj: &ObjRef) -> Self {
+        InNamespace {
+            obj: obj.clone(),
+            labels: LabelSummary::of(obj.labels()),
+        }
+    }
+}
 
 #[derive(Default)]
 struct Inner {
@@ -119,12 +137,21 @@ impl Inner {
         Ok(Keys::Set(self.index(name)?.get(value).map(BTreeSet::iter)))
     }
 
-    /// The objects of `namespace`, in key order.
-    fn in_namespace(&self, namespace: &str) -> impl Iterator<Item = &ObjRef> {
+    /// The objects of `namespace` that `selector` may select (all when
+    /// none), in key order: those whose label summary rules them out are
+    /// passed over; the rest still need [`selected`].
+    fn in_namespace<'a>(
+        &'a self,
+        namespace: &str,
+        selector: Option<&LabelSelector>,
+    ) -> impl Iterator<Item = &'a ObjRef> + use<'a> {
+        let needed = selector.map_or(0, LabelSelector::summary_bits);
         self.namespaces
             .get(namespace)
             .into_iter()
             .flat_map(BTreeMap::values)
+            .filter(move |e| e.labels.may_match(needed))
+            .map(|e| &e.obj)
     }
 
     /// Keep the namespace index in step with `key` going from `old` to
@@ -139,11 +166,13 @@ impl Inner {
         match new {
             Some(new) => match self.namespaces.get_mut(ns) {
                 Some(objects) => {
-                    objects.insert(key.clone(), new.clone());
+                    objects.insert(key.clone(), InNamespace::new(new));
                 }
                 None => {
-                    self.namespaces
-                        .insert(ns.to_string(), BTreeMap::from([(key.clone(), new.clone())]));
+                    self.namespaces.insert(
+                        ns.to_string(),
+                        BTreeMap::from([(key.clone(), InNamespace::new(new))]),
+                    );
                 }
             },
             None => {
@@ -160,10 +189,13 @@ impl Inner {
     /// Build the namespace index from `items`, each namespace's map from
     /// all its objects at once (sorted, then packed into full nodes).
     fn rebuild_namespaces(&mut self) {
-        let mut groups: KeyMap<&str, Vec<(Key, ObjRef)>> = KeyMap::default();
+        let mut groups: KeyMap<&str, Vec<(Key, InNamespace)>> = KeyMap::default();
         for (key, obj) in &self.items {
             if let Some(ns) = obj.namespace() {
-                groups.entry(ns).or_default().push((key.clone(), obj.clone()));
+                groups
+                    .entry(ns)
+                    .or_default()
+                    .push((key.clone(), InNamespace::new(obj)));
             }
         }
         let namespaces: Namespaces = groups
@@ -367,7 +399,11 @@ impl Store {
         let inner = read(&self.shared);
         let pick = |o: &ObjRef| selected(o, None, selector);
         match namespace {
-            Some(ns) => inner.in_namespace(ns).filter(|o| pick(o)).cloned().collect(),
+            Some(ns) => inner
+                .in_namespace(ns, selector)
+                .filter(|o| pick(o))
+                .cloned()
+                .collect(),
             None => {
                 // Sort the stored keys (no key strings built per comparison).
                 let mut all: Vec<(&Key, &ObjRef)> = inner.items.iter().filter(|(_, o)| pick(o)).collect();
@@ -385,7 +421,7 @@ impl Store {
         let inner = read(&self.shared);
         let pick = |o: &ObjRef| selected(o, None, selector);
         match namespace {
-            Some(ns) => inner.in_namespace(ns).find(|o| pick(o)).cloned(),
+            Some(ns) => inner.in_namespace(ns, selector).find(|o| pick(o)).cloned(),
             None => inner
                 .items
                 .iter()
@@ -454,7 +490,7 @@ impl Store {
 /// The sorted keys under one value of an index.
 enum Keys<'a> {
     Set(Option<std::collections::btree_set::Iter<'a, Key>>),
-    Namespace(Option<std::collections::btree_map::Keys<'a, Key, ObjRef>>),
+    Namespace(Option<std::collections::btree_map::Keys<'a, Key, InNamespace>>),
 }
 
 impl<'a> Iterator for Keys<'a> {

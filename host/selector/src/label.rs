@@ -275,6 +275,20 @@ impl LabelSelector {
         self.requirements.iter().all(|r| r.matches(labels))
     }
 
+    /// The [`crate::LabelSummary`] bits an object must have to match: those
+    /// of every `key=value` (and one-valued `in`) requirement; the other
+    /// requirements need no particular pair.
+    pub fn summary_bits(&self) -> u64 {
+        self.requirements
+            .iter()
+            .map(|r| match r {
+                Requirement::Equals(k, v) => crate::summary::pair_bits(k, v),
+                Requirement::In(k, vs) if vs.len() == 1 => crate::summary::pair_bits(k, &vs[0]),
+                _ => 0,
+            })
+            .fold(0, |bits, b| bits | b)
+    }
+
     /// Whether this selector matches everything.
     pub fn is_empty(&self) -> bool {
         self.requirements.is_empty()

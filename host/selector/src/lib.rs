@@ -8,7 +8,8 @@
 //! - label selectors: `=`, `==`, `!=`, `in`, `notin`, `key` (exists),
 //!   `!key` (does not exist), `>` and `<` (integer comparisons);
 //! - field selectors: `=`, `==`, `!=` on field paths;
-//! - caps on a label selector's length, requirements and set values.
+//! - caps on a label selector's length, requirements and set values;
+//! - [`LabelSummary`], the few bits an index keeps of an object's labels.
 //!
 //! Knows nothing of where labels or fields come from beyond the [`Labels`]
 //! trait and a JSON object; never touches storage, HTTP or the informer.
@@ -17,10 +18,12 @@ mod field;
 mod field_labels;
 mod label;
 mod lexer;
+mod summary;
 
 pub use field::FieldSelector;
 pub use field_labels::field_labels;
 pub use label::{LabelSelector, MAX_REQUIREMENTS, MAX_SELECTOR_BYTES, MAX_VALUES, Requirement};
+pub use summary::LabelSummary;
 
 use std::collections::BTreeMap;
 

@@ -142,3 +142,74 @@ fn replace_swaps_content_and_rebuilds_indexes() {
     assert_eq!(s.list_keys(), vec!["d/new"]);
     assert_eq!(s.list_index_values("app").unwrap(), vec!["db"]);
 }
+
+#[test]
+fn a_namespace_query_answers_what_a_filter_of_every_object_answers() {
+    // The namespace index passes over objects by their label summary: what
+    // it answers must be exactly what filtering every object answers, after
+    // updates that change labels, removals and a relist alike.
+    let w = Writer::new();
+    let s = w.reader();
+    let apps = ["web", "db", "cache", "none"];
+    let selectors: Vec<LabelSelector> = [
+        "app=web",
+        "app=db,tier=1",
+        "app in (cache)",
+        "app in (web, db)",
+        "app!=web",
+        "tier",
+        "!tier",
+        "app=absent",
+    ]
+    .iter()
+    .map(|t| LabelSelector::parse(t).unwrap())
+    .collect();
+    let check = |s: &Store, when: &str| {
+        let all = s.list(None, None);
+        for ns in ["a", "b", "c"] {
+            for selector in &selectors {
+                let filtered: Vec<String> = all
+                    .iter()
+                    .filter(|o| selected(o, Some(ns), Some(selector)))
+                    .map(|o| o.key())
+                    .collect();
+                let listed: Vec<String> = s.list(Some(ns), Some(selector)).iter().map(|o| o.key()).collect();
+                assert_eq!(listed, filtered, "{when}: {ns} {selector:?}");
+                let first = s.first(Some(ns), Some(selector)).map(|o| o.key());
+                assert_eq!(
+                    first,
+                    filtered.first().cloned(),
+                    "{when}: first {ns} {selector:?}"
+                );
+            }
+        }
+    };
+    for i in 0..60 {
+        let ns = ["a", "b"][i % 2];
+        let tier = (i % 3).to_string();
+        let labels: Vec<(&str, &str)> = if i % 5 == 0 {
+            vec![("app", apps[i % 4])]
+        } else {
+            vec![("app", apps[i % 4]), ("tier", &tier)]
+        };
+        w.upsert(pod(ns, &format!("p{i}"), 1, &labels));
+    }
+    check(&s, "inserted");
+    // Labels change under the same key: the summary follows.
+    for i in (0..60).step_by(4) {
+        let ns = ["a", "b"][i % 2];
+        w.upsert(pod(ns, &format!("p{i}"), 2, &[("app", "db"), ("tier", "1")]));
+    }
+    check(&s, "updated");
+    for i in (1..60).step_by(7) {
+        w.remove(&format!("{}/p{i}", ["a", "b"][i % 2]));
+    }
+    check(&s, "removed");
+    let kept = s.list(None, None);
+    w.replace(kept);
+    check(&s, "relisted");
+    assert!(
+        !s.list(Some("a"), Some(&selectors[1])).is_empty(),
+        "the updated objects are found"
+    );
+}
