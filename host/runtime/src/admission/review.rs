@@ -8,11 +8,11 @@ use crate::bindings::admission::{GroupVersionKind, GroupVersionResource, Request
 use crate::bindings::types::Operation;
 use crate::capabilities::ObjectHandle;
 use crate::instance::Asked;
-use kube::api::{ApiResource, DynamicObject};
 use serde_json::Value;
+use std::sync::Arc;
 use wasmtime::component::Resource;
 use wink_informer::ObjRef;
-use wink_informer::object::{CachePolicy, CachedObject};
+use wink_informer::object::{CachePolicy, CachedObject, RawObject, TypeName};
 
 fn text<'a>(v: &'a Value, key: &str) -> &'a str {
     v.get(key).and_then(Value::as_str).unwrap_or_default()
@@ -44,10 +44,10 @@ fn operation(op: &str) -> Result<Operation, String> {
     })
 }
 
-/// An object of the request as a cache object, typed by the request's kind
-/// and resource. Read from the request in place (no copy of its tree) and
-/// held plain: it is read once, by this call, so compressing it would only
-/// cost time.
+/// An object of the request as a cache object, typed by the request's
+/// kind, with what the cache strips from a watched object stripped. Held
+/// plain: it is read once, by this call, so compressing it would only cost
+/// time.
 fn object(v: Option<&Value>, request: &Value) -> Result<Option<ObjRef>, String> {
     use serde::Deserialize;
     let Some(v) = v.filter(|v| v.is_object()) else {
@@ -55,26 +55,23 @@ fn object(v: Option<&Value>, request: &Value) -> Result<Option<ObjRef>, String> 
     };
     let null = Value::Null;
     let kind = request.get("kind").unwrap_or(&null);
-    let resource = request.get("resource").unwrap_or(&null);
-    let (group, version) = (text(kind, "group").to_string(), text(kind, "version").to_string());
-    let ar = ApiResource {
+    let (group, version) = (text(kind, "group"), text(kind, "version"));
+    let type_name = Arc::new(TypeName {
         api_version: if group.is_empty() {
-            version.clone()
+            version.to_string()
         } else {
             format!("{group}/{version}")
         },
-        group,
-        version,
         kind: text(kind, "kind").to_string(),
-        plural: text(resource, "resource").to_string(),
-    };
-    let obj =
-        DynamicObject::deserialize(v).map_err(|e| format!("the request's object is not an object: {e}"))?;
+    });
+    // The object's text as the cache holds a watched one (no tree of
+    // typed metadata in between), typed as the request's `kind`.
+    let raw = RawObject::deserialize(v).map_err(|e| format!("the request's object is not an object: {e}"))?;
     let policy = CachePolicy {
         compress: false,
         ..CachePolicy::default()
     };
-    Ok(Some(CachedObject::from_dynamic(obj, &ar, policy)))
+    Ok(Some(CachedObject::from_raw(raw, &type_name, policy)))
 }
 
 /// The guest's request from an AdmissionRequest, or why it is malformed.

@@ -33,6 +33,22 @@ pub struct Asked<'a> {
     pub old_object: Option<ObjRef>,
 }
 
+/// A call under way: dropped before it returns (the request was answered
+/// by its failure policy at the webhook's deadline, and its future
+/// dropped), it leaves the store unusable (wasmtime poisons a store whose
+/// call was cancelled), so the instance is marked crashed and its pool
+/// replaces it before the next request.
+struct Unfinished<'a>(&'a PluginInstance, Door);
+
+impl Drop for Unfinished<'_> {
+    fn drop(&mut self) {
+        let Unfinished(instance, door) = self;
+        instance.traps.fetch_add(1, Ordering::Relaxed);
+        instance.crashed.store(true, Ordering::Release);
+        tracing::warn!(plugin = %instance.name, call = ?door, "admission call stopped at its webhook's deadline; the instance is replaced");
+    }
+}
+
 impl PluginInstance {
     /// Where this plugin's policy results go, once connected.
     pub(crate) fn report_sink(&self) -> Option<std::sync::Arc<crate::reports::aggregate::Aggregator>> {
@@ -41,7 +57,8 @@ impl PluginInstance {
 
     /// Ask the guest through `door`. An error is why it gave no answer (a
     /// trap, its deadline, a 0.3.0 component); a trap poisons the instance,
-    /// which the caller replaces.
+    /// which the caller replaces, and so does dropping this future while
+    /// the guest runs.
     pub async fn admit(&self, door: Door, asked: Asked<'_>) -> Result<Answer, String> {
         let mut live = self.live.lock().await;
         let Some(l) = live.as_mut() else {
@@ -65,6 +82,7 @@ impl PluginInstance {
         let extra: Vec<(&str, &[&str])> = extra_values.iter().map(|(k, v)| (*k, v.as_slice())).collect();
         let request = review::request(&asked, &groups, &extra, borrow(lent[0]), borrow(lent[1]));
         let admission = plugin.wink_plugin_admission();
+        let unfinished = Unfinished(self, door);
         let result = match door {
             Door::Validate => admission
                 .call_validate(&mut l.store, request)
@@ -75,6 +93,7 @@ impl PluginInstance {
                 .await
                 .map(|Mutation { verdict, object }| (verdict, object)),
         };
+        std::mem::forget(unfinished);
         drop(running);
         self.handler_time.record(l.store.data().clock.elapsed());
         match result {

@@ -329,10 +329,10 @@ async fn webhook(manager: &PluginManager, plugin: &str, door: Door) -> Option<We
     manager.webhook(plugin, door).await
 }
 
-/// How many requests one plugin may have under way, those past their
-/// deadline included (a call runs on to the runtime's deadline): past it,
-/// a request gets the failure policy at once rather than a growing queue
-/// behind a plugin that does not answer.
+/// How many requests one plugin may have under way (each waits for an
+/// instance of its pool, up to its deadline): past it, a request gets the
+/// failure policy at once rather than a growing queue behind a plugin that
+/// does not answer.
 pub const MAX_ASKING: usize = 32;
 
 /// What the server answers from: the plugins, and the requests each one
@@ -382,22 +382,16 @@ async fn decide(
         );
         return admission::failed(webhook.as_ref(), &why);
     };
-    // A task of its own: a call past the deadline runs on to its own
-    // deadline (trapped by the runtime) without holding this answer.
-    let asked = {
-        let (manager, plugin) = (manager.clone(), plugin.to_string());
-        tokio::spawn(async move {
-            let decision = manager.admit(&plugin, door, &request).await;
-            drop(place);
-            decision
-        })
+    // Asked in this task: at the deadline the call is dropped (the runtime
+    // then replaces the instance it was running on, see
+    // `PluginInstance::admit`), so no request outlives its answer.
+    let asked = async {
+        let decision = manager.admit(plugin, door, &request).await;
+        drop(place);
+        decision
     };
     match tokio::time::timeout(within, asked).await {
-        Ok(Ok(decision)) => decision,
-        Ok(Err(e)) => {
-            let why = Unanswered::Failed(plugin.to_string(), format!("its call ended: {e}"));
-            admission::failed(webhook.as_ref(), &why)
-        }
+        Ok(decision) => decision,
         Err(_) => {
             tracing::warn!(
                 plugin,
