@@ -11,7 +11,7 @@
 //! most [`MAX_HELD`] objects per plugin are held; past that the oldest
 //! result goes. Owns only these results; it never answers a request.
 
-use super::Decision;
+use super::{AdmissionRequest, Decision};
 use crate::instance::Door;
 use crate::reports::aggregate::{Aggregator, Outcome, PolicyResult, Subject};
 use serde_json::Value;
@@ -36,26 +36,47 @@ fn text<'a>(v: &'a Value, key: &str) -> &'a str {
     v.get(key).and_then(Value::as_str).unwrap_or_default()
 }
 
+/// The name and uid in an object's text (an audit result's subject).
+#[derive(serde::Deserialize, Default)]
+struct Named {
+    #[serde(default)]
+    metadata: NamedMeta,
+}
+
+#[derive(serde::Deserialize, Default)]
+struct NamedMeta {
+    #[serde(default)]
+    name: String,
+    #[serde(default)]
+    uid: String,
+}
+
 /// The object `request` is about, or none when it has no name yet (a
 /// CREATE with only `generateName`).
-pub fn subject(request: &Value) -> Option<Subject> {
+pub fn subject(request: &AdmissionRequest) -> Option<Subject> {
+    let fields = request.fields();
     let null = Value::Null;
-    let kind = request.get("kind").unwrap_or(&null);
+    let kind = fields.get("kind").unwrap_or(&null);
     let (group, version) = (text(kind, "group"), text(kind, "version"));
-    let meta = |key: &str| -> &str {
-        ["object", "oldObject"]
+    let objects: Vec<NamedMeta> = [request.object(), request.old_object()]
+        .into_iter()
+        .flatten()
+        .map(|t| serde_json::from_str::<Named>(t).unwrap_or_default().metadata)
+        .collect();
+    let meta = |key: fn(&NamedMeta) -> &str| -> &str {
+        objects
             .iter()
-            .filter_map(|o| request.get(*o)?.get("metadata")?.get(key)?.as_str())
+            .map(key)
             .find(|s| !s.is_empty())
             .unwrap_or_default()
     };
-    let name = Some(text(request, "name"))
+    let name = Some(text(fields, "name"))
         .filter(|n| !n.is_empty())
-        .unwrap_or_else(|| meta("name"));
+        .unwrap_or_else(|| meta(|m| &m.name));
     if name.is_empty() {
         return None;
     }
-    let namespace = Some(text(request, "namespace")).filter(|n| !n.is_empty());
+    let namespace = Some(text(fields, "namespace")).filter(|n| !n.is_empty());
     Some(Subject {
         api_version: if group.is_empty() {
             version.to_string()
@@ -65,7 +86,7 @@ pub fn subject(request: &Value) -> Option<Subject> {
         kind: text(kind, "kind").to_string(),
         namespace: namespace.map(str::to_string),
         name: name.to_string(),
-        uid: meta("uid").to_string(),
+        uid: meta(|m| &m.uid).to_string(),
     })
 }
 
@@ -79,10 +100,13 @@ fn key(subject: &Subject) -> String {
 }
 
 /// The failing result `plugin` would have refused a request with.
-pub fn result(plugin: &str, door: Door, request: &Value, decision: &Decision) -> PolicyResult {
+pub fn result(plugin: &str, door: Door, request: &AdmissionRequest, decision: &Decision) -> PolicyResult {
     let mut properties = std::collections::BTreeMap::new();
     properties.insert("process".to_string(), PROCESS.to_string());
-    properties.insert("operation".to_string(), text(request, "operation").to_string());
+    properties.insert(
+        "operation".to_string(),
+        text(request.fields(), "operation").to_string(),
+    );
     PolicyResult {
         policy: plugin.to_string(),
         rule: match door {
@@ -109,7 +133,7 @@ impl AuditTrail {
         plugin: &Arc<str>,
         instance: usize,
         door: Door,
-        request: &Value,
+        request: &AdmissionRequest,
         decision: &Decision,
     ) {
         let Some(subject) = subject(request) else {
@@ -153,10 +177,10 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn request(op: &str, name: &str, uid: &str) -> Value {
-        json!({"uid": "r", "operation": op, "namespace": "ns",
+    fn request(op: &str, name: &str, uid: &str) -> AdmissionRequest {
+        AdmissionRequest::from_value(json!({"uid": "r", "operation": op, "namespace": "ns",
                "kind": {"group": "apps", "version": "v1", "kind": "Deployment"},
-               "object": {"metadata": {"name": name, "namespace": "ns", "uid": uid}}})
+               "object": {"metadata": {"name": name, "namespace": "ns", "uid": uid}}}))
     }
 
     fn denied() -> Decision {
@@ -268,11 +292,11 @@ mod tests {
     fn a_request_without_a_name_has_no_subject() {
         let r = json!({"operation": "CREATE", "kind": {"group": "", "version": "v1", "kind": "Pod"},
                        "object": {"metadata": {"generateName": "web-"}}});
-        assert!(subject(&r).is_none());
+        assert!(subject(&AdmissionRequest::from_value(r)).is_none());
         let d = json!({"operation": "DELETE", "name": "x", "namespace": "ns",
                        "kind": {"group": "", "version": "v1", "kind": "Pod"},
                        "oldObject": {"metadata": {"name": "x", "uid": "u-x"}}});
-        let s = subject(&d).unwrap();
+        let s = subject(&AdmissionRequest::from_value(d)).unwrap();
         assert_eq!((s.api_version.as_str(), s.uid.as_str()), ("v1", "u-x"));
     }
 }

@@ -12,7 +12,10 @@
 //! (the daemon does) and never decides which plugins run (the manager does).
 
 pub mod audit;
+mod request;
 pub mod review;
+
+pub use request::AdmissionRequest;
 
 use crate::bindings::types::{FailurePolicy, Hook, Webhook};
 use crate::instance::{Door, PluginInstance};
@@ -165,7 +168,7 @@ impl AdmissionPool {
 
     /// Ask the plugin about `request` (an AdmissionRequest's JSON) through
     /// `door`.
-    pub async fn ask(&self, door: Door, request: &serde_json::Value) -> Result<Decision, Unanswered> {
+    pub async fn ask(&self, door: Door, request: &AdmissionRequest) -> Result<Decision, Unanswered> {
         let plugin = self.handler.name().to_string();
         let asked = review::asked(request).map_err(Unanswered::Malformed)?;
         let slot = &self.instances[self.next.fetch_add(1, Ordering::Relaxed) % self.instances.len()];
@@ -197,7 +200,7 @@ impl AdmissionPool {
 impl AdmissionPool {
     /// In audit mode: record `decision` (the plugin's own, before audit mode
     /// allowed it) as the reviewed object's policy result.
-    pub fn record_audit(&self, door: Door, request: &serde_json::Value, decision: &Decision) {
+    pub fn record_audit(&self, door: Door, request: &AdmissionRequest, decision: &Decision) {
         if let Some(aggregator) = self.handler.report_sink() {
             let plugin: Arc<str> = Arc::from(self.handler.name());
             let instance = self.handler.id();

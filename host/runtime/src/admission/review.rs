@@ -3,7 +3,7 @@
 //! a mutation the JSON Patch from the request's object to the changed one.
 //! Owns only these translations; it never calls a guest.
 
-use super::Decision;
+use super::{AdmissionRequest, Decision};
 use crate::bindings::admission::{GroupVersionKind, GroupVersionResource, Request, UserInfo, Verdict};
 use crate::bindings::types::Operation;
 use crate::capabilities::ObjectHandle;
@@ -48,9 +48,8 @@ fn operation(op: &str) -> Result<Operation, String> {
 /// kind, with what the cache strips from a watched object stripped. Held
 /// plain: it is read once, by this call, so compressing it would only cost
 /// time.
-fn object(v: Option<&Value>, request: &Value) -> Result<Option<ObjRef>, String> {
-    use serde::Deserialize;
-    let Some(v) = v.filter(|v| v.is_object()) else {
+fn object(text_of: Option<&str>, request: &Value) -> Result<Option<ObjRef>, String> {
+    let Some(object) = text_of else {
         return Ok(None);
     };
     let null = Value::Null;
@@ -64,9 +63,10 @@ fn object(v: Option<&Value>, request: &Value) -> Result<Option<ObjRef>, String> 
         },
         kind: text(kind, "kind").to_string(),
     });
-    // The object's text as the cache holds a watched one (no tree of
-    // typed metadata in between), typed as the request's `kind`.
-    let raw = RawObject::deserialize(v).map_err(|e| format!("the request's object is not an object: {e}"))?;
+    // The object's text as the cache holds a watched one (no tree in
+    // between), typed as the request's `kind`.
+    let raw: RawObject =
+        serde_json::from_str(object).map_err(|e| format!("the request's object is not an object: {e}"))?;
     let policy = CachePolicy {
         compress: false,
         ..CachePolicy::default()
@@ -75,13 +75,14 @@ fn object(v: Option<&Value>, request: &Value) -> Result<Option<ObjRef>, String> 
 }
 
 /// The guest's request from an AdmissionRequest, or why it is malformed.
-pub fn asked(request: &Value) -> Result<Asked<'_>, String> {
+pub fn asked(request: &AdmissionRequest) -> Result<Asked<'_>, String> {
+    let fields = request.fields();
     Ok(Asked {
-        operation: operation(text(request, "operation"))?,
-        options: request.get("options").map_or_else(String::new, Value::to_string),
-        object: object(request.get("object"), request)?,
-        old_object: object(request.get("oldObject"), request)?,
-        request,
+        operation: operation(text(fields, "operation"))?,
+        options: fields.get("options").map_or_else(String::new, Value::to_string),
+        object: object(request.object(), fields)?,
+        old_object: object(request.old_object(), fields)?,
+        request: fields,
     })
 }
 
@@ -173,7 +174,11 @@ fn clip(mut text: String, max: usize) -> String {
 /// The guest's verdict as a decision (its texts and lists capped, a denial
 /// code outside 400–599 replaced by 403); `changed` (a mutation's whole object)
 /// becomes the JSON Patch from the request's object.
-pub fn decision(verdict: Verdict, changed: Option<String>, request: &Value) -> Result<Decision, String> {
+pub fn decision(
+    verdict: Verdict,
+    changed: Option<String>,
+    request: &AdmissionRequest,
+) -> Result<Decision, String> {
     let patch = match changed {
         None => None,
         Some(text) if text.len() > MAX_OBJECT => {
@@ -185,7 +190,7 @@ pub fn decision(verdict: Verdict, changed: Option<String>, request: &Value) -> R
         Some(text) => {
             let after: Value =
                 serde_json::from_str(&text).map_err(|e| format!("the mutated object is not JSON: {e}"))?;
-            let before = request.get("object").cloned().unwrap_or(Value::Null);
+            let before = request.object_value();
             let patch = json_patch::diff(&before, &after);
             (!patch.0.is_empty()).then(|| serde_json::to_value(patch).unwrap_or(Value::Null))
         }
@@ -228,14 +233,15 @@ mod tests {
 
     #[test]
     fn a_mutation_becomes_the_json_patch_from_the_request_object() {
-        let request = json!({"object": {"metadata": {"name": "a", "labels": {"x": "1"}}}});
+        let tree = json!({"object": {"metadata": {"name": "a", "labels": {"x": "1"}}}});
+        let request = AdmissionRequest::from_value(tree.clone());
         let changed = json!({"metadata": {"name": "a", "labels": {"x": "1", "team": "t"}}}).to_string();
         let d = decision(verdict(true), Some(changed), &request).unwrap();
         assert_eq!(
             d.patch.unwrap(),
             json!([{"op": "add", "path": "/metadata/labels/team", "value": "t"}])
         );
-        let same = request["object"].to_string();
+        let same = tree["object"].to_string();
         assert!(
             decision(verdict(true), Some(same), &request)
                 .unwrap()
@@ -257,7 +263,7 @@ mod tests {
         v.message = "é".repeat(MAX_TEXT);
         v.warnings = vec!["w".into(); 1000];
         v.audit_annotations = vec![("k".into(), "x".repeat(10_000)); 100];
-        let d = decision(v, None, &json!({})).unwrap();
+        let d = decision(v, None, &AdmissionRequest::from_value(json!({}))).unwrap();
         assert_eq!(d.code, 403, "a denial is never a success code");
         assert!(d.message.len() <= MAX_TEXT && d.message.chars().all(|c| c == 'é'));
         assert_eq!(d.warnings.len(), MAX_WARNINGS);
@@ -275,6 +281,7 @@ mod tests {
             "object": {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web", "namespace": "default"}},
             "dryRun": true,
         });
+        let review = AdmissionRequest::from_value(review);
         let asked = asked(&review).unwrap();
         assert_eq!(asked.object.as_ref().unwrap().key(), "default/web");
         assert!(asked.old_object.is_none());
@@ -289,6 +296,6 @@ mod tests {
     }
 
     fn asked_err(op: &str) -> bool {
-        asked(&json!({"operation": op})).is_err()
+        asked(&AdmissionRequest::from_value(json!({"operation": op}))).is_err()
     }
 }

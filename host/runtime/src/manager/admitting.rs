@@ -6,7 +6,7 @@
 
 use super::PluginManager;
 use super::lifecycle::PluginState;
-use crate::admission::{self, AdmissionPool, Decision, Unanswered};
+use crate::admission::{self, AdmissionPool, AdmissionRequest, Decision, Unanswered};
 use crate::bindings::types::{Registration, Webhook};
 use crate::instance::{Door, PluginInstance};
 use std::sync::Arc;
@@ -64,7 +64,7 @@ impl PluginManager {
     /// Ask `plugin` about an AdmissionRequest (its JSON) through `door`.
     /// Always a decision: a plugin that cannot answer gets its webhook's
     /// failure policy (Fail when it declares none).
-    pub async fn admit(&self, plugin: &str, door: Door, request: &serde_json::Value) -> Decision {
+    pub async fn admit(&self, plugin: &str, door: Door, request: &AdmissionRequest) -> Decision {
         let (webhook, pool, audit) = {
             let plugins = self.plugins.lock().await;
             let Some(p) = plugins.get(plugin) else {

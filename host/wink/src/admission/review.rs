@@ -6,47 +6,56 @@
 //! never asks a plugin and never serves HTTP.
 
 use base64::Engine;
+use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
-use wink_runtime::admission::Decision;
+use std::collections::HashMap;
+use wink_runtime::admission::{AdmissionRequest, Decision};
 
 /// The only API version served (the webhook configurations name it alone
 /// in `admissionReviewVersions`).
 pub const API_VERSION: &str = "admission.k8s.io/v1";
 pub const KIND: &str = "AdmissionReview";
 
-/// A review's request: its uid and the whole `request` object.
+/// A review's request: its uid and the request itself.
 #[derive(Debug)]
 pub struct Asked {
     pub uid: String,
-    pub request: Value,
+    pub request: AdmissionRequest,
 }
 
 /// Read an AdmissionReview's body; the error says what is wrong with it,
-/// in a sentence for the caller (answered with 400).
+/// in a sentence for the caller (answered with 400). The request's objects
+/// stay text ([`AdmissionRequest`]).
 pub fn parse(body: &[u8]) -> Result<Asked, String> {
-    let mut review: Value = serde_json::from_slice(body).map_err(|e| format!("the body is not JSON: {e}"))?;
-    let Some(review) = review.as_object_mut() else {
-        return Err("the body is not a JSON object (an admission.k8s.io/v1 AdmissionReview)".into());
+    let review: &RawValue = serde_json::from_slice(body).map_err(|e| format!("the body is not JSON: {e}"))?;
+    let not_object = || "the body is not a JSON object (an admission.k8s.io/v1 AdmissionReview)".to_string();
+    if !review.get().starts_with('{') {
+        return Err(not_object());
+    }
+    let members: HashMap<String, &RawValue> = serde_json::from_str(review.get()).map_err(|_| not_object())?;
+    let member = |key: &str| -> String {
+        members
+            .get(key)
+            .and_then(|raw| serde_json::from_str::<String>(raw.get()).ok())
+            .unwrap_or_default()
     };
-    let api_version = review
-        .get("apiVersion")
-        .and_then(Value::as_str)
-        .unwrap_or_default();
-    let kind = review.get("kind").and_then(Value::as_str).unwrap_or_default();
+    let (api_version, kind) = (member("apiVersion"), member("kind"));
     if api_version != API_VERSION || kind != KIND {
         return Err(format!(
             "expected apiVersion {API_VERSION} and kind {KIND}, got {api_version:?} and {kind:?} \
              (admissionReviewVersions must be [v1])"
         ));
     }
-    let Some(request) = review.get_mut("request").filter(|r| r.is_object()) else {
+    let Some(request) = members.get("request").filter(|r| r.get().starts_with('{')) else {
         return Err("the AdmissionReview has no request object".into());
     };
-    let uid = request.get("uid").and_then(Value::as_str).unwrap_or_default();
+    let request = AdmissionRequest::parse(request.get())?;
+    let fields = request.fields();
+    let uid = fields.get("uid").and_then(Value::as_str).unwrap_or_default();
     if uid.is_empty() {
         return Err("the AdmissionReview's request has no uid".into());
     }
-    let operation = request
+    let operation = fields
         .get("operation")
         .and_then(Value::as_str)
         .unwrap_or_default();
@@ -56,13 +65,13 @@ pub fn parse(body: &[u8]) -> Result<Asked, String> {
         ));
     }
     for key in ["kind", "resource"] {
-        if !request.get(key).is_some_and(Value::is_object) {
+        if !fields.get(key).is_some_and(Value::is_object) {
             return Err(format!("the request has no {key} object"));
         }
     }
     Ok(Asked {
         uid: uid.to_string(),
-        request: request.take(),
+        request,
     })
 }
 

@@ -29,7 +29,7 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::time::Sleep;
 use tokio_rustls::TlsAcceptor;
 use wink_runtime::PluginManager;
-use wink_runtime::admission::{self, Decision, Unanswered};
+use wink_runtime::admission::{self, AdmissionRequest, Decision, Unanswered};
 use wink_runtime::bindings::types::Webhook;
 use wink_runtime::instance::Door;
 
@@ -365,10 +365,10 @@ async fn decide(
     served: &Served,
     plugin: &str,
     door: Door,
-    request: serde_json::Value,
+    request: AdmissionRequest,
     asked_within: Option<u32>,
 ) -> Decision {
-    if review::is_lease(&request) {
+    if review::is_lease(request.fields()) {
         return Decision::allow();
     }
     let manager = &served.manager;

@@ -7,7 +7,7 @@
 //! lines. Owns only that; the translation of requests and answers is the
 //! runtime's ([`crate::runtime::admission::review`]).
 
-use crate::runtime::admission::review;
+use crate::runtime::admission::{AdmissionRequest, review};
 use crate::runtime::instance::{Door, PluginInstance};
 use anyhow::{Context, bail};
 use serde::{Deserialize, Serialize};
@@ -36,8 +36,9 @@ pub fn play(
         "mutate" => Door::Mutate,
         other => bail!("admit: door must be validate or mutate, not {other:?}"),
     };
-    let request = step.request.get("request").unwrap_or(&step.request);
-    let asked = review::asked(request)
+    let tree = step.request.get("request").unwrap_or(&step.request);
+    let request = AdmissionRequest::from_value(tree.clone());
+    let asked = review::asked(&request)
         .map_err(anyhow::Error::msg)
         .context("admit")?;
     let admitter = match admitting {
@@ -49,8 +50,8 @@ pub fn play(
         }
     };
     let key = match (
-        request.get("namespace").and_then(Value::as_str),
-        request.get("name").and_then(Value::as_str),
+        tree.get("namespace").and_then(Value::as_str),
+        tree.get("name").and_then(Value::as_str),
     ) {
         (Some(ns), Some(name)) if !ns.is_empty() => format!("{ns}/{name}"),
         (_, Some(name)) => name.to_string(),
@@ -62,7 +63,7 @@ pub fn play(
         Err(why) => return Ok(vec![format!("{} {key}: no answer: {why}", step.door)]),
     };
     let changed = changed.filter(|_| door == Door::Mutate);
-    let decision = review::decision(verdict, changed, request).map_err(anyhow::Error::msg)?;
+    let decision = review::decision(verdict, changed, &request).map_err(anyhow::Error::msg)?;
     let mut lines = vec![if decision.allowed {
         format!("{} {key}: allowed", step.door)
     } else {
