@@ -241,7 +241,7 @@ async fn a_declared_name_is_the_plugin_name_in_grants_logs_and_field_managers() 
         "{:?}",
         made.managed_fields()
     );
-    assert!(!wink.lines().iter().any(|l| l.contains("[write_probe_file]")));
+    assert!(!wink.lines().iter().any(|l| l.contains("[write-probe-file]")));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

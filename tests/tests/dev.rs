@@ -22,6 +22,64 @@ const WAIT: Duration = Duration::from_secs(120);
 /// while other builds share the cores.
 const LANG_WAIT: Duration = Duration::from_secs(600);
 
+/// `wink dev` with no flag serves the examples' webhooks: kubectl creating a
+/// privileged Pod in its default namespace meets pod-security's denial, as
+/// the getting-started page shows.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wink_dev_serves_the_webhooks_so_kubectl_meets_a_denial_at_once() {
+    if !crate::kubectl_support::have_kubectl() {
+        return;
+    }
+    plugins_dir();
+    let dir = scratch("dev_admission");
+    let kubeconfig = dir.join("kubeconfig");
+    let precompiled = dir.join("precompiled");
+    let wink = Wink::spawn_in(
+        &root(),
+        &[
+            "dev",
+            "--churn",
+            "0",
+            "--kubeconfig-out",
+            kubeconfig.to_str().unwrap(),
+            "--precompiled",
+            precompiled.to_str().unwrap(),
+        ],
+    );
+    wink.wait_for_line("plugin synced plugin=pod-security", WAIT);
+    let kubectl = |args: &[&str]| {
+        std::process::Command::new(crate::kubectl_support::KUBECTL)
+            .args(["--kubeconfig", kubeconfig.to_str().unwrap()])
+            .args(args)
+            .env("HOME", &dir)
+            .output()
+            .unwrap()
+    };
+    // The leader writes the configurations soon after the plugins load.
+    let deadline = std::time::Instant::now() + WAIT;
+    let jsonpath = "jsonpath={.webhooks[*].name}";
+    while !String::from_utf8_lossy(
+        &kubectl(&["get", "validatingwebhookconfiguration", "wink", "-o", jsonpath]).stdout,
+    )
+    .contains("pod-security.validate.wink.dev")
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no webhook configuration:\n{}",
+            wink.lines().join("\n")
+        );
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    // The page's command, as written there.
+    let out = kubectl(&["run", "root", "--image=busybox", "--privileged"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "a privileged Pod was admitted");
+    assert!(
+        stderr.contains(r#"admission webhook "pod-security.validate.wink.dev" denied the request"#),
+        "{stderr}"
+    );
+}
+
 #[test]
 fn wink_dev_loads_the_examples_once_each_and_skips_the_test_plugins() {
     let built = plugins_dir();
@@ -63,7 +121,9 @@ fn wink_dev_loads_the_examples_once_each_and_skips_the_test_plugins() {
     ];
     for name in examples {
         assert!(built.join(format!("{name}.wasm")).exists(), "{name} is built");
-        wink.wait_for_line(&format!("plugin synced plugin={name}"), WAIT);
+        // The plugin is the file's stem with `_` read as `-`.
+        let plugin = name.replace('_', "-");
+        wink.wait_for_line(&format!("plugin synced plugin={plugin}"), WAIT);
     }
     // Every Cranelift build cached: nothing more will be handed over.
     wink.wait_until("every Cranelift build cached", WAIT, |w| {
@@ -87,12 +147,14 @@ fn wink_dev_loads_the_examples_once_each_and_skips_the_test_plugins() {
             "{skipped} is built"
         );
         assert!(
-            !lines.iter().any(|l| l.contains(&format!("plugin={skipped}"))),
+            !lines
+                .iter()
+                .any(|l| l.contains(&format!("plugin={}", skipped.replace('_', "-")))),
             "{skipped} is a test plugin: not loaded"
         );
     }
     let adds: Vec<String> = wink
-        .plugin_lines("deployment_lister")
+        .plugin_lines("deployment-lister")
         .into_iter()
         .filter(|l| l.starts_with("add a deployment: "))
         .collect();
@@ -179,13 +241,13 @@ async fn wink_dev_src_rebuilds_on_save_and_a_broken_edit_keeps_the_running_versi
     common::ensure_wasm_target();
     let wink = dev_src(&dir, "crates", &[]);
     let kubeconfig = dir.join("kubeconfig");
-    wink.wait_for_line("[dev_echo] OnAdd: pod0", WAIT);
+    wink.wait_for_line("[dev-echo] OnAdd: pod0", WAIT);
 
     // A one-line change: the new version is built, loaded and replayed.
     let before = wink.lines().len();
     let saved = std::time::Instant::now();
     std::fs::write(&lib, source.replace("OnAdd:", "Added:")).unwrap();
-    wait_new(&wink, "[dev_echo] Added: pod0", before);
+    wait_new(&wink, "[dev-echo] Added: pod0", before);
     println!("save -> the new version handled an event: {:?}", saved.elapsed());
 
     // A broken edit is shown once and changes nothing.
@@ -199,7 +261,7 @@ async fn wink_dev_src_rebuilds_on_save_and_a_broken_edit_keeps_the_running_versi
     );
     std::fs::write(&lib, &broken).unwrap();
     create_pod(&kubeconfig, "pod1").await;
-    wait_new(&wink, "[dev_echo] Added: pod1", before);
+    wait_new(&wink, "[dev-echo] Added: pod1", before);
     let shown = wink
         .lines()
         .iter()

@@ -8,6 +8,7 @@
 
 mod cache_support;
 mod common;
+mod envtest;
 mod informer_support;
 mod kubectl_support;
 mod lang_support;
@@ -44,6 +45,13 @@ mod oci_wkg;
 mod plugins_act;
 mod policy_reports;
 mod readme_paths;
+mod real_admission;
+mod real_deploy;
+mod real_differential;
+mod real_leader;
+mod real_reports;
+mod real_winkplugins;
+mod real_writes;
 mod reconcile;
 mod reconcile_acceptance;
 mod reference_docs;

@@ -216,10 +216,10 @@ async fn python_and_js_examples_log_what_the_rust_examples_log() {
     let s = Setup::new("lang_same_output", &sim);
     let mut names = Vec::new();
     for (krate, ex) in [("pod_logger", "pod-logger"), ("app_index", "app-index")] {
-        s.install(krate, krate, None);
-        names.push(krate.to_string());
+        s.install(krate, ex, None);
+        names.push(ex.to_string());
         for lang in LANGS {
-            let name = format!("{krate}_{}", lang.suffix());
+            let name = format!("{ex}-{}", lang.suffix());
             install(&s, &example(lang, ex), &name);
             names.push(name);
         }
@@ -255,7 +255,7 @@ async fn python_and_js_examples_log_what_the_rust_examples_log() {
         p.unwrap_or_else(|| panic!("{name} in {body}"))["memory_mib"].clone()
     };
     assert_eq!(
-        [cap("pod_logger"), cap("pod_logger_py"), cap("pod_logger_js")],
+        [cap("pod-logger"), cap("pod-logger-py"), cap("pod-logger-js")],
         [json!(64), json!(64), json!(256)]
     );
     wait_lines(&wink, &names, 2);
@@ -271,12 +271,12 @@ async fn python_and_js_examples_log_what_the_rust_examples_log() {
     pods.delete("web-1", &DeleteParams::default()).await.unwrap();
     wait_lines(&wink, &names, 5);
 
-    let rust_pods = wink.plugin_lines("pod_logger");
+    let rust_pods = wink.plugin_lines("pod-logger");
     assert_eq!(
         rust_pods[2..],
         ["OnAdd: web-2", "OnUpdate: web-2", "OnDelete: web-1"]
     );
-    let rust_index = wink.plugin_lines("app_index");
+    let rust_index = wink.plugin_lines("app-index");
     assert_eq!(
         rust_index[2..],
         [
@@ -288,12 +288,12 @@ async fn python_and_js_examples_log_what_the_rust_examples_log() {
     for lang in LANGS {
         let sfx = lang.suffix();
         assert_eq!(
-            wink.plugin_lines(&format!("pod_logger_{sfx}")),
+            wink.plugin_lines(&format!("pod-logger-{sfx}")),
             rust_pods,
             "{lang:?}"
         );
         assert_eq!(
-            wink.plugin_lines(&format!("app_index_{sfx}")),
+            wink.plugin_lines(&format!("app-index-{sfx}")),
             rust_index,
             "{lang:?}"
         );

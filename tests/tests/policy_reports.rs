@@ -411,7 +411,7 @@ fn wink_dev_writes_openreports_reports_when_asked() {
             "openreports",
         ],
     );
-    wink.wait_for_line("plugin synced plugin=pod_security", DEV_WAIT);
+    wink.wait_for_line("plugin synced plugin=pod-security", DEV_WAIT);
     wink.wait_until("the reports reconciled in openreports", DEV_WAIT, |w| {
         w.lines()
             .iter()

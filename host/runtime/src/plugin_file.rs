@@ -1,7 +1,11 @@
 //! Plugin files: which files of the plugin directory are plugins, their
 //! names, and reading them safely.
 //!
-//! A plugin is `<name>.wasm` with an optional `<name>.json` config. Files
+//! A plugin is `<name>.wasm` with an optional `<name>.json` config; its
+//! name is the file's stem with each `_` made a `-` (cargo writes
+//! `pod_security.wasm` for the crate `pod-security`), and must then be a
+//! DNS-1123 label, as every place Kubernetes shows it requires (webhook
+//! names, field managers, Lease names, label values). Files
 //! are read with the one safe-file reader ([`wink_input::read_file`]): only
 //! regular files (a FIFO, device or directory is refused without blocking; a
 //! symlink is followed and its target checked), up to a size cap ([`MAX_COMPONENT_BYTES`], [`MAX_CONFIG_BYTES`]). A name
@@ -19,14 +23,16 @@ pub const MAX_COMPONENT_BYTES: u64 = 64 << 20;
 /// The largest config file read (1 MiB).
 pub const MAX_CONFIG_BYTES: u64 = 1 << 20;
 
-/// The longest plugin name.
-pub const MAX_NAME_LEN: usize = 100;
+/// The longest plugin name (a DNS label's 63 characters).
+pub const MAX_NAME_LEN: usize = 63;
 
 /// Why a plugin file was refused.
 #[derive(Debug, thiserror::Error)]
 pub enum FileError {
     #[error(
-        "{0}: not a valid plugin name (letters, digits, '-', '_' and '.', starting with a letter or digit, at most {MAX_NAME_LEN})"
+        "{0}: not a valid plugin name: the file's stem, each '_' read as '-', must be a DNS label as Kubernetes \
+         names webhooks, field managers and Leases with it (lowercase letters, digits and '-', starting and \
+         ending with a letter or digit, at most {MAX_NAME_LEN} characters)"
     )]
     BadName(String),
     #[error(transparent)]
@@ -39,12 +45,16 @@ pub fn escaped(path: &Path) -> String {
     format!("{:?}", path.file_name().unwrap_or(path.as_os_str()))
 }
 
-fn valid_name(name: &str) -> bool {
-    name.len() <= MAX_NAME_LEN
-        && name.chars().next().is_some_and(|c| c.is_ascii_alphanumeric())
+/// Whether `name` is a DNS-1123 label: lowercase letters, digits and `-`,
+/// starting and ending with a letter or digit, at most [`MAX_NAME_LEN`].
+pub fn is_dns_label(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= MAX_NAME_LEN
         && name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && !name.starts_with('-')
+        && !name.ends_with('-')
 }
 
 /// Whether a directory entry's name claims to be a component (ends in
@@ -58,16 +68,21 @@ pub fn is_plugin_file_name(file_name: &OsStr) -> bool {
     is_component_name(file_name) || file_name.as_encoded_bytes().ends_with(b".json")
 }
 
-/// The plugin name of `<name>.wasm` (or `<name>.json`): refused unless it
-/// is a valid name.
+/// The plugin name of `<name>.wasm` (or `<name>.json`): the stem with each
+/// `_` made a `-`, refused unless that is a DNS label.
 pub fn plugin_name(path: &Path) -> Result<String, FileError> {
     let bad = || FileError::BadName(escaped(path));
-    let file_name = path.file_name().and_then(OsStr::to_str).ok_or_else(bad)?;
-    let stem = file_name
+    let stem = file_stem(path).ok_or_else(bad)?;
+    let name = stem.replace('_', "-");
+    is_dns_label(&name).then_some(name).ok_or_else(bad)
+}
+
+/// The stem of `<stem>.wasm` or `<stem>.json`, when the file name is UTF-8.
+pub fn file_stem(path: &Path) -> Option<&str> {
+    let file_name = path.file_name().and_then(OsStr::to_str)?;
+    file_name
         .strip_suffix(".wasm")
         .or_else(|| file_name.strip_suffix(".json"))
-        .ok_or_else(bad)?;
-    valid_name(stem).then(|| stem.to_string()).ok_or_else(bad)
 }
 
 /// The config file of a component: `<name>.wasm` -> `<name>.json`.

@@ -68,6 +68,12 @@ enum Command {
         #[arg(long, default_value_t = true, action = clap::ArgAction::Set, num_args = 0..=1,
               require_equals = true, default_missing_value = "true")]
         control_plane: bool,
+        /// Serve no admission webhooks. By default `wink dev` serves the
+        /// plugins' webhooks on a free loopback port (or `--admission-addr`)
+        /// and registers them with the simulated cluster, so kubectl meets
+        /// them at once.
+        #[arg(long)]
+        no_admission: bool,
         #[command(flatten)]
         host: HostArgs,
     },
@@ -176,8 +182,14 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             seed,
             src,
             control_plane,
-            host,
-        } => dev(churn, kubeconfig_out, seed, src, control_plane, host).await,
+            no_admission,
+            mut host,
+        } => {
+            if !no_admission {
+                host.admission.dev_defaults()?;
+            }
+            dev(churn, kubeconfig_out, seed, src, control_plane, host).await
+        }
         Command::Sim(args) => sim(args).await,
         Command::Manifests {
             plugins,
@@ -190,21 +202,20 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             winkplugins,
         } => {
             let rules = prometheus_rule.render(&namespace)?;
-            let crd = match winkplugins {
-                true => {
-                    wink::manifests::to_yaml(&wink::winkplugins::manifests::documents(&namespace)) + "---\n"
-                }
-                false => String::new(),
+            let mut docs = match winkplugins {
+                true => wink::winkplugins::manifests::documents(&namespace),
+                false => Vec::new(),
             };
-            let deployment = wink::manifests::needs::read(
+            docs.extend(wink::manifests::needs::read(
                 &plugins,
                 grants.as_deref(),
                 namespace,
                 image,
                 admission_port,
                 report_api.api(),
-            )?;
-            print!("{crd}{deployment}{rules}");
+            )?);
+            let deployment = wink::manifests::to_yaml(&wink::manifests::in_install_order(docs));
+            print!("{deployment}{rules}");
             Ok(())
         }
         Command::Test { cases, bless } => wink::author::harness::test(&cases, bless),
@@ -313,6 +324,16 @@ async fn dev(
     })
     .await?;
     sim.write_kubeconfig(&kubeconfig_out)?;
+    if let Some(addr) = host.admission.admission_addr {
+        // wink's namespace, which holds its CA and which no webhook sees.
+        let namespaces: kube::Api<k8s_openapi::api::core::v1::Namespace> = kube::Api::all(sim.client());
+        let ns = &host.admission.admission_namespace;
+        if namespaces.get_opt(ns).await?.is_none() {
+            let object = serde_json::from_value(serde_json::json!({"metadata": {"name": ns}}))?;
+            namespaces.create(&Default::default(), &object).await?;
+        }
+        println!("wink dev: admission webhooks served on https://{addr} (--no-admission: none)");
+    }
     println!("wink dev: simulated cluster at {}", sim.url());
     println!(
         "wink dev: try `KUBECONFIG={} kubectl get pods -w`",

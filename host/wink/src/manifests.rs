@@ -132,7 +132,8 @@ fn rule_list(rules: &BTreeMap<(String, String), BTreeSet<&'static str>>) -> Vec<
 
 const ADMIN_PORT: u16 = 9090;
 
-/// Every object, in the order `kubectl apply` wants them.
+/// Every object of the deployment ([`in_install_order`] sorts them with
+/// whatever else is applied beside them).
 pub fn render(plugins: &[PluginNeeds], d: &Deployment) -> Vec<Value> {
     let ns = &d.namespace;
     let labels = json!({"app.kubernetes.io/name": "wink"});
@@ -249,6 +250,58 @@ pub fn render(plugins: &[PluginNeeds], d: &Deployment) -> Vec<Value> {
     docs
 }
 
+/// The kinds in the order one `kubectl apply` of a stream needs them
+/// (Helm's install order): what others live in or refer to comes first, so
+/// a Namespace precedes everything in it and a CustomResourceDefinition its
+/// objects. Kinds not named keep their place after these.
+const INSTALL_ORDER: &[&str] = &[
+    "Namespace",
+    "NetworkPolicy",
+    "ResourceQuota",
+    "LimitRange",
+    "PodDisruptionBudget",
+    "ServiceAccount",
+    "Secret",
+    "ConfigMap",
+    "StorageClass",
+    "PersistentVolume",
+    "PersistentVolumeClaim",
+    "CustomResourceDefinition",
+    "ClusterRole",
+    "ClusterRoleBinding",
+    "Role",
+    "RoleBinding",
+    "Service",
+    "DaemonSet",
+    "Pod",
+    "ReplicaSet",
+    "Deployment",
+    "HorizontalPodAutoscaler",
+    "StatefulSet",
+    "Job",
+    "CronJob",
+    "IngressClass",
+    "Ingress",
+    "APIService",
+    "MutatingWebhookConfiguration",
+    "ValidatingWebhookConfiguration",
+];
+
+/// `docs` sorted into [`INSTALL_ORDER`] (stable: documents of one kind keep
+/// their order), so that a single `kubectl apply -f` of them succeeds on a
+/// fresh cluster.
+pub fn in_install_order(mut docs: Vec<Value>) -> Vec<Value> {
+    let rank = |d: &Value| {
+        let kind = d["kind"].as_str().unwrap_or_default();
+        INSTALL_ORDER
+            .iter()
+            .position(|k| *k == kind)
+            .unwrap_or(INSTALL_ORDER.len())
+    };
+    docs.sort_by_key(rank);
+    docs
+}
+
 /// The documents as one multi-document YAML stream.
 pub fn to_yaml(docs: &[Value]) -> String {
     docs.iter()
@@ -261,6 +314,36 @@ pub fn to_yaml(docs: &[Value]) -> String {
 mod tests {
     use super::*;
     use crate::runtime::grants::{Mode, WriteGrant};
+
+    #[test]
+    fn the_install_order_puts_namespaces_and_definitions_before_what_uses_them() {
+        let docs = [
+            "Role",
+            "Deployment",
+            "PrometheusRule",
+            "CustomResourceDefinition",
+            "Namespace",
+            "ServiceAccount",
+            "RoleBinding",
+        ]
+        .map(|kind| json!({"kind": kind}));
+        let kinds: Vec<Value> = in_install_order(docs.to_vec())
+            .iter()
+            .map(|d| d["kind"].clone())
+            .collect();
+        assert_eq!(
+            kinds,
+            [
+                "Namespace",
+                "ServiceAccount",
+                "CustomResourceDefinition",
+                "Role",
+                "RoleBinding",
+                "Deployment",
+                "PrometheusRule"
+            ]
+        );
+    }
 
     #[test]
     fn plurals_and_groups_as_rbac_names_them() {

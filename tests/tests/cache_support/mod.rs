@@ -78,6 +78,20 @@ impl Setup {
         Setup { plugins, kubeconfig }
     }
 
+    /// A scratch dir for a cluster reached through the kubeconfig file
+    /// `kubeconfig` (a real API server's).
+    pub fn with_kubeconfig(test: &str, kubeconfig: &std::path::Path) -> Setup {
+        let dir = scratch(test);
+        let plugins = dir.join("plugins");
+        std::fs::create_dir_all(&plugins).unwrap();
+        let copy = dir.join("kubeconfig");
+        std::fs::copy(kubeconfig, &copy).unwrap();
+        Setup {
+            plugins,
+            kubeconfig: copy,
+        }
+    }
+
     /// Install the built crate `crate_name` as plugin `name`, with a config.
     pub fn install(&self, crate_name: &str, name: &str, config: Option<&Value>) {
         std::fs::copy(plugin(crate_name), self.plugins.join(format!("{name}.wasm"))).unwrap();

@@ -31,7 +31,7 @@ pub enum Lang {
 }
 
 impl Lang {
-    /// The suffix of its plugins' names in the tests (`pod_logger_py`).
+    /// The suffix of its plugins' names in the tests (`pod-logger-py`).
     pub fn suffix(self) -> &'static str {
         match self {
             Lang::Python => "py",

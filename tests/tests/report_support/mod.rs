@@ -69,10 +69,15 @@ pub async fn reports(sim: &Sim) -> Vec<Value> {
 /// Every report of `api` on the server, namespaced and cluster ones (none
 /// while the CRDs are missing).
 pub async fn reports_in(sim: &Sim, api: ReportApi) -> Vec<Value> {
+    reports_of(&sim.client(), api).await
+}
+
+/// Every report of `api` that `client`'s server has (a real one's too).
+pub async fn reports_of(client: &kube::Client, api: ReportApi) -> Vec<Value> {
     let mut all = Vec::new();
     for namespaced in [true, false] {
         let gvk = GroupVersionKind::gvk(api.group(), api.version(), api.kind(namespaced));
-        let api: Api<DynamicObject> = Api::all_with(sim.client(), &ApiResource::from_gvk(&gvk));
+        let api: Api<DynamicObject> = Api::all_with(client.clone(), &ApiResource::from_gvk(&gvk));
         if let Ok(list) = api.list(&ListParams::default()).await {
             all.extend(list.items.into_iter().map(|o| serde_json::to_value(o).unwrap()));
         }
@@ -123,9 +128,26 @@ pub async fn until_reports(sim: &Sim, want: &BTreeSet<Row>, patience: Duration) 
 
 /// Wait until the reports of `api` hold exactly `want`, each once.
 pub async fn until_reports_in(sim: &Sim, api: ReportApi, want: &BTreeSet<Row>, patience: Duration) {
+    until_reports_of(&sim.client(), api, want, patience, |_| true).await
+}
+
+/// Wait until the reports of `api` on `client`'s server, those whose
+/// namespace `ours` keeps, hold exactly `want`, each once.
+pub async fn until_reports_of(
+    client: &kube::Client,
+    api: ReportApi,
+    want: &BTreeSet<Row>,
+    patience: Duration,
+    ours: impl Fn(&Value) -> bool,
+) {
     let deadline = Instant::now() + patience;
     loop {
-        let got = rows(&reports_in(sim, api).await);
+        let reports: Vec<Value> = reports_of(client, api)
+            .await
+            .into_iter()
+            .filter(|r| ours(r))
+            .collect();
+        let got = rows(&reports);
         let set: BTreeSet<Row> = got.iter().cloned().collect();
         if &set == want {
             assert_eq!(got.len(), set.len(), "no result is reported twice");

@@ -9,20 +9,13 @@ use std::time::Duration;
 
 /// The longest plugin name (a DNS label: it goes into field managers,
 /// Event sources and label values).
-pub const MAX_NAME: usize = 63;
+pub const MAX_NAME: usize = crate::plugin_file::MAX_NAME_LEN;
 
 /// Whether `name` can be a plugin's declared name: a DNS-1123 label
 /// (lowercase letters, digits and `-`, starting and ending with a letter or
 /// digit, at most 63 characters).
 pub fn check(name: &str) -> anyhow::Result<()> {
-    let ok = !name.is_empty()
-        && name.len() <= MAX_NAME
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-        && !name.starts_with('-')
-        && !name.ends_with('-');
-    if ok {
+    if crate::plugin_file::is_dns_label(name) {
         return Ok(());
     }
     anyhow::bail!(

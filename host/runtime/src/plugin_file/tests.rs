@@ -116,11 +116,38 @@ fn names_that_could_forge_logs_or_alias_others_are_refused_escaped() {
         .unwrap_err()
         .to_string();
     assert!(err.starts_with(r#""ÿ\n.wasm""#), "escaped: {err}");
-    for ok in ["pod_logger", "app-index", "v1.2", "A"] {
-        assert_eq!(plugin_name(Path::new(&format!("/p/{ok}.wasm"))).unwrap(), ok);
-        assert_eq!(plugin_name(Path::new(&format!("/p/{ok}.json"))).unwrap(), ok);
+    for (file, name) in [
+        ("pod_logger", "pod-logger"),
+        ("app-index", "app-index"),
+        ("v1", "v1"),
+        ("a_b_c", "a-b-c"),
+    ] {
+        assert_eq!(plugin_name(Path::new(&format!("/p/{file}.wasm"))).unwrap(), name);
+        assert_eq!(plugin_name(Path::new(&format!("/p/{file}.json"))).unwrap(), name);
     }
+    assert!(plugin_name(Path::new(&format!("/p/{}.wasm", "a".repeat(MAX_NAME_LEN)))).is_ok());
     assert!(plugin_name(Path::new(&format!("/p/{}.wasm", "a".repeat(MAX_NAME_LEN + 1)))).is_err());
+}
+
+#[test]
+fn names_kubernetes_would_refuse_in_a_webhook_or_lease_name_are_refused_naming_the_file() {
+    // Each would make a webhook name (`<plugin>.validate.wink.dev`) the API
+    // server refuses: uppercase, a dot (an extra DNS label), a trailing
+    // `-` (also a trailing `_`), or a name longer than a DNS label.
+    for file in [
+        "Pod.wasm",
+        "v1.2.wasm",
+        "trailing_.wasm",
+        "trailing-.wasm",
+        "_lead.wasm",
+    ] {
+        let err = plugin_name(&Path::new("/p").join(file)).unwrap_err().to_string();
+        assert!(
+            err.starts_with(&format!("{file:?}: not a valid plugin name")),
+            "{err}"
+        );
+        assert!(err.contains("each '_' read as '-'"), "{err}");
+    }
 }
 
 #[test]

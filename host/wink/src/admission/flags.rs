@@ -51,7 +51,35 @@ pub struct AdmissionFlags {
     pub admission_cert_validity_secs: u64,
 }
 
+/// wink's namespace in `wink dev` (kubectl's `default` must go through the
+/// webhooks, and no webhook sees wink's own namespace).
+pub const DEV_NAMESPACE: &str = "wink-system";
+
 impl AdmissionFlags {
+    /// `wink dev`'s defaults: the webhook server on a free loopback port
+    /// unless `--admission-addr` names one; the webhook configurations
+    /// pointing at it by URL (the simulated API server calls loopback URLs,
+    /// and resolves no Service); wink's own namespace [`DEV_NAMESPACE`]
+    /// unless one is named.
+    pub fn dev_defaults(&mut self) -> std::io::Result<()> {
+        let addr = match self.admission_addr {
+            Some(addr) => addr,
+            None => std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?,
+        };
+        self.admission_addr = Some(addr);
+        if self.admission_webhook_url.is_none() {
+            let ip = match addr.ip().is_unspecified() {
+                true => std::net::Ipv4Addr::LOCALHOST.into(),
+                false => addr.ip(),
+            };
+            self.admission_webhook_url = Some(format!("https://{}", SocketAddr::new(ip, addr.port())));
+        }
+        if self.admission_namespace == "default" {
+            self.admission_namespace = DEV_NAMESPACE.into();
+        }
+        Ok(())
+    }
+
     /// The admission webhook server's options, when `--admission-addr` is given.
     pub fn options(&self) -> Option<super::AdmissionOptions> {
         let addr = self.admission_addr?;

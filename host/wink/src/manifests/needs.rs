@@ -6,12 +6,12 @@
 //! Owns that reading and those warnings; the rendering is
 //! [`super::render`]'s.
 
-use super::{Deployment, PluginNeeds, render, to_yaml};
+use super::{Deployment, PluginNeeds, render};
 use crate::runtime::bindings::types::Registration;
 use crate::runtime::grants::Grants;
 use std::path::Path;
 
-/// The deployment (YAML) for the plugins of `plugins` under the grants of
+/// The deployment's documents for the plugins of `plugins` under the grants of
 /// `grants`. What `wink run` would not allow is said on stderr and left
 /// out of the RBAC. The admission webhook server runs on
 /// `admission_port`, or on [`super::admission::DEFAULT_PORT`] when a
@@ -24,7 +24,7 @@ pub fn read(
     image: String,
     admission_port: Option<u16>,
     report_api: crate::reports::ReportApi,
-) -> anyhow::Result<String> {
+) -> anyhow::Result<Vec<serde_json::Value>> {
     let (grant_text, parsed) = match grants {
         Some(path) => {
             let (text, grants) = Grants::read(path)?;
@@ -49,7 +49,7 @@ pub fn read(
         admission: admission_port.or(webhooks.then_some(super::admission::DEFAULT_PORT)),
         report_api,
     };
-    Ok(to_yaml(&render(&needs, &deployment)))
+    Ok(render(&needs, &deployment))
 }
 
 /// What `wink run` would allow plugin `name` with `registration` under

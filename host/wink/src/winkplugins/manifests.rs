@@ -8,7 +8,8 @@
 use super::crd;
 use serde_json::{Value, json};
 
-/// The documents, in the order `kubectl apply` wants them.
+/// The documents (`wink manifests` puts them in install order with the
+/// deployment's).
 pub fn documents(namespace: &str) -> Vec<Value> {
     let labels = json!({"app.kubernetes.io/name": "wink"});
     let name = "wink-winkplugins";
