@@ -27,7 +27,12 @@ pub fn violating_pod(ns: &str, name: &str, flaw: usize) -> Value {
     match flaw {
         0 => {}
         1 => container["securityContext"] = json!({"privileged": true}),
-        2 => spec["hostNetwork"] = json!(true),
+        // No ports: with the host's network an API server defaults each
+        // container port's hostPort to it, which would break host-ports too.
+        2 => {
+            spec["hostNetwork"] = json!(true);
+            container.as_object_mut().unwrap().remove("ports");
+        }
         3 => spec["volumes"] = json!([{"name": "root", "hostPath": {"path": "/"}}]),
         4 => {
             container["securityContext"] = json!({"capabilities": {"add": ["NET_BIND_SERVICE", "SYS_ADMIN"]}})
