@@ -11,7 +11,7 @@
 //! loops past its webhook's deadline gets its failure policy (Fail denies,
 //! Ignore allows with a warning), and audit mode allows with a warning.
 
-mod support;
+pub(crate) mod support;
 
 use crate::cache_support::*;
 use crate::kubectl_support;

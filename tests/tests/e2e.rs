@@ -29,6 +29,7 @@ mod daemon_start;
 mod dev;
 mod grant_escapes;
 mod grants_reload;
+mod hostile_admission;
 mod hostile_files;
 mod hostile_network;
 mod informer_scenarios;

@@ -12,7 +12,10 @@
 //! Owns the socket, its connections' lifetimes and the HTTP/1.1 server on
 //! them; knows nothing of the surfaces' routes.
 
+mod peers;
 mod serve;
+
+use peers::{PeerSlot, Peers};
 
 pub use serve::serve;
 
@@ -49,6 +52,10 @@ pub struct ListenOptions {
     /// Allow an address other than loopback (the surfaces have no
     /// authentication).
     pub allow_non_loopback: bool,
+    /// Open connections from one peer address at most (none: only the
+    /// overall cap); one more from it is accepted and closed at once, so
+    /// one client cannot take every place.
+    pub max_per_peer: Option<usize>,
 }
 
 impl Default for ListenOptions {
@@ -60,6 +67,7 @@ impl Default for ListenOptions {
             body_timeout: Duration::from_secs(10),
             probe_reserve: 8,
             allow_non_loopback: false,
+            max_per_peer: None,
         }
     }
 }
@@ -83,6 +91,7 @@ pub async fn bind(addr: SocketAddr, what: &str, options: &ListenOptions) -> anyh
         inner,
         permits: Arc::new(Semaphore::new(options.max_connections)),
         reserve: Arc::new(Semaphore::new(options.probe_reserve)),
+        peers: Arc::default(),
         options: options.clone(),
         refused: 0,
     })
@@ -94,6 +103,7 @@ pub struct BoundedListener {
     inner: TcpListener,
     permits: Arc<Semaphore>,
     reserve: Arc<Semaphore>,
+    peers: Peers,
     options: ListenOptions,
     refused: u64,
 }
@@ -108,6 +118,14 @@ pub(crate) enum Place {
 }
 
 impl BoundedListener {
+    /// Count a refused connection; said at the 1st, 2nd, 4th, 8th, ...
+    fn refuse(&mut self, addr: SocketAddr, why: &str) {
+        self.refused += 1;
+        if self.refused.is_power_of_two() {
+            tracing::warn!(peer = %addr, refused = self.refused, "connection refused: {why}");
+        }
+    }
+
     /// The address the listener is bound to.
     pub fn local_addr(&self) -> io::Result<SocketAddr> {
         self.inner.local_addr()
@@ -121,40 +139,46 @@ impl BoundedListener {
         loop {
             // TcpListener's own accept logs and backs off on errors (EMFILE).
             let (stream, addr) = Listener::accept(&mut self.inner).await;
+            let slot = match self.options.max_per_peer {
+                Some(max) => match PeerSlot::take(&self.peers, addr.ip(), max) {
+                    Some(slot) => Some(slot),
+                    None => {
+                        self.refuse(addr, "the peer's connection cap is reached");
+                        continue;
+                    }
+                },
+                None => None,
+            };
             if let Ok(permit) = self.permits.clone().try_acquire_owned() {
-                return (Bounded::new(stream, permit, idle), addr, Place::Main);
+                return (Bounded::new(stream, permit, slot, idle), addr, Place::Main);
             }
             let spare = reserve.then(|| self.reserve.clone().try_acquire_owned().ok());
             if let Some(permit) = spare.flatten() {
-                return (Bounded::new(stream, permit, idle), addr, Place::Reserve);
+                return (Bounded::new(stream, permit, slot, idle), addr, Place::Reserve);
             }
-            self.refused += 1;
-            if self.refused.is_power_of_two() {
-                tracing::warn!(
-                    peer = %addr,
-                    refused = self.refused,
-                    "connection refused: the connection cap is reached"
-                );
-            }
+            self.refuse(addr, "the connection cap is reached");
             drop(stream);
         }
     }
 }
 
-/// A connection that holds one place under the cap until it is dropped,
-/// and fails with `TimedOut` after its idle timeout without traffic.
+/// A connection that holds one place under the cap (and its peer's) until
+/// it is dropped, and fails with `TimedOut` after its idle timeout without
+/// traffic.
 pub struct Bounded<S> {
     inner: S,
     _permit: OwnedSemaphorePermit,
+    _peer: Option<PeerSlot>,
     idle: Duration,
     deadline: Pin<Box<Sleep>>,
 }
 
 impl<S> Bounded<S> {
-    fn new(inner: S, permit: OwnedSemaphorePermit, idle: Duration) -> Self {
+    fn new(inner: S, permit: OwnedSemaphorePermit, peer: Option<PeerSlot>, idle: Duration) -> Self {
         Bounded {
             inner,
             _permit: permit,
+            _peer: peer,
             idle,
             deadline: Box::pin(tokio::time::sleep(idle)),
         }

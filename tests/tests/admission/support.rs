@@ -47,6 +47,25 @@ pub(crate) async fn ca_pem(sim: &Sim) -> String {
 
 /// A TLS connection to the webhook server on `port`, trusting `ca` (PEM).
 pub(crate) async fn connect(port: u16, ca: &str) -> tokio_rustls::client::TlsStream<tokio::net::TcpStream> {
+    let tcp = tokio::net::TcpStream::connect(("127.0.0.1", port)).await.unwrap();
+    handshake(tcp, ca).await
+}
+
+/// A TLS handshake over `tcp` to the webhook server, trusting `ca` (PEM).
+pub(crate) async fn handshake(
+    tcp: tokio::net::TcpStream,
+    ca: &str,
+) -> tokio_rustls::client::TlsStream<tokio::net::TcpStream> {
+    handshake_result(tcp, ca)
+        .await
+        .expect("a TLS handshake trusting the CA")
+}
+
+/// [`handshake`], its failure returned (a connection closed by the server).
+pub(crate) async fn handshake_result(
+    tcp: tokio::net::TcpStream,
+    ca: &str,
+) -> std::io::Result<tokio_rustls::client::TlsStream<tokio::net::TcpStream>> {
     let mut roots = rustls::RootCertStore::empty();
     for cert in rustls_certs(&mut ca.as_bytes()) {
         roots.add(cert).unwrap();
@@ -58,12 +77,8 @@ pub(crate) async fn connect(port: u16, ca: &str) -> tokio_rustls::client::TlsStr
         .with_root_certificates(roots)
         .with_no_client_auth();
     let connector = tokio_rustls::TlsConnector::from(Arc::new(config));
-    let tcp = tokio::net::TcpStream::connect(("127.0.0.1", port)).await.unwrap();
     let name = rustls::pki_types::ServerName::try_from("127.0.0.1").unwrap();
-    connector
-        .connect(name, tcp)
-        .await
-        .expect("a TLS handshake trusting the CA")
+    connector.connect(name, tcp).await
 }
 
 /// The (status, body) of an HTTP/1.1 answer.

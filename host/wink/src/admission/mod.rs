@@ -61,6 +61,7 @@ pub async fn bind(options: &AdmissionOptions) -> anyhow::Result<(BoundedListener
         allow_non_loopback: true,
         probe_reserve: 0,
         idle_timeout: server::KEEP_ALIVE,
+        max_per_peer: Some(server::MAX_PER_PEER),
         ..ListenOptions::default()
     };
     let listener = listener::bind(options.addr, "the admission webhook server", &listen).await?;

@@ -44,6 +44,14 @@ const HANDSHAKE: Duration = Duration::from_secs(5);
 /// is closing (which it would not retry: the call fails, and the failure
 /// policy decides).
 pub const KEEP_ALIVE: Duration = Duration::from_secs(120);
+/// How long a new connection may take to start its first request (Go's
+/// `http.Server.ReadHeaderTimeout` is the anchor): a client that connects,
+/// finishes the TLS handshake and sends nothing gives its place back.
+pub const FIRST_REQUEST: Duration = Duration::from_secs(5);
+/// Open connections from one address at most, of the listener's 256: a
+/// client holding its share (idle or slow) leaves the rest to the API
+/// server's (whose webhook client opens a handful per replica).
+pub const MAX_PER_PEER: usize = 64;
 /// The longest answer: the plugin's deadline is under the API server's
 /// 30 s at most.
 const LONGEST_ANSWER: Duration = Duration::from_secs(30);
@@ -91,7 +99,8 @@ pub async fn serve(
                 Ok(Err(e)) => return tracing::debug!(%peer, "admission TLS handshake failed: {e}"),
                 Err(_) => return tracing::debug!(%peer, "admission TLS handshake timed out"),
             };
-            let paced = Paced::new(tls, options.header_timeout, options.body_timeout + LONGEST_ANSWER);
+            let paced = Paced::new(tls, options.header_timeout, options.body_timeout + LONGEST_ANSWER)
+                .first_request_within(FIRST_REQUEST);
             if let Err(e) = connection(paced, manager, &options).await {
                 tracing::debug!(%peer, "admission connection ended: {e}");
             }
@@ -120,7 +129,8 @@ where
 /// Where a connection is in its exchange.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Stage {
-    /// Between requests: only the listener's idle timeout applies.
+    /// Between requests: only the listener's idle timeout applies (and,
+    /// before the first, the first request's deadline).
     Waiting,
     /// A request's head is arriving; `matched` bytes of its blank line seen.
     Head { matched: u8 },
@@ -150,6 +160,13 @@ impl<S> Paced<S> {
             stage: Stage::Waiting,
             deadline: None,
         }
+    }
+
+    /// A new connection: its first request must begin within `within`
+    /// (between later requests only the idle timeout applies).
+    pub fn first_request_within(mut self, within: Duration) -> Self {
+        self.start(within);
+        self
     }
 
     fn start(&mut self, within: Duration) {
@@ -410,8 +427,16 @@ mod tests {
 
     /// A paced server end of a pipe that answers each head with one byte.
     fn paced(head_ms: u64) -> tokio::io::DuplexStream {
+        paced_first(head_ms, None)
+    }
+
+    /// [`paced`], its first request due within `first_ms` when given.
+    fn paced_first(head_ms: u64, first_ms: Option<u64>) -> tokio::io::DuplexStream {
         let (client, server) = tokio::io::duplex(1024);
         let mut server = Paced::new(server, Duration::from_millis(head_ms), Duration::from_secs(5));
+        if let Some(ms) = first_ms {
+            server = server.first_request_within(Duration::from_millis(ms));
+        }
         tokio::spawn(async move {
             let mut buf = [0u8; 64];
             loop {
@@ -445,6 +470,26 @@ mod tests {
             .await
             .unwrap();
         assert!(matches!(got, Ok(0) | Err(_)), "closed: {got:?}");
+    }
+
+    #[tokio::test]
+    async fn a_new_connection_that_sends_nothing_is_closed_at_the_first_request_deadline() {
+        let mut one = [0u8; 1];
+        let mut silent = paced_first(300, Some(400));
+        let got = tokio::time::timeout(Duration::from_secs(3), silent.read(&mut one))
+            .await
+            .expect("closed well before the idle timeout");
+        assert!(matches!(got, Ok(0) | Err(_)), "closed: {got:?}");
+        // One that begins in time is served, and may then wait between requests.
+        let mut prompt = paced_first(300, Some(400));
+        prompt.write_all(b"POST / HTTP/1.1\r\n\r\n").await.unwrap();
+        prompt.read_exact(&mut one).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(600)).await;
+        prompt.write_all(b"POST / HTTP/1.1\r\n\r\n").await.unwrap();
+        prompt
+            .read_exact(&mut one)
+            .await
+            .expect("kept alive past the first deadline");
     }
 
     #[test]

@@ -1,0 +1,96 @@
+//! The admission webhook port as untrusted input: anything in the cluster
+//! network reaches it. A flood of connections that finish the TLS handshake
+//! and send nothing, from one address (here `127.0.0.2`, another loopback
+//! address), takes at most that address's share of the listener
+//! (`MAX_PER_PEER`, 64 of 256: the rest are closed at once) and each one
+//! is closed at the first-request deadline (5 s), while reviews from the
+//! API server's address (`127.0.0.1`) are answered throughout.
+
+use crate::admission::{ask, ca_pem};
+use crate::cache_support::*;
+use serde_json::json;
+use std::time::{Duration, Instant};
+use tokio::io::AsyncReadExt;
+use wink_sim::{Sim, SimConfig};
+
+fn open_fds(pid: u32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/fd")).map_or(0, |d| d.count())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idle_tls_connections_from_one_address_cannot_lock_out_the_api_server() {
+    let sim = Sim::start(SimConfig::default()).await.unwrap();
+    let s = Setup::new("hostile_admission_idle", &sim);
+    s.install("admit_probe", "probe", None);
+    let port = free_port();
+    let wink = crate::admission::support::run(&s, port, &[]);
+    wait_synced(&wink, "probe");
+    let ca = ca_pem(&sim).await;
+    let before = open_fds(wink.pid());
+
+    // 300 connections from 127.0.0.2, each through its handshake (or closed
+    // at once past the address's share), then silent.
+    let started = Instant::now();
+    let mut held = Vec::new();
+    let mut refused = 0;
+    for _ in 0..300 {
+        let socket = tokio::net::TcpSocket::new_v4().unwrap();
+        socket.bind("127.0.0.2:0".parse().unwrap()).unwrap();
+        let tcp = socket.connect(([127, 0, 0, 1], port).into()).await.unwrap();
+        let handshake = tokio::time::timeout(
+            Duration::from_secs(5),
+            crate::admission::support::handshake_result(tcp, &ca),
+        )
+        .await;
+        match handshake {
+            Ok(Ok(tls)) => held.push(tls),
+            _ => refused += 1,
+        }
+    }
+    let during = open_fds(wink.pid());
+    assert!(
+        held.len() <= 64 + 8,
+        "one address holds at most its share: {} held, {refused} refused",
+        held.len()
+    );
+    assert!(
+        during < before + 100,
+        "file descriptors: {before} before, {during} during"
+    );
+
+    // Reviews from the API server's address are answered meanwhile.
+    let review =
+        crate::admission::support::review("uid-flood", crate::admission::support::pod("ok", json!({})));
+    let mut answered = 0;
+    for _ in 0..20 {
+        let r = tokio::time::timeout(
+            Duration::from_secs(5),
+            ask(port, &ca, "/admission/probe/validate", &review),
+        )
+        .await;
+        if r.is_ok_and(|r| r["allowed"] == true) {
+            answered += 1;
+        }
+    }
+    assert_eq!(answered, 20, "reviews answered during the flood");
+
+    // The silent ones are closed at the first-request deadline, well
+    // before the 120 s keep-alive.
+    let mut closed = 0;
+    for tls in &mut held {
+        let mut one = [0u8; 1];
+        let left = Duration::from_secs(15).saturating_sub(started.elapsed());
+        match tokio::time::timeout(left.max(Duration::from_millis(10)), tls.read(&mut one)).await {
+            Ok(Ok(0)) | Ok(Err(_)) => closed += 1,
+            _ => {}
+        }
+    }
+    assert_eq!(closed, held.len(), "every silent connection closed by the server");
+    drop(held);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let after = open_fds(wink.pid());
+    assert!(
+        after <= before + 8,
+        "file descriptors: {before} before, {after} after"
+    );
+}
