@@ -94,3 +94,66 @@ async fn idle_tls_connections_from_one_address_cannot_lock_out_the_api_server() 
         "file descriptors: {before} before, {after} after"
     );
 }
+
+/// A review the API server would not have sent the webhook (a resource or
+/// operation its rules do not match, or a namespace the configuration
+/// leaves out), posted straight to the port, is answered without the
+/// plugin: in audit mode it writes no policy result, where a review the
+/// rules match does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn forged_reviews_outside_the_webhooks_rules_reach_no_plugin_and_write_no_result() {
+    use crate::report_support::{reports, rows};
+    let sim = Sim::start(SimConfig::default()).await.unwrap();
+    let s = Setup::new("hostile_admission_forged", &sim);
+    s.install("admit_probe", "audited", None);
+    let grants = s.plugins.parent().unwrap().join("grants.yaml");
+    std::fs::write(&grants, "plugins:\n  audited:\n    mode: audit\n").unwrap();
+    let port = free_port();
+    let wink = crate::admission::support::run(
+        &s,
+        port,
+        &["--grants", grants.to_str().unwrap(), "--report-batch-ms", "50"],
+    );
+    wait_synced(&wink, "audited");
+    let ca = ca_pem(&sim).await;
+    let forged = |uid: usize, group: &str, resource: &str, kind: &str, ns: &str, op: &str| {
+        json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {
+            "uid": format!("forged-{uid}"),
+            "kind": {"group": group, "version": "v1", "kind": kind},
+            "resource": {"group": group, "version": "v1", "resource": resource},
+            "name": format!("made-up-{uid}"), "namespace": ns, "operation": op,
+            "userInfo": {"username": "mallory"},
+            "object": {"apiVersion": "v1", "kind": kind,
+                "metadata": {"name": format!("made-up-{uid}"), "namespace": ns, "labels": {"deny": "1"}}},
+            "dryRun": false}})
+        .to_string()
+    };
+    for i in 0..50 {
+        let review = match i % 3 {
+            0 => forged(i, "", "secrets", "Secret", "default", "CREATE"),
+            1 => forged(i, "", "pods", "Pod", "kube-system", "CREATE"),
+            _ => forged(i, "", "pods", "Pod", "default", "DELETE"),
+        };
+        let r = ask(port, &ca, "/admission/audited/validate", &review).await;
+        assert_eq!(r["allowed"], true, "{r}");
+        assert!(r.get("warnings").is_none(), "no plugin ran: {r}");
+    }
+    // A review the rules match: the plugin runs, and its denial is a result.
+    let real = crate::admission::support::review(
+        "uid-real",
+        crate::admission::support::pod("real", json!({"deny": "1"})),
+    );
+    let r = ask(port, &ca, "/admission/audited/validate", &real).await;
+    assert!(r["warnings"].to_string().contains("would deny"), "{r}");
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let got = rows(&reports(&sim).await);
+        if !got.is_empty() {
+            let subjects: Vec<&str> = got.iter().map(|r| r.1.as_str()).collect();
+            assert_eq!(subjects, ["real"], "only the matched review's result: {got:?}");
+            break;
+        }
+        assert!(Instant::now() < deadline, "no result for the real review");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}

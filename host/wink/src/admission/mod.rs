@@ -13,6 +13,7 @@ pub mod certs;
 pub mod configurations;
 pub mod flags;
 pub mod review;
+pub mod scope;
 pub mod server;
 
 use crate::listener::{self, BoundedListener, ListenOptions};

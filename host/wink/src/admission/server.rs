@@ -390,6 +390,14 @@ async fn decide(
     }
     let manager = &served.manager;
     let webhook = webhook(manager, plugin, door).await;
+    // A review the API server would not have sent this webhook (a client
+    // other than the API server): answered without the plugin.
+    if let Some(w) = &webhook
+        && let Err(why) = super::scope::sent(w, request.fields())
+    {
+        tracing::debug!(plugin, "review answered without the plugin: {why}");
+        return Decision::allow();
+    }
     let registered = webhook.as_ref().map_or(10, |w| w.timeout_seconds);
     let within = deadline(asked_within.map_or(registered, |t| t.min(registered)));
     let Some(place) = served.place(plugin) else {
