@@ -23,7 +23,7 @@ use wink_sim::{Sim, SimConfig};
 const CAP: usize = 256;
 
 /// A kB field of `/proc/PID/status` (`VmRSS`, `VmHWM`), in bytes.
-fn status_bytes(pid: u32, field: &str) -> u64 {
+pub(crate) fn status_bytes(pid: u32, field: &str) -> u64 {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
     let line = status.lines().find(|l| l.starts_with(field)).unwrap();
     let kb: u64 = line.split_whitespace().nth(1).unwrap().parse().unwrap();

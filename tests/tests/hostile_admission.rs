@@ -4,7 +4,10 @@
 //! address), takes at most that address's share of the listener
 //! (`MAX_PER_PEER`, 64 of 256: the rest are closed at once) and each one
 //! is closed at the first-request deadline (5 s), while reviews from the
-//! API server's address (`127.0.0.1`) are answered throughout.
+//! API server's address (`127.0.0.1`) are answered throughout. Forged
+//! reviews outside a webhook's rules reach no plugin and write no result.
+//! Large bodies stalled before their last byte are held within their half
+//! of the 64 MiB budget while small reviews are answered.
 
 use crate::admission::{ask, ca_pem};
 use crate::cache_support::*;
@@ -156,4 +159,63 @@ async fn forged_reviews_outside_the_webhooks_rules_reach_no_plugin_and_write_no_
         assert!(Instant::now() < deadline, "no result for the real review");
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+}
+
+/// 40 connections each sending a 6 MiB review and stalling before its last
+/// byte hold at most the large bodies' half of the 64 MiB budget (the rest
+/// wait for it, then get 503 at their body deadline), and a small review
+/// from the API server's address is answered meanwhile.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stalled_large_bodies_are_held_within_their_budget_and_small_reviews_still_answered() {
+    use tokio::io::AsyncWriteExt;
+    let sim = Sim::start(SimConfig::default()).await.unwrap();
+    let s = Setup::new("hostile_admission_bodies", &sim);
+    s.install("admit_probe", "probe", None);
+    let port = free_port();
+    let wink = crate::admission::support::run(&s, port, &[]);
+    wait_synced(&wink, "probe");
+    let ca = ca_pem(&sim).await;
+    let rss = |pid: u32| crate::admin_limits::status_bytes(pid, "VmRSS");
+    let before = rss(wink.pid());
+    let size = 6 << 20;
+    let chunk = vec![b' '; 1 << 20];
+    let mut stalled = Vec::new();
+    for _ in 0..40 {
+        let socket = tokio::net::TcpSocket::new_v4().unwrap();
+        socket.bind("127.0.0.3:0".parse().unwrap()).unwrap();
+        let tcp = socket.connect(([127, 0, 0, 1], port).into()).await.unwrap();
+        let mut tls = crate::admission::support::handshake(tcp, &ca).await;
+        let head = format!(
+            "POST /admission/probe/validate HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: {size}\r\n\r\n"
+        );
+        tls.write_all(head.as_bytes()).await.unwrap();
+        // All but the last byte, as far as the server takes them.
+        let sent = async {
+            for _ in 0..5 {
+                tls.write_all(&chunk).await?;
+            }
+            tls.write_all(&chunk[..chunk.len() - 1]).await?;
+            tls.flush().await
+        };
+        let _ = tokio::time::timeout(Duration::from_millis(200), sent).await;
+        stalled.push(tls);
+    }
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let during = rss(wink.pid());
+    let review =
+        crate::admission::support::review("uid-small", crate::admission::support::pod("ok", json!({})));
+    let r = tokio::time::timeout(
+        Duration::from_secs(5),
+        ask(port, &ca, "/admission/probe/validate", &review),
+    )
+    .await
+    .expect("a small review is answered during the stall");
+    assert_eq!(r["allowed"], true, "{r}");
+    let grown = during.saturating_sub(before);
+    assert!(
+        grown < 100 << 20,
+        "40 stalled 6 MiB bodies grew wink by {} MiB (the budget is 32 MiB for large bodies)",
+        grown >> 20
+    );
+    drop(stalled);
 }

@@ -36,6 +36,15 @@ use wink_runtime::instance::Door;
 /// The largest review read: an UPDATE carries the object and its old
 /// version, each up to the API server's own request limit (3 MiB).
 pub const MAX_BODY: usize = 6 << 20 | 64 << 10;
+/// Review bodies held at once, all connections together (the cache view
+/// keeps the same bound on its answers), in two halves: one for bodies of
+/// at most [`SMALL_BODY`] (nearly every review) and one for larger ones (or
+/// those of unknown length, counted as [`MAX_BODY`]), so large bodies held
+/// by slow clients cannot starve ordinary reviews. A request waits for its
+/// share up to its body deadline, then gets 503.
+pub const BODIES_IN_FLIGHT: usize = 64 << 20;
+/// The largest body counted among the small ones.
+pub const SMALL_BODY: usize = 256 << 10;
 /// How long a TLS handshake may take.
 const HANDSHAKE: Duration = Duration::from_secs(5);
 /// How long a connection may wait between requests: longer than the
@@ -89,6 +98,8 @@ pub async fn serve(
     let manager = Arc::new(Served {
         manager,
         asking: Default::default(),
+        small_bodies: Arc::new(tokio::sync::Semaphore::new(BODIES_IN_FLIGHT / 2 / 1024)),
+        large_bodies: Arc::new(tokio::sync::Semaphore::new(BODIES_IN_FLIGHT / 2 / 1024)),
     });
     loop {
         let (io, peer, _) = listener.next(false).await;
@@ -305,6 +316,20 @@ async fn answer(
     if hyper::body::Body::size_hint(request.body()).lower() > MAX_BODY as u64 {
         return too_large();
     }
+    // Its share of the bodies in flight, in KiB, held until it is answered.
+    let declared = hyper::body::Body::size_hint(request.body()).exact();
+    let kib = (declared.map_or(MAX_BODY, |n| n as usize).div_ceil(1024)).max(1) as u32;
+    let pool = match kib as usize * 1024 <= SMALL_BODY {
+        true => &manager.small_bodies,
+        false => &manager.large_bodies,
+    };
+    let share = pool.clone().acquire_many_owned(kib);
+    let Ok(Ok(_share)) = tokio::time::timeout(body_timeout, share).await else {
+        return text(
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!("{BODIES_IN_FLIGHT} bytes of reviews are already being read: try again"),
+        );
+    };
     // The whole body within its deadline, however slowly it is dribbled.
     let body = Limited::new(request.into_body(), MAX_BODY).collect();
     let body = match tokio::time::timeout(body_timeout, body).await {
@@ -357,6 +382,10 @@ pub const MAX_ASKING: usize = 32;
 struct Served {
     manager: Arc<PluginManager>,
     asking: std::sync::Mutex<std::collections::HashMap<String, Arc<tokio::sync::Semaphore>>>,
+    /// KiB of small and of large review bodies that may be held (halves
+    /// of [`BODIES_IN_FLIGHT`]).
+    small_bodies: Arc<tokio::sync::Semaphore>,
+    large_bodies: Arc<tokio::sync::Semaphore>,
 }
 
 impl Served {
