@@ -23,10 +23,21 @@ pub struct Asked {
     pub request: AdmissionRequest,
 }
 
+/// The deepest object a review may carry: what serde_json parses (its
+/// recursion limit of 128 counts the outermost value too).
+pub const MAX_OBJECT_DEPTH: usize = 127;
+
 /// Read an AdmissionReview's body; the error says what is wrong with it,
 /// in a sentence for the caller (answered with 400). The request's objects
 /// stay text ([`AdmissionRequest`]).
 pub fn parse(body: &[u8]) -> Result<Asked, String> {
+    // The object (two levels down) must parse as a tree for a mutation's
+    // patch: refused here rather than read as nothing and patched as such.
+    if wink_input::depth::json_too_deep(body, MAX_OBJECT_DEPTH + 2) {
+        return Err(format!(
+            "the reviewed object is nested deeper than {MAX_OBJECT_DEPTH} levels (the JSON parser's limit)"
+        ));
+    }
     let review: &RawValue = serde_json::from_slice(body).map_err(|e| format!("the body is not JSON: {e}"))?;
     let not_object = || "the body is not a JSON object (an admission.k8s.io/v1 AdmissionReview)".to_string();
     if !review.get().starts_with('{') {
@@ -148,6 +159,25 @@ mod tests {
         json!({"apiVersion": API_VERSION, "kind": KIND, "request": request})
             .to_string()
             .into_bytes()
+    }
+
+    #[test]
+    fn an_object_nested_past_the_parsers_limit_is_refused_not_read_as_nothing() {
+        let nested = |depth: usize| {
+            let mut v = json!("leaf");
+            for _ in 0..depth {
+                v = json!({"a": v});
+            }
+            v
+        };
+        let mut deep = request();
+        deep["object"] = nested(MAX_OBJECT_DEPTH + 1);
+        let err = parse(&review(deep)).err().expect("refused");
+        assert!(err.contains("nested deeper than 127 levels"), "{err}");
+        let mut fine = request();
+        fine["object"] = nested(MAX_OBJECT_DEPTH);
+        let asked = parse(&review(fine)).expect("at the limit");
+        assert_ne!(asked.request.object_value(), Value::Null, "its tree is read");
     }
 
     fn request() -> Value {
