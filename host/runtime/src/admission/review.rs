@@ -171,6 +171,29 @@ fn clip(mut text: String, max: usize) -> String {
     text
 }
 
+/// The fields a mutation may not change: the API server refuses a patch of
+/// the object's identity, and keeps `status` from a write of the main
+/// resource (it would silently drop the change).
+const IMMUTABLE: [&str; 4] = [
+    "/metadata/name",
+    "/metadata/namespace",
+    "/metadata/uid",
+    "/status",
+];
+
+/// Refuse a mutation that changes one of the [`IMMUTABLE`] fields.
+fn identity_kept(before: &Value, after: &Value) -> Result<(), String> {
+    for path in IMMUTABLE {
+        if before.pointer(path) != after.pointer(path) {
+            return Err(format!(
+                "the mutation changes {}, which a webhook may not change: refused",
+                path.trim_start_matches('/').replace('/', ".")
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// The guest's verdict as a decision (its texts and lists capped, a denial
 /// code outside 400–599 replaced by 403); `changed` (a mutation's whole object)
 /// becomes the JSON Patch from the request's object.
@@ -191,6 +214,7 @@ pub fn decision(
             let after: Value =
                 serde_json::from_str(&text).map_err(|e| format!("the mutated object is not JSON: {e}"))?;
             let before = request.object_value();
+            identity_kept(&before, &after)?;
             let patch = json_patch::diff(&before, &after);
             (!patch.0.is_empty()).then(|| serde_json::to_value(patch).unwrap_or(Value::Null))
         }
@@ -254,6 +278,30 @@ mod tests {
         let huge = format!("{{\"a\":\"{}\"}}", "x".repeat(MAX_OBJECT));
         let e = decision(verdict(true), Some(huge), &request).unwrap_err();
         assert!(e.contains("stores at most"), "{e}");
+    }
+
+    #[test]
+    fn a_mutation_of_the_objects_identity_or_status_is_refused() {
+        let object =
+            json!({"metadata": {"name": "a", "namespace": "n", "uid": "u"}, "status": {"phase": "x"}});
+        let request = AdmissionRequest::from_value(json!({"object": object}));
+        for (path, value) in [
+            ("/metadata/name", json!("b")),
+            ("/metadata/namespace", json!("other")),
+            ("/metadata/uid", json!("forged")),
+            ("/status/phase", json!("y")),
+        ] {
+            let mut changed = object.clone();
+            *changed.pointer_mut(path).unwrap() = value;
+            let e = decision(verdict(true), Some(changed.to_string()), &request).unwrap_err();
+            assert!(e.contains("which a webhook may not change"), "{path}: {e}");
+        }
+        let mut removed = object.clone();
+        removed["metadata"].as_object_mut().unwrap().remove("uid");
+        assert!(decision(verdict(true), Some(removed.to_string()), &request).is_err());
+        let mut labelled = object.clone();
+        labelled["metadata"]["labels"] = json!({"k": "v"});
+        assert!(decision(verdict(true), Some(labelled.to_string()), &request).is_ok());
     }
 
     #[test]
