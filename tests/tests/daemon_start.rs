@@ -117,3 +117,23 @@ async fn streaming_lists_by_default_and_paged_lists_where_the_server_refuses_the
         }
     }
 }
+
+/// A daemon-wide `--cosign-key` that is no key ends the start with an
+/// error naming the file, rather than leaving the daemon running without
+/// its WinkPlugins after one warning.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cosign_key_that_is_no_key_ends_the_start() {
+    let sim = Sim::start(SimConfig::default()).await.unwrap();
+    let s = Setup::new("start_bad_cosign_key", &sim);
+    s.install("pod_logger", "good", None);
+    let key = s.plugins.parent().unwrap().join("garbage.pub");
+    std::fs::write(&key, "not a key").unwrap();
+    let mut wink = s.run(&["--cosign-key", key.to_str().unwrap()]);
+    let status = wink.wait_exit(WAIT).expect("the start ends");
+    assert!(!status.success(), "{status:?}");
+    assert!(
+        wink.lines().iter().any(|l| l.contains("garbage.pub")),
+        "{:#?}",
+        wink.lines()
+    );
+}

@@ -73,16 +73,17 @@ impl PluginRefArgs {
                 .split_once('=')
                 .ok_or_else(|| anyhow::anyhow!("--plugin-ref {arg:?}: expected NAME=REF"))?;
             let file = PathBuf::from(format!("{name}.wasm"));
-            wink_runtime::plugin_file::plugin_name(&file)?;
             anyhow::ensure!(
                 !refs.iter().any(|(n, _, _)| n == name),
                 "--plugin-ref {name}: given twice"
             );
-            anyhow::ensure!(
-                !plugins_dir.join(&file).exists(),
-                "--plugin-ref {name}: the plugin directory {} has {name}.wasm too (one name, one plugin)",
-                plugins_dir.display()
-            );
+            let plugin = wink_runtime::plugin_file::plugin_name(&file)?;
+            if let Some(twin) = wink_runtime::plugin_file::file_of(plugins_dir, &plugin) {
+                anyhow::bail!(
+                    "--plugin-ref {name}: the plugin directory has {} too (one name, one plugin)",
+                    twin.display()
+                );
+            }
             refs.push((name.to_string(), raw.to_string(), parse_reference(raw)?));
         }
         let fetcher = self.fetcher()?;
@@ -98,6 +99,13 @@ impl PluginRefArgs {
 pub type Taken = Box<dyn Fn(&str) -> Option<String> + Send + Sync>;
 
 impl PluginRefArgs {
+    /// Check what the daemon-wide flags name before the start goes on (a
+    /// `--cosign-key` that is no key ends it, rather than leaving the
+    /// daemon without WinkPlugins after one warning).
+    pub fn check(&self) -> anyhow::Result<()> {
+        self.verify.keys().map(|_| ())
+    }
+
     /// The fetcher of the store and registry flags (for plugins from
     /// other sources than `--plugin-ref`).
     pub fn fetcher(&self) -> anyhow::Result<Fetcher> {
@@ -113,10 +121,10 @@ impl PluginRefArgs {
     pub fn taken(&self, plugins_dir: &Path) -> Taken {
         let (dir, refs) = (plugins_dir.to_path_buf(), self.plugin_refs.clone());
         Box::new(move |name: &str| {
-            if dir.join(format!("{name}.wasm")).exists() {
+            if let Some(file) = wink_runtime::plugin_file::file_of(&dir, name) {
                 return Some(format!(
-                    "the plugin directory {} has {name}.wasm (one name, one plugin)",
-                    dir.display()
+                    "the plugin directory has {} (one name, one plugin)",
+                    file.display()
                 ));
             }
             refs.iter()

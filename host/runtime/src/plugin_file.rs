@@ -160,5 +160,14 @@ pub fn component_files(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
     Ok(files)
 }
 
+/// The component file of `dir` that is the plugin `name` (`pod_security.wasm`
+/// is `pod-security`), if there is one.
+pub fn file_of(dir: &Path, name: &str) -> Option<PathBuf> {
+    component_files(dir)
+        .ok()?
+        .into_iter()
+        .find(|f| plugin_name(f).is_ok_and(|n| n == name))
+}
+
 #[cfg(test)]
 mod tests;

@@ -40,6 +40,8 @@ pub(super) struct Reconciling {
     /// A new instance is served, or the queue stops.
     changed: Notify,
     leadership: Leadership,
+    /// Whether a `requeue-after` of 0 was said (once per queue).
+    said_zero: std::sync::atomic::AtomicBool,
 }
 
 /// A queue's state, for metrics and `/debug/plugins`.
@@ -66,6 +68,7 @@ impl Reconciling {
             instance: Mutex::new(None),
             changed: Notify::new(),
             leadership,
+            said_zero: Default::default(),
         });
         tokio::spawn(r.clone().work());
         r
@@ -153,6 +156,20 @@ impl Reconciling {
     fn settle(&self, key: &str, answer: Result<Action, String>) {
         match answer {
             Ok(Action::Done) => self.queue.forget(key),
+            // No delay is a requeue paced by the rate limiter (client-go's
+            // AddAfter(0) is an Add): a plugin answering it in a loop is
+            // slowed by the key's backoff, not reconciled as fast as a core
+            // can.
+            Ok(Action::RequeueAfter(0)) => {
+                if !self.said_zero.swap(true, std::sync::atomic::Ordering::Relaxed) {
+                    tracing::warn!(
+                        plugin = %self.plugin,
+                        key,
+                        "requeue-after 0 is a requeue with the key's backoff (said once)"
+                    );
+                }
+                self.queue.add_rate_limited(key);
+            }
             Ok(Action::RequeueAfter(ms)) => {
                 self.queue.forget(key);
                 self.queue.add_after(key, Duration::from_millis(ms));
@@ -298,6 +315,13 @@ mod tests {
         tokio::time::sleep(Duration::from_millis(10)).await;
         assert_eq!(q.queue().len(), 2, "the retries came due (5 ms, 10 ms)");
         assert_eq!(q.waiting(), 0, "b waits once, at the earlier of its times");
+
+        // No delay, in a loop: each a retry with the key's growing backoff.
+        for _ in 0..5 {
+            r.settle("c", Ok(Action::RequeueAfter(0)));
+        }
+        assert_eq!(q.num_requeues("c"), 5, "paced by the rate limiter");
+        assert_eq!(q.queue().len(), 2, "c is not due yet");
         r.abandon();
     }
 

@@ -164,3 +164,14 @@ fn every_name_ending_in_wasm_is_listed_so_each_gets_its_error() {
     assert_eq!(names, ["..wasm", ".wasm", "a.wasm", "b.wasm"]);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn the_file_of_a_plugin_is_found_under_either_spelling() {
+    let dir = scratch("file_of");
+    std::fs::write(dir.join("pod_security.wasm"), b"").unwrap();
+    std::fs::write(dir.join("app-index.wasm"), b"").unwrap();
+    assert_eq!(file_of(&dir, "pod-security"), Some(dir.join("pod_security.wasm")));
+    assert_eq!(file_of(&dir, "app-index"), Some(dir.join("app-index.wasm")));
+    assert_eq!(file_of(&dir, "pod_security"), None, "a plugin name has no '_'");
+    assert_eq!(file_of(&dir, "other"), None);
+}

@@ -143,6 +143,7 @@ pub fn watch(
     if watch == Watch::Off {
         return Ok(());
     }
+    oci.check()?;
     let client = kube::Client::try_from(config.clone())?;
     let (manager, oci, plugins) = (manager.clone(), oci.clone(), plugins.to_path_buf());
     let namespace = namespace.to_string();

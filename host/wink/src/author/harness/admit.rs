@@ -37,6 +37,9 @@ pub fn play(
         other => bail!("admit: door must be validate or mutate, not {other:?}"),
     };
     let tree = step.request.get("request").unwrap_or(&step.request);
+    if !tree.is_object() {
+        bail!("admit: the request is not a JSON object (an AdmissionRequest, or an AdmissionReview holding one)");
+    }
     let request = AdmissionRequest::from_value(tree.clone());
     let asked = review::asked(&request)
         .map_err(anyhow::Error::msg)
@@ -60,7 +63,7 @@ pub fn play(
     let answer = futures::executor::block_on(admitter.admit(door, asked));
     let (verdict, changed) = match answer {
         Ok(answer) => answer,
-        Err(why) => return Ok(vec![format!("{} {key}: no answer: {why}", step.door)]),
+        Err(why) => return Ok(vec![one_line(&format!("{} {key}: no answer: {why}", step.door))]),
     };
     let changed = changed.filter(|_| door == Door::Mutate);
     let decision = review::decision(verdict, changed, &request).map_err(anyhow::Error::msg)?;
@@ -81,5 +84,31 @@ pub fn play(
     if let Some(patch) = &decision.patch {
         lines.push(format!("  patch: {patch}"));
     }
-    Ok(lines)
+    Ok(lines.iter().map(|l| one_line(l)).collect())
+}
+
+/// `line` with its control characters escaped (`\n`, `\u{1b}`): a name, a
+/// message or a warning cannot start an expectation line of its own.
+fn one_line(line: &str) -> String {
+    line.chars()
+        .map(|c| match c.is_control() {
+            true => c.escape_default().to_string(),
+            false => c.to_string(),
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::one_line;
+
+    #[test]
+    fn control_characters_are_escaped_so_no_text_forges_a_line() {
+        assert_eq!(
+            one_line("validate ns/a\nvalidate ns/b: allowed"),
+            "validate ns/a\\nvalidate ns/b: allowed"
+        );
+        assert_eq!(one_line("x\u{1b}[31m"), "x\\u{1b}[31m");
+        assert_eq!(one_line("plain: allowed"), "plain: allowed");
+    }
 }
