@@ -8,6 +8,7 @@
 
 mod cache_support;
 mod common;
+mod debian_support;
 mod informer_support;
 mod kubectl_support;
 mod lang_support;
