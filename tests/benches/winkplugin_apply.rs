@@ -29,6 +29,8 @@
 
 #[path = "../tests/common/mod.rs"]
 mod common;
+#[path = "../tests/debian_support/mod.rs"]
+mod debian_support;
 #[allow(dead_code)]
 #[path = "../tests/kubectl_support/mod.rs"]
 mod kubectl_support;

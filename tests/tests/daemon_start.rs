@@ -1,7 +1,8 @@
 //! End-to-end: wink comes up whatever its API server is doing. Started
 //! before its server, it waits and loads its plugins within a few seconds of
 //! the server answering; a plugin watching a kind the server does not serve
-//! yet loads once its CRD is created; a mistyped plugin directory is an
+//! yet loads once its CRD is created, its component compiled once across
+//! its retries; a mistyped plugin directory is an
 //! error at start, not a new empty directory.
 
 use crate::cache_support;
@@ -69,6 +70,55 @@ async fn a_plugin_watching_a_kind_not_served_yet_loads_once_its_crd_exists() {
         .await
         .unwrap();
     wink.wait_for_line("[widgets] probe done", WAIT);
+}
+
+/// The counter `name` on wink's `/metrics` at `addr`.
+async fn counter(addr: &str, name: &str) -> f64 {
+    let (status, text) = http(addr, "GET", "/metrics").await;
+    assert_eq!(status, 200, "{text}");
+    crate::admin::sample(&text, name, &[]).unwrap_or_else(|| panic!("no {name} in {text}"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plugin_waiting_for_its_crd_is_compiled_once_across_its_retries() {
+    let sim = Sim::start(SimConfig::default()).await.unwrap();
+    let s = Setup::new("start_crd_compiled_once", &sim);
+    let watch = json!([{"api_version": "example.com/v1", "kind": "Widget"}]);
+    s.install(
+        "cache_probe",
+        "widgets",
+        Some(&json!({"watches": watch, "reads": [], "trigger": "probe", "queries": []})),
+    );
+    // No precompiled directory: a load that is not handed a kept component
+    // compiles, and says so.
+    let addr = format!("127.0.0.1:{}", free_port());
+    let wink = s.run(&["--no-precompiled", "--admin-addr", &addr]);
+    wink.wait_for_line("plugin waits", WAIT);
+    wink.wait_for_line("admin server listening", WAIT);
+    // Three retries: 0.8 + 1.6 + 3.2 s of backoff.
+    let deadline = std::time::Instant::now() + WAIT;
+    while counter(&addr, "wink_plugin_load_retries_total").await < 3.0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the plugin was not tried again 3 times"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let compiled = |wink: &Wink| {
+        wink.lines()
+            .iter()
+            .filter(|l| l.contains("compiling the plugin's component"))
+            .count()
+    };
+    assert_eq!(compiled(&wink), 1, "compiled once, not at each retry");
+    assert_eq!(counter(&addr, "wink_plugin_compilations_total").await, 1.0);
+
+    // The load that succeeds once the CRD exists takes the same component.
+    create_widget_crd(&sim).await;
+    wait_synced(&wink, "widgets");
+    assert_eq!(compiled(&wink), 1, "the successful load compiled nothing");
+    assert_eq!(counter(&addr, "wink_plugin_compilations_total").await, 1.0);
+    assert_eq!(counter(&addr, "wink_plugins_waiting").await, 0.0);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -8,6 +8,7 @@
 
 mod cache_support;
 mod common;
+mod debian_support;
 mod envtest;
 mod informer_support;
 mod kubectl_support;

@@ -363,30 +363,7 @@ fn dashboard_expressions(path: &Path) -> Vec<(String, String)> {
 
 /// `promtool`, installed from Debian's `prometheus` package when missing.
 fn promtool() -> PathBuf {
-    let works = || {
-        Command::new("promtool")
-            .arg("--version")
-            .output()
-            .is_ok_and(|o| o.status.success())
-    };
-    if !works() {
-        let apt = |args: &[&str]| {
-            Command::new("apt-get")
-                .args(args)
-                .env("DEBIAN_FRONTEND", "noninteractive")
-                .status()
-                .is_ok_and(|s| s.success())
-        };
-        let install = ["install", "-y", "--no-install-recommends", "prometheus"];
-        if !apt(&install) {
-            assert!(
-                apt(&["update"]) && apt(&install),
-                "apt-get install prometheus (for promtool) failed"
-            );
-        }
-        assert!(works(), "no promtool after installing prometheus");
-    }
-    PathBuf::from("promtool")
+    crate::debian_support::ensure("prometheus", "promtool")
 }
 
 fn run_promtool(args: &[&str], dir: &Path) -> String {

@@ -13,6 +13,8 @@
 //!   `wink-sdk`) and its `wink-test.yaml`, unchanged, passes.
 //! - The SDK's own examples (`sdk/examples`, the README's code) build in the
 //!   workspace with the command the README gives and pass their cases.
+//! - CHANGELOG.md's Rust migration snippets: each "after" builds against
+//!   this checkout's SDK, each "before" fails with the error quoted under it.
 //!
 //! The crates outside resolve their dependencies afresh, as an author's
 //! would, and build into `target/sdk-rust` (their `target` folders link
@@ -280,4 +282,103 @@ fn copy_dir(from: &Path, to: &Path) {
             std::fs::copy(&path, to.join(entry.file_name())).unwrap();
         }
     }
+}
+
+/// A crate outside the checkout named `name`, depending on this checkout's
+/// SDK, whose `src/lib.rs` declares one module per `(file, code)`.
+fn snippet_crate(outside: &Outside, name: &str, modules: &[(String, String)]) -> PathBuf {
+    let dir = outside.dir.join(name);
+    std::fs::create_dir_all(dir.join("src")).unwrap();
+    let sdk = root().join("sdk");
+    let manifest = format!(
+        "[package]\nname = \"{name}\"\nversion = \"0.1.0\"\nedition = \"2024\"\npublish = false\n\n\
+         [lib]\ncrate-type = [\"rlib\"]\n\n[dependencies]\nwink-sdk = {{ path = {:?} }}\n",
+        sdk.display().to_string()
+    );
+    std::fs::write(dir.join("Cargo.toml"), manifest).unwrap();
+    let mut lib = String::from("#![allow(dead_code, unused_imports)]\n");
+    for (file, code) in modules {
+        lib.push_str(&format!("mod {file};\n"));
+        std::fs::write(dir.join("src").join(format!("{file}.rs")), code).unwrap();
+    }
+    std::fs::write(dir.join("src/lib.rs"), lib).unwrap();
+    Outside::link_target(&dir);
+    dir
+}
+
+/// CHANGELOG.md's migration notes: every `rust` block (an "after") builds
+/// against this checkout's SDK, and every `rust,ignore` block (a "before")
+/// fails with the error the `text` block right after it quotes.
+#[test]
+fn the_changelogs_rust_migration_snippets_build_after_and_fail_before_as_quoted() {
+    ensure_wasm_target();
+    let changelog = std::fs::read_to_string(root().join("CHANGELOG.md")).unwrap();
+    let fenced = fenced_blocks(&changelog);
+    let mut after = Vec::new();
+    let mut before = Vec::new();
+    for (i, (info, body)) in fenced.iter().enumerate() {
+        match info.as_str() {
+            "rust" => after.push((format!("after_{}", after.len() + 1), body.clone())),
+            "rust,ignore" => {
+                let quoted = match fenced.get(i + 1) {
+                    Some((next, text)) if next == "text" && text.starts_with("error[") => {
+                        text.lines().next().unwrap().to_string()
+                    }
+                    _ => panic!("a `rust,ignore` block is followed by the error it gets:\n{body}"),
+                };
+                before.push((format!("before_{}", before.len() + 1), body.clone(), quoted));
+            }
+            _ => {}
+        }
+    }
+    assert!(after.len() >= 6, "the migration notes' afters: {}", after.len());
+    assert!(
+        before.len() >= 5,
+        "the migration notes' befores: {}",
+        before.len()
+    );
+    let outside = Outside::new("changelog");
+    let build = "cargo build --release --target wasm32-wasip2 --message-format short";
+
+    let dir = snippet_crate(&outside, "changelog-after", &after);
+    let out = author_shell(&dir, build);
+    assert!(
+        out.status.success(),
+        "CHANGELOG.md's `rust` blocks do not build:\n{}",
+        text(&out)
+    );
+
+    let modules: Vec<(String, String)> = before.iter().map(|(f, c, _)| (f.clone(), c.clone())).collect();
+    let dir = snippet_crate(&outside, "changelog-before", &modules);
+    let out = author_shell(&dir, build);
+    let said = text(&out);
+    assert!(!out.status.success(), "the befores fail to build:\n{said}");
+    for (file, code, quoted) in &before {
+        let at = format!("src/{file}.rs:");
+        let errors: Vec<&str> = said.lines().filter(|l| l.starts_with(&at)).collect();
+        assert!(
+            errors.iter().any(|l| l.contains(&format!(": {quoted}"))),
+            "CHANGELOG.md quotes `{quoted}` for\n{code}\nbut the compiler says:\n{}",
+            errors.join("\n")
+        );
+    }
+}
+
+/// The fenced blocks of `markdown`: (info string, body).
+fn fenced_blocks(markdown: &str) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let mut open: Option<(String, Vec<&str>)> = None;
+    for line in markdown.lines() {
+        match &mut open {
+            None if line.starts_with("```") => open = Some((line[3..].trim().to_string(), Vec::new())),
+            None => {}
+            Some((info, body)) if line.trim() == "```" => {
+                out.push((std::mem::take(info), format!("{}\n", body.join("\n"))));
+                open = None;
+            }
+            Some((_, body)) => body.push(line),
+        }
+    }
+    assert!(open.is_none(), "a block is not closed");
+    out
 }

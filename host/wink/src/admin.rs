@@ -284,6 +284,20 @@ async fn render(a: &Admin) -> String {
     let waiting = Gauge::<i64>::default();
     waiting.set(a.manager.waiting() as i64);
     registry.register("plugins_waiting", "Plugins waiting for the API server", waiting);
+    let retries = Counter::<u64>::default();
+    retries.inc_by(a.manager.load_retries());
+    registry.register(
+        "plugin_load_retries",
+        "Loads attempted again after waiting for the API server",
+        retries,
+    );
+    let compilations = Counter::<u64>::default();
+    compilations.inc_by(a.manager.compilations());
+    registry.register(
+        "plugin_compilations",
+        "Components compiled (or read from the precompiled directory) for plugin loads",
+        compilations,
+    );
     report_metrics(&mut registry, a.manager.reports());
     let memory = Gauge::<i64>::default();
     memory.set(resident_bytes());

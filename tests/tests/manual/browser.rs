@@ -1,5 +1,5 @@
 //! The built book in a real browser: Debian's Chromium, headless, installed
-//! with apt-get when missing. mdBook's search reads the `search` query
+//! by `debian_support` when missing. mdBook's search reads the `search` query
 //! parameter, so one page load runs a search.
 
 use super::book::book;
@@ -18,22 +18,7 @@ fn chromium() -> &'static Path {
                     .find(|p| p.is_file())
             })
         };
-        if let Some(bin) = find() {
-            return bin;
-        }
-        let install = || {
-            Command::new("apt-get")
-                .args(["install", "-y", "-q", "chromium"])
-                .env("DEBIAN_FRONTEND", "noninteractive")
-                .status()
-                .is_ok_and(|s| s.success())
-        };
-        if !install() {
-            let updated = Command::new("apt-get").args(["update", "-q"]).status();
-            assert!(updated.is_ok_and(|s| s.success()), "apt-get update failed");
-            assert!(install(), "apt-get install chromium failed");
-        }
-        find().expect("chromium on PATH after its install")
+        find().unwrap_or_else(|| crate::debian_support::ensure("chromium", "chromium"))
     })
 }
 

@@ -25,7 +25,7 @@ impl Prometheus {
     /// Scrape `target` every second with the rules of `rules`, evaluated
     /// every second; its data in `dir`.
     pub fn start(target: &str, rules: &Path, dir: &Path) -> Prometheus {
-        super::promtool();
+        let bin = crate::debian_support::ensure("prometheus", "prometheus");
         let config = format!(
             "global: {{scrape_interval: 1s, evaluation_interval: 1s}}\n\
              rule_files: [{:?}]\n\
@@ -35,7 +35,7 @@ impl Prometheus {
         std::fs::write(dir.join("prometheus.yml"), config).unwrap();
         let addr = format!("127.0.0.1:{}", free_port());
         let log = std::fs::File::create(dir.join("prometheus.log")).unwrap();
-        let child = Command::new("prometheus")
+        let child = Command::new(bin)
             .arg(format!("--config.file={}", dir.join("prometheus.yml").display()))
             .arg(format!("--storage.tsdb.path={}", dir.join("data").display()))
             .arg(format!("--web.listen-address={addr}"))

@@ -1,11 +1,12 @@
 //! A real OCI registry for the tests: CNCF distribution (Debian's
-//! `docker-registry`, installed with apt-get where missing), serving plain
+//! `docker-registry`, installed by [`debian_support`] where missing), serving plain
 //! HTTP on a free loopback port from a scratch storage directory; a raw
 //! HTTP/1.0 client to read what it holds as any other client would; and
 //! `wink push` / `wink pull` run as commands.
 #![allow(dead_code)]
 
 use crate::common::{self, scratch};
+use crate::debian_support;
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
@@ -13,40 +14,16 @@ use std::process::{Child, Command, Output, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-/// `/usr/bin/<bin>` of the Debian package `package`, installed with
-/// apt-get where missing.
-fn debian_bin(package: &str, bin: &str) -> PathBuf {
-    let path = Path::new("/usr/bin").join(bin);
-    if !path.exists() {
-        let install = || {
-            Command::new("apt-get")
-                // Other suites install packages too: wait for dpkg's lock.
-                .args(["-o", "DPkg::Lock::Timeout=600", "install", "-y", "-q", package])
-                .env("DEBIAN_FRONTEND", "noninteractive")
-                .status()
-                .is_ok_and(|s| s.success())
-        };
-        if !install() {
-            let _ = Command::new("apt-get")
-                .args(["-o", "DPkg::Lock::Timeout=600", "update", "-q"])
-                .status();
-            assert!(install(), "apt-get install {package} failed");
-        }
-    }
-    assert!(path.exists(), "{} missing after the install", path.display());
-    path
-}
-
 /// The registry binary, installed on first use.
 pub fn registry_bin() -> &'static Path {
     static BIN: OnceLock<PathBuf> = OnceLock::new();
-    BIN.get_or_init(|| debian_bin("docker-registry", "docker-registry"))
+    BIN.get_or_init(|| debian_support::ensure("docker-registry", "docker-registry"))
 }
 
 /// skopeo, a second OCI client independent of wink's, installed on first use.
 pub fn skopeo_bin() -> &'static Path {
     static BIN: OnceLock<PathBuf> = OnceLock::new();
-    BIN.get_or_init(|| debian_bin("skopeo", "skopeo"))
+    BIN.get_or_init(|| debian_support::ensure("skopeo", "skopeo"))
 }
 
 /// `skopeo copy` over plain HTTP; panics with its output when it fails.

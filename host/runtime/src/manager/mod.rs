@@ -12,6 +12,7 @@
 
 mod admitting;
 mod allowed;
+mod compiling;
 mod enqueueing;
 mod lifecycle;
 mod naming;
@@ -203,6 +204,8 @@ pub struct PluginManager {
     grants: regrant::LiveGrants,
     /// The plugins' work queues.
     queues: reconciling::Queues,
+    /// Components compiled for loads ([`Self::compilations`]).
+    compilations: std::sync::atomic::AtomicU64,
 }
 
 impl PluginManager {
@@ -260,6 +263,7 @@ impl PluginManager {
             crash_tx,
             grants,
             queues: Default::default(),
+            compilations: Default::default(),
         });
         tokio::spawn(Self::supervise(Arc::downgrade(&manager), crash_rx));
         Ok(manager)
@@ -354,79 +358,8 @@ impl PluginManager {
                 return Ok(());
             }
         }
-        let cached = self.precompiled.as_ref().is_some_and(|c| c.contains(&digest));
-        let baseline = self.baseline.clone().filter(|_| !cached);
-        let Some((winch, winch_linker)) = baseline else {
-            let loaded = self
-                .compile(&self.engine, &self.linker, path, bytes, digest)
-                .await?;
-            return self.install(loaded, &self.engine, config, started).await;
-        };
-        // Tier up: Winch now; Cranelift in the background, into the
-        // precompiled directory for the next load of this component (a
-        // restart of wink, or a revert), never swapped in under the running
-        // plugin: a swap would hand it its initial list a second time.
-        let loaded = self
-            .compile(&winch, &winch_linker, path, bytes.clone(), digest.clone())
-            .await?;
-        self.install(loaded, &winch, config, started).await?;
-        let me = self.me.clone();
-        let path = path.to_path_buf();
-        tokio::spawn(async move {
-            let Some(m) = me.upgrade() else { return };
-            let optimized = Instant::now();
-            let built = m
-                .compile(&m.engine, &m.linker, &path, bytes, digest.clone())
-                .await;
-            let mut plugins = m.plugins.lock().await;
-            let current = plugins
-                .values_mut()
-                .find(|r| r.path == path && r.digest == digest);
-            let name = current
-                .as_ref()
-                .map_or_else(String::new, |r| r.instance.name().to_string());
-            match built {
-                Ok(_) => {
-                    tracing::info!(
-                        plugin = %name,
-                        compile_ms = optimized.elapsed().as_millis() as u64,
-                        "Cranelift build cached for the next load; this load stays on Winch"
-                    );
-                    if let Some(r) = current {
-                        r.lifecycle.tiered_up();
-                    }
-                }
-                Err(e) => {
-                    tracing::warn!(path = %path.display(), "no Cranelift build cached: {e:#}");
-                    if let Some(r) = current {
-                        r.lifecycle.tier_up_abandoned();
-                    }
-                }
-            }
-        });
-        Ok(())
-    }
-
-    /// Compile and check a component off the async threads.
-    async fn compile(
-        &self,
-        engine: &WinkEngine,
-        linker: &Linker<HostState>,
-        path: &Path,
-        bytes: Vec<u8>,
-        digest: String,
-    ) -> anyhow::Result<loader::LoadedComponent> {
-        // Only Cranelift builds are worth keeping in the precompiled directory.
-        let precompiled = self
-            .precompiled
-            .clone()
-            .filter(|_| engine.compiler() == Compiler::Cranelift);
-        let (engine, linker, owned) = (engine.clone(), linker.clone(), path.to_path_buf());
-        Ok(tokio::task::spawn_blocking(move || {
-            loader::load_digested(&engine, &linker, precompiled.as_deref(), &owned, &bytes, digest)
-        })
-        .await
-        .context("compile task failed")??)
+        self.compile_and_install(path, bytes, digest, config, started)
+            .await
     }
 
     /// Start a compiled component and hand its registrations over from the

@@ -3,13 +3,17 @@
 //! not serve them (yet: a CRD may be installed later), is not an error. It
 //! waits and is loaded again with backoff (0.8 s doubling to 30 s, as the
 //! informer's watch retries), logged once per change of reason, until it
-//! loads, its file changes or it is removed. Owns that state; loading stays
-//! in the manager.
+//! loads, its file changes or it is removed. Its compiled component is kept
+//! meanwhile, so an attempt with the same bytes compiles nothing. Owns that
+//! state; loading stays in the manager.
 
 use super::PluginManager;
+use crate::engine::Compiler;
+use crate::loader::LoadedComponent;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 use wink_informer::WatchSpec;
 
@@ -69,6 +73,11 @@ struct Waiting {
 #[derive(Default)]
 pub(super) struct WaitingPlugins {
     by_path: Mutex<HashMap<PathBuf, Waiting>>,
+    /// The component each waiting plugin's last attempt compiled, and by
+    /// which compiler.
+    kept: Mutex<HashMap<PathBuf, (Compiler, LoadedComponent)>>,
+    /// Attempts made again after a wait.
+    retries: AtomicU64,
 }
 
 impl WaitingPlugins {
@@ -77,11 +86,28 @@ impl WaitingPlugins {
         self.by_path.lock().unwrap().len()
     }
 
-    /// Stop waiting for `path` (it loaded, changed into something else, or went).
+    /// Stop waiting for `path` (it loaded, changed into something else, or
+    /// went), dropping the component kept for it.
     pub(super) fn stop(&self, path: &Path) {
         if let Some(w) = self.by_path.lock().unwrap().remove(path) {
             w.task.abort();
         }
+        self.kept.lock().unwrap().remove(path);
+    }
+
+    /// Keep `loaded`, compiled by `compiler`, for its path's next attempt
+    /// (it replaces what was kept for that path).
+    pub(super) fn keep(&self, loaded: LoadedComponent, compiler: Compiler) {
+        let path = loaded.path.clone();
+        self.kept.lock().unwrap().insert(path, (compiler, loaded));
+    }
+
+    /// The component kept for `path` when it was compiled from the bytes of
+    /// `digest` by `compiler`.
+    pub(super) fn kept(&self, path: &Path, digest: &str, compiler: Compiler) -> Option<LoadedComponent> {
+        let kept = self.kept.lock().unwrap();
+        let (by, loaded) = kept.get(path)?;
+        (*by == compiler && loaded.digest == digest).then(|| loaded.clone())
     }
 }
 
@@ -93,6 +119,11 @@ fn backoff(attempt: u32) -> Duration {
 }
 
 impl PluginManager {
+    /// Loads attempted again after a wait since the start.
+    pub fn load_retries(&self) -> u64 {
+        self.waiting.retries.load(Ordering::Relaxed)
+    }
+
     /// `path` could not be loaded for a reason that may pass: load it again
     /// after the backoff, saying so when the reason is new.
     pub(super) fn retry_later(&self, path: &Path, why: &Unresolved) {
@@ -115,9 +146,9 @@ impl PluginManager {
         let (me, owned) = (self.me.clone(), path.to_path_buf());
         let task = tokio::spawn(async move {
             tokio::time::sleep(delay).await;
-            if let Some(manager) = me.upgrade()
-                && let Err(e) = manager.load_file(&owned).await
-            {
+            let Some(manager) = me.upgrade() else { return };
+            manager.waiting.retries.fetch_add(1, Ordering::Relaxed);
+            if let Err(e) = manager.load_file(&owned).await {
                 tracing::error!("plugin not loaded: {e:#}");
             }
         });
