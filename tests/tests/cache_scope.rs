@@ -1,7 +1,8 @@
 //! End-to-end: what a plugin may ask of the cache. `cache-probe`
 //! checks the query scope (watches and `reads`), Secrets denied by default and
-//! granted per plugin, and typed errors instead of traps; the cache view is
-//! queried over plain HTTP.
+//! granted per plugin, and typed errors instead of traps; field indexes
+//! through lists, and a field path that cannot index refused at
+//! registration; the cache view is queried over plain HTTP.
 
 use crate::cache_support;
 use crate::common;
@@ -11,7 +12,8 @@ use common::Wink;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret};
 use kube::ResourceExt;
-use kube::api::{Api, ListParams, PostParams};
+use kube::api::{Api, DynamicObject, ListParams, PostParams};
+use kube::core::{ApiResource, GroupVersionKind};
 use serde_json::{Value, json};
 use wink_sim::{Sim, SimConfig};
 
@@ -462,4 +464,97 @@ async fn the_cache_view_answers_kubernetes_lists_from_the_cache() {
     // Read-only.
     let (status, _) = http(&addr, "DELETE", "/cache/core/v1/pods").await;
     assert_eq!(status, 405);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn field_indexes_read_through_lists_and_a_path_that_cannot_index_is_refused() {
+    let sim = Sim::start(SimConfig::default()).await.unwrap();
+    let s = Setup::new("cache_field_lists", &sim);
+    let cm = json!({"api_version": "v1", "kind": "ConfigMap"});
+    let ing = "networking.k8s.io/v1";
+    let ingresses = |indexes: Value| json!([{"api_version": ing, "kind": "Ingress", "indexes": indexes}]);
+    let queries = json!([
+        {"op": "list-index-values", "api_version": ing, "kind": "Ingress", "index": "host"},
+        {"op": "index-keys", "api_version": ing, "kind": "Ingress", "index": "host", "value": "b.example.com"},
+        {"op": "list-index-values", "api_version": ing, "kind": "Ingress", "index": "service"},
+        {"op": "index-keys", "api_version": ing, "kind": "Ingress", "index": "service", "value": "web"},
+    ]);
+    let lists = ingresses(json!({
+        "host": "field:spec.rules.host",
+        "service": "field:spec.rules[*].http.paths[*].backend.service.name",
+    }));
+    s.install(
+        "cache_probe",
+        "lists",
+        Some(&probe_config(json!([cm]), lists, queries)),
+    );
+    let broken = ingresses(json!({"first": "field:spec.rules[0"}));
+    s.install(
+        "cache_probe",
+        "broken",
+        Some(&probe_config(json!([cm]), broken, json!([]))),
+    );
+    let ar = ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk("networking.k8s.io", "v1", "Ingress"),
+        "ingresses",
+    );
+    let api: Api<DynamicObject> = Api::namespaced_with(sim.client(), "default", &ar);
+    let path = |p: &str, svc: &str| {
+        json!({"path": p, "pathType": "Prefix",
+        "backend": {"service": {"name": svc, "port": {"number": 80}}}})
+    };
+    for (name, rules) in [
+        (
+            "web",
+            json!([{"host": "a.example.com", "http": {"paths": [path("/", "web"), path("/api", "api")]}},
+                       {"host": "b.example.com", "http": {"paths": [path("/", "web")]}}]),
+        ),
+        (
+            "other",
+            json!([{"host": "c.example.com", "http": {"paths": [path("/", "other")]}}]),
+        ),
+    ] {
+        let o: DynamicObject = from_json(json!({"apiVersion": ing, "kind": "Ingress",
+            "metadata": {"name": name, "namespace": "default"}, "spec": {"rules": rules}}));
+        api.create(&PostParams::default(), &o).await.unwrap();
+    }
+
+    let wink = s.run(&[]);
+    wait_synced(&wink, "lists");
+    Api::<ConfigMap>::namespaced(sim.client(), "default")
+        .create(&PostParams::default(), &config_map("default", "probe", json!({})))
+        .await
+        .unwrap();
+    wink.wait_for_line("[lists] probe done", WAIT);
+    let sorted = |line: &str| {
+        let (head, list) = line.split_once('[').unwrap();
+        let mut words: Vec<&str> = list.trim_end_matches(']').split(' ').collect();
+        words.sort();
+        format!("{head}[{}]", words.join(" "))
+    };
+    let answers: Vec<String> = probe_answers(&wink, "lists").iter().map(|l| sorted(l)).collect();
+    assert_eq!(
+        answers,
+        [
+            "query 0 list-index-values Ingress: ok [a.example.com b.example.com c.example.com]",
+            "query 1 index-keys Ingress: ok [default/web]",
+            "query 2 list-index-values Ingress: ok [api other web]",
+            "query 3 index-keys Ingress: ok [default/web]",
+        ]
+    );
+    // The broken path's plugin is not loaded, and the log says which index and why.
+    let why = "its index \"first\" of networking.k8s.io/v1 Ingress: the field path \"spec.rules[0\" cannot index: \
+               segment 2 (\"rules[0\"): '[' is never closed";
+    wink.wait_for_line(why, WAIT);
+    let lines = wink.lines();
+    let refusal = lines.iter().find(|l| l.contains(why)).unwrap();
+    assert!(
+        refusal.contains("plugin not loaded") && refusal.contains("registration refused"),
+        "{refusal}"
+    );
+    assert!(
+        !lines.iter().any(|l| l.contains("plugin synced plugin=broken")),
+        "{}",
+        lines.join("\n")
+    );
 }

@@ -63,6 +63,7 @@ mod runtime_tier_up;
 mod sandbox;
 mod sdk_rust;
 mod sim_admission;
+mod sim_builtins;
 mod sim_control;
 mod sim_decode;
 mod sim_events;

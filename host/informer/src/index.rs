@@ -1,8 +1,10 @@
 //! Declarative index specs ([`IndexSpec`]) and the index functions they
 //! compile to: label key, annotation key, owner reference (uid, or
-//! `Kind/name`), field path. Owns only the mapping from spec to function;
+//! `Kind/name`), field path (through lists: see `field_path`). Owns only
+//! the mapping from spec to function and whether a spec can index;
 //! the store maintains the indexes.
 
+use super::field_path::FieldPath;
 use super::object::CachedObject;
 use super::store::IndexFunc;
 use serde::Deserialize;
@@ -19,7 +21,9 @@ pub enum IndexSpec {
     OwnerUid,
     /// Every owner reference as `Kind/name`.
     OwnerKindName,
-    /// A dotted field path, e.g. `spec.nodeName`.
+    /// A dotted field path, e.g. `spec.nodeName`; through lists
+    /// (`spec.rules[*].host`, `spec.rules.host`) one value per element
+    /// (see [`crate::field_path`]).
     Field(String),
 }
 
@@ -65,25 +69,25 @@ fn meta_fields(obj: &CachedObject) -> Result<MetaFields, String> {
         .map_err(|e| format!("cannot parse metadata: {e}"))
 }
 
-fn field_value(obj: &CachedObject, path: &str) -> Result<Vec<String>, String> {
+fn field_value(obj: &CachedObject, path: &FieldPath) -> Result<Vec<String>, String> {
     let value: serde_json::Value = serde_json::from_str(&obj.json()).map_err(|e| e.to_string())?;
-    let mut cur = &value;
-    for part in path.split('.') {
-        match cur.get(part) {
-            Some(next) => cur = next,
-            None => return Ok(Vec::new()),
-        }
-    }
-    Ok(match cur {
-        serde_json::Value::String(s) => vec![s.clone()],
-        serde_json::Value::Number(n) => vec![n.to_string()],
-        serde_json::Value::Bool(b) => vec![b.to_string()],
-        _ => Vec::new(),
-    })
+    Ok(path.values(&value))
 }
 
 impl IndexSpec {
-    /// The index function this spec describes.
+    /// Whether this spec can index: a field path must parse (see
+    /// [`crate::field_path`]); the error names the path and says why not.
+    pub fn check(&self) -> Result<(), String> {
+        match self {
+            IndexSpec::Field(path) => FieldPath::parse(path)
+                .map(drop)
+                .map_err(|why| format!("the field path {path:?} cannot index: {why}")),
+            _ => Ok(()),
+        }
+    }
+
+    /// The index function this spec describes (for a field path that does
+    /// not parse, one that fails with [`IndexSpec::check`]'s error).
     pub fn func(&self) -> IndexFunc {
         match self.clone() {
             IndexSpec::Label(key) => {
@@ -106,7 +110,13 @@ impl IndexSpec {
                     .map(|r| format!("{}/{}", r.kind, r.name))
                     .collect())
             }),
-            IndexSpec::Field(path) => Arc::new(move |o: &CachedObject| field_value(o, &path)),
+            IndexSpec::Field(path) => match FieldPath::parse(&path) {
+                Ok(parsed) => Arc::new(move |o: &CachedObject| field_value(o, &parsed)),
+                Err(_) => {
+                    let why = self.check().unwrap_err();
+                    Arc::new(move |_: &CachedObject| Err(why.clone()))
+                }
+            },
         }
     }
 }
@@ -122,7 +132,9 @@ mod tests {
             "metadata": {"name": "p", "namespace": "d", "labels": {"app": "web"},
                 "annotations": {"team": "blue"},
                 "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web-1", "uid": "u-1"}]},
-            "spec": {"nodeName": "node-7", "priority": 5}
+            "spec": {"nodeName": "node-7", "priority": 5, "containers": [
+                {"name": "web", "image": "nginx:1", "ports": [{"containerPort": 80}]},
+                {"name": "proxy", "image": "envoy:2", "ports": [{"containerPort": 9901}, {"containerPort": 80}]}]}
         }))
         .unwrap();
         CachedObject::from_dynamic(d, &pod_resource(), CachePolicy::default())
@@ -140,5 +152,42 @@ mod tests {
         assert_eq!(run(IndexSpec::Field("spec.nodeName".into())), ["node-7"]);
         assert_eq!(run(IndexSpec::Field("spec.priority".into())), ["5"]);
         assert!(run(IndexSpec::Field("spec.missing.deep".into())).is_empty());
+        assert_eq!(
+            run(IndexSpec::Field("spec.containers[*].image".into())),
+            ["nginx:1", "envoy:2"]
+        );
+        assert_eq!(
+            run(IndexSpec::Field("spec.containers.image".into())),
+            ["nginx:1", "envoy:2"]
+        );
+        assert_eq!(
+            run(IndexSpec::Field(
+                "spec.containers[*].ports[*].containerPort".into()
+            )),
+            ["80", "9901"]
+        );
+    }
+
+    #[test]
+    fn field_paths_that_cannot_index_are_refused_naming_the_path() {
+        IndexSpec::Field("spec.rules[*].host".into()).check().unwrap();
+        IndexSpec::Label("a..b".into()).check().unwrap();
+        for (path, why) in [
+            ("spec..host", "segment 2 is empty"),
+            ("spec.rules[0", "never closed"),
+            ("spec.rules[]", "'[]' selects nothing"),
+        ] {
+            let spec = IndexSpec::Field(path.into());
+            let e = spec.check().unwrap_err();
+            assert!(
+                e.starts_with(&format!("the field path {path:?} cannot index: ")) && e.contains(why),
+                "{e}"
+            );
+            assert_eq!(
+                (spec.func())(&obj()).unwrap_err(),
+                e,
+                "the function fails as the check does"
+            );
+        }
     }
 }

@@ -28,6 +28,7 @@ pub mod canonical;
 pub mod client;
 pub mod factory;
 pub mod fallback;
+pub mod field_path;
 pub mod index;
 pub mod object;
 mod pool;

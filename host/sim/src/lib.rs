@@ -25,8 +25,10 @@
 mod admin;
 mod admission;
 mod authz;
+mod builtins;
 mod control;
 mod decode;
+mod defaults;
 mod demo;
 mod depth;
 mod discovery;

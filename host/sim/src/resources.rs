@@ -9,6 +9,8 @@ use serde_json::Value;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+pub use super::builtins::builtins;
+
 /// One served resource type (all its served versions share one storage).
 #[derive(Debug, Clone, PartialEq)]
 pub struct ResourceDef {
@@ -81,6 +83,11 @@ impl ResourceDef {
                     | "rolebindings"
                     | "clusterroles"
                     | "clusterrolebindings"
+                    | "horizontalpodautoscalers"
+                    | "persistentvolumeclaims"
+                    | "resourcequotas"
+                    | "limitranges"
+                    | "storageclasses"
             )
     }
 
@@ -102,142 +109,6 @@ impl ResourceDef {
             false => self.qualified(),
         }
     }
-}
-
-fn builtin(
-    group: &str,
-    version: &str,
-    plural: &str,
-    kind: &str,
-    namespaced: bool,
-    short: &[&str],
-    has_status: bool,
-) -> ResourceDef {
-    let categories = match plural {
-        "pods" | "services" | "deployments" | "replicasets" | "statefulsets" | "daemonsets" => {
-            vec!["all".to_string()]
-        }
-        _ => vec![],
-    };
-    ResourceDef {
-        group: group.into(),
-        versions: vec![version.into()],
-        plural: plural.into(),
-        singular: kind.to_ascii_lowercase(),
-        kind: kind.into(),
-        namespaced,
-        short_names: short.iter().map(|s| s.to_string()).collect(),
-        categories,
-        has_status,
-        crd: None,
-        scale: matches!(plural, "deployments" | "replicasets" | "statefulsets").then(|| ScalePaths {
-            spec_replicas: "/spec/replicas".into(),
-            status_replicas: "/status/replicas".into(),
-            selector: None,
-        }),
-    }
-}
-
-/// The built-in resource types.
-pub fn builtins() -> Vec<ResourceDef> {
-    vec![
-        builtin("", "v1", "namespaces", "Namespace", false, &["ns"], true),
-        builtin("", "v1", "nodes", "Node", false, &["no"], true),
-        builtin("", "v1", "pods", "Pod", true, &["po"], true),
-        builtin("", "v1", "configmaps", "ConfigMap", true, &["cm"], false),
-        builtin("", "v1", "secrets", "Secret", true, &[], false),
-        builtin("", "v1", "services", "Service", true, &["svc"], true),
-        builtin(
-            "",
-            "v1",
-            "serviceaccounts",
-            "ServiceAccount",
-            true,
-            &["sa"],
-            false,
-        ),
-        builtin("", "v1", "events", "Event", true, &["ev"], false),
-        // The events API of client-go's current recorder: the same objects
-        // as core/v1 Events (one storage, `events`), converted.
-        builtin("events.k8s.io", "v1", "events", "Event", true, &["ev"], false),
-        builtin("apps", "v1", "deployments", "Deployment", true, &["deploy"], true),
-        builtin("apps", "v1", "replicasets", "ReplicaSet", true, &["rs"], true),
-        builtin("apps", "v1", "statefulsets", "StatefulSet", true, &["sts"], true),
-        builtin("apps", "v1", "daemonsets", "DaemonSet", true, &["ds"], true),
-        builtin("coordination.k8s.io", "v1", "leases", "Lease", true, &[], false),
-        builtin(
-            "rbac.authorization.k8s.io",
-            "v1",
-            "roles",
-            "Role",
-            true,
-            &[],
-            false,
-        ),
-        builtin(
-            "rbac.authorization.k8s.io",
-            "v1",
-            "rolebindings",
-            "RoleBinding",
-            true,
-            &[],
-            false,
-        ),
-        builtin(
-            "rbac.authorization.k8s.io",
-            "v1",
-            "clusterroles",
-            "ClusterRole",
-            false,
-            &[],
-            false,
-        ),
-        builtin(
-            "rbac.authorization.k8s.io",
-            "v1",
-            "clusterrolebindings",
-            "ClusterRoleBinding",
-            false,
-            &[],
-            false,
-        ),
-        builtin(
-            "policy",
-            "v1",
-            "poddisruptionbudgets",
-            "PodDisruptionBudget",
-            true,
-            &["pdb"],
-            true,
-        ),
-        builtin(
-            "admissionregistration.k8s.io",
-            "v1",
-            "validatingwebhookconfigurations",
-            "ValidatingWebhookConfiguration",
-            false,
-            &[],
-            false,
-        ),
-        builtin(
-            "admissionregistration.k8s.io",
-            "v1",
-            "mutatingwebhookconfigurations",
-            "MutatingWebhookConfiguration",
-            false,
-            &[],
-            false,
-        ),
-        builtin(
-            "apiextensions.k8s.io",
-            "v1",
-            "customresourcedefinitions",
-            "CustomResourceDefinition",
-            false,
-            &["crd", "crds"],
-            true,
-        ),
-    ]
 }
 
 /// Read the resource type a CustomResourceDefinition declares, its printer

@@ -80,7 +80,7 @@ pub fn create(
     if let Some(e) = valid_name(&name, def.plural == "namespaces") {
         return Err(ApiError::invalid(&q, &def.kind, &name, &[e]));
     }
-    super::admission::config::default(def, &mut body);
+    super::defaults::apply(def, &mut body);
     let errs = validate::values(def, &body, None);
     if !errs.is_empty() {
         return Err(ApiError::invalid(&q, &def.kind, &name, &errs));
@@ -125,6 +125,9 @@ fn prepare_for_create(def: &ResourceDef, body: &mut Value, crd: Option<&Resource
     let o = body.as_object_mut().expect("object");
     if def.has_status {
         o.remove("status");
+    }
+    if let Some(status) = super::defaults::status_on_create(def) {
+        o.insert("status".into(), status);
     }
     match (def.group.as_str(), def.plural.as_str()) {
         ("", "pods") => {
@@ -224,7 +227,7 @@ pub fn update(
     {
         return Err(ApiError::conflict(&q, name));
     }
-    super::admission::config::default(def, &mut body);
+    super::defaults::apply(def, &mut body);
     let errs = validate::values(def, &body, Some(&old.value));
     if !errs.is_empty() {
         return Err(ApiError::invalid(&q, &def.kind, name, &errs));

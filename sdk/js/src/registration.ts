@@ -38,7 +38,15 @@ export const IndexBy = {
   ownerUid: (): IndexKind => ({ tag: "owner-uid" }),
   /** Every owner reference as `Kind/name`. */
   ownerKindName: (): IndexKind => ({ tag: "owner-kind-name" }),
-  /** A field path, e.g. `spec.nodeName`. */
+  /**
+   * A field path, e.g. `spec.nodeName`: dot-separated field names, each
+   * optionally followed by `[*]` (every element of a list) or `[N]` (the
+   * element at N, from 0). A list is read through every element without
+   * brackets too, so `spec.rules.host` and `spec.rules[*].host` index one
+   * value per rule; lists nest (`spec.rules[*].http.paths[*].backend.service.name`).
+   * A path that cannot index (an empty segment, `a[0`, `a[]`) is refused
+   * at registration.
+   */
   field: (path: string): IndexKind => ({ tag: "field", val: path }),
 };
 

@@ -37,9 +37,11 @@ pub fn queue_config(q: &Queue) -> Config {
 /// Refuse what the registration asks for that makes no sense (a queue
 /// with bad numbers, or of a resource it neither watches nor reads; watches
 /// enqueueing without a queue, or by an index not declared on the queue's
-/// resource), and webhooks the API server would refuse.
+/// resource; an index by a field path that cannot index), and webhooks the
+/// API server would refuse.
 pub fn unserved(registration: &Registration) -> anyhow::Result<()> {
     queue(registration)?;
+    indexes(registration)?;
     let mut hooks = Vec::new();
     for w in &registration.admission {
         if hooks.contains(&w.hook) {
@@ -55,6 +57,24 @@ pub fn unserved(registration: &Registration) -> anyhow::Result<()> {
         }
         if w.rules.is_empty() {
             anyhow::bail!("its {:?} webhook has no rules: it would match nothing", w.hook);
+        }
+    }
+    Ok(())
+}
+
+/// Every index of every watch and read can index (see
+/// [`wink_informer::index::IndexSpec::check`]).
+fn indexes(registration: &Registration) -> anyhow::Result<()> {
+    for source in super::sources(registration) {
+        for index in source.indexes {
+            super::index_spec(&index.by).check().map_err(|why| {
+                anyhow::anyhow!(
+                    "its index {:?} of {} {}: {why}",
+                    index.name,
+                    source.resource.api_version,
+                    source.resource.kind
+                )
+            })?;
         }
     }
     Ok(())
@@ -194,6 +214,42 @@ mod tests {
             ),
             "enqueues by the index \"nope\"",
         );
+    }
+
+    #[test]
+    fn indexes_by_field_paths_that_cannot_index_are_refused() {
+        let by = |path: &str| Index {
+            name: "by-host".into(),
+            by: IndexBy::Field(path.into()),
+        };
+        let with = |path: &str| {
+            let mut r = registration(vec![], None);
+            r.reads.push(crate::bindings::types::Read {
+                resource: ResourceType {
+                    api_version: "networking.k8s.io/v1".into(),
+                    kind: "Ingress".into(),
+                },
+                namespace: None,
+                label_selector: None,
+                field_selector: None,
+                indexes: vec![by(path)],
+            });
+            r
+        };
+        unserved(&with("spec.rules[*].host")).unwrap();
+        unserved(&with("spec.rules.host")).unwrap();
+        let e = unserved(&with("spec.rules[0")).unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "its index \"by-host\" of networking.k8s.io/v1 Ingress: the field path \"spec.rules[0\" cannot \
+             index: segment 2 (\"rules[0\"): '[' is never closed"
+        );
+        let watched = registration(
+            vec![watch("v1", "Pod", Enqueue::None, vec![by("spec..nodeName")])],
+            None,
+        );
+        let e = unserved(&watched).unwrap_err().to_string();
+        assert!(e.contains("of v1 Pod") && e.contains("segment 2 is empty"), "{e}");
     }
 
     #[test]

@@ -9,26 +9,26 @@ use super::age;
 use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
 
-fn s<'a>(o: &'a Value, ptr: &str) -> &'a str {
+pub(super) fn s<'a>(o: &'a Value, ptr: &str) -> &'a str {
     o.pointer(ptr).and_then(Value::as_str).unwrap_or("")
 }
 
-fn n(o: &Value, ptr: &str) -> i64 {
+pub(super) fn n(o: &Value, ptr: &str) -> i64 {
     o.pointer(ptr).and_then(Value::as_i64).unwrap_or(0)
 }
 
-fn list<'a>(o: &'a Value, ptr: &str) -> &'a [Value] {
+pub(super) fn list<'a>(o: &'a Value, ptr: &str) -> &'a [Value] {
     o.pointer(ptr)
         .and_then(Value::as_array)
         .map(Vec::as_slice)
         .unwrap_or(&[])
 }
 
-fn or_none(v: &str) -> Value {
+pub(super) fn or_none(v: &str) -> Value {
     json!(if v.is_empty() { "<none>" } else { v })
 }
 
-fn created(o: &Value, now: DateTime<Utc>) -> Value {
+pub(super) fn created(o: &Value, now: DateTime<Utc>) -> Value {
     json!(age(o.pointer("/metadata/creationTimestamp"), now))
 }
 
@@ -44,7 +44,7 @@ fn pairs(o: Option<&Value>) -> String {
         .unwrap_or_default()
 }
 
-fn containers_and_images(o: &Value, ptr: &str) -> [Value; 2] {
+pub(super) fn containers_and_images(o: &Value, ptr: &str) -> [Value; 2] {
     let cs = list(o, ptr);
     let names: Vec<&str> = cs.iter().map(|c| s(c, "/name")).collect();
     let images: Vec<&str> = cs.iter().map(|c| s(c, "/image")).collect();

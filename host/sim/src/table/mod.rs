@@ -13,6 +13,10 @@
 mod cells;
 pub mod crd;
 mod jsonpath;
+mod policy_cells;
+mod policy_printers;
+#[cfg(test)]
+mod policy_tests;
 pub mod printers;
 
 use super::resources::ResourceDef;
@@ -172,7 +176,10 @@ impl Printer {
         let mut cells = vec![name];
         match self {
             Printer::Builtin(p) if !p.named() => return (p.cells)(obj, now),
-            Printer::Builtin(p) => cells.extend((p.cells)(obj, now)),
+            Printer::Builtin(p) => {
+                cells[0] = json!(p.name(obj));
+                cells.extend((p.cells)(obj, now))
+            }
             Printer::Crd(cols) => cells.extend(crd::cells(cols, obj, now)),
             Printer::Default => cells.push(
                 obj.pointer("/metadata/creationTimestamp")

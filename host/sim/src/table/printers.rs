@@ -18,13 +18,13 @@ type Cells = fn(&Value, DateTime<Utc>) -> Vec<Value>;
 /// One built-in type's printer: the columns after Name (name, type,
 /// priority, description) and its cells.
 pub struct Printer {
-    group: &'static str,
-    plural: &'static str,
+    pub(super) group: &'static str,
+    pub(super) plural: &'static str,
     pub columns: &'static [(&'static str, &'static str, i64, &'static str)],
     pub cells: Cells,
 }
 
-const AGE: (&str, &str, i64, &str) = (
+pub(super) const AGE: (&str, &str, i64, &str) = (
     "Age",
     "string",
     0,
@@ -49,13 +49,13 @@ const BINDING_COLUMNS: &[(&str, &str, i64, &str)] = &[
     col!("ServiceAccounts", "string", wide),
 ];
 
-const CONTAINERS: (&str, &str, i64, &str) = (
+pub(super) const CONTAINERS: (&str, &str, i64, &str) = (
     "Containers",
     "string",
     1,
     "Names of each container in the template.",
 );
-const IMAGES: (&str, &str, i64, &str) = (
+pub(super) const IMAGES: (&str, &str, i64, &str) = (
     "Images",
     "string",
     1,
@@ -328,7 +328,10 @@ static PRINTERS: &[Printer] = &[
 /// The printer of a built-in type, if it has one (others get the default
 /// Name / Created At table).
 pub fn find(group: &str, plural: &str) -> Option<&'static Printer> {
-    PRINTERS.iter().find(|p| p.group == group && p.plural == plural)
+    PRINTERS
+        .iter()
+        .chain(super::policy_printers::PRINTERS)
+        .find(|p| p.group == group && p.plural == plural)
 }
 
 impl Printer {
@@ -336,6 +339,19 @@ impl Printer {
     /// whose printer starts with Last Seen and puts Name last (wide).
     pub fn named(&self) -> bool {
         self.plural != "events"
+    }
+
+    /// The Name cell: the object's name, a default StorageClass's marked
+    /// ` (default)` as the real printer marks it.
+    pub fn name(&self, obj: &Value) -> String {
+        match (self.group, self.plural) {
+            ("storage.k8s.io", "storageclasses") => super::policy_cells::storage_class_name(obj),
+            _ => obj
+                .pointer("/metadata/name")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string(),
+        }
     }
 }
 
@@ -352,7 +368,7 @@ mod tests {
 
     #[test]
     fn every_printer_fills_every_column() {
-        for p in PRINTERS {
+        for p in PRINTERS.iter().chain(crate::table::policy_printers::PRINTERS) {
             assert_eq!(
                 (p.cells)(&json!({}), Utc::now()).len(),
                 p.columns.len(),

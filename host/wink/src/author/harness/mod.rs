@@ -193,6 +193,8 @@ pub fn run(path: &Path, case: &Case) -> anyhow::Result<Outcome> {
         capture.watch(api_version, kind, informer.store().clone());
         for index in source.indexes {
             let by = crate::runtime::manager::index_spec(&index.by);
+            by.check()
+                .map_err(|why| anyhow::anyhow!("registration refused: its index {:?}: {why}", index.name))?;
             informer.ensure_index(&index.name, &by.to_string(), by.func())?;
         }
         instance

@@ -1,0 +1,195 @@
+//! The defaults kube-apiserver gives objects of some built-in kinds when
+//! it decodes them (its `SetDefaults_*` functions), on create and on
+//! update: the webhook configurations' (`admission::config`), and the
+//! scalar fields of the kinds policies target (a Job's parallelism,
+//! completions, backoffLimit; a CronJob's concurrencyPolicy and history
+//! limits; a PersistentVolumeClaim's volumeMode; a StorageClass's reclaim
+//! and binding policies; a PriorityClass's preemptionPolicy; an
+//! HorizontalPodAutoscaler's minReplicas and CPU metric; a
+//! NetworkPolicy's policyTypes; a ValidatingAdmissionPolicy's failure and
+//! match policies). Pod templates are not defaulted, as for workloads.
+//!
+//! Owns: these defaults. Must not touch: validation, the store, HTTP.
+
+use super::resources::ResourceDef;
+use serde_json::{Map, Value, json};
+
+/// Set `key` to `value` where it is absent or null.
+fn set(o: &mut Map<String, Value>, key: &str, value: Value) {
+    if o.get(key).is_none_or(Value::is_null) {
+        o.insert(key.into(), value);
+    }
+}
+
+/// The object at `key` of `o`, made an (empty) object if absent.
+fn object<'a>(o: &'a mut Map<String, Value>, key: &str) -> Option<&'a mut Map<String, Value>> {
+    set(o, key, json!({}));
+    o.get_mut(key)?.as_object_mut()
+}
+
+fn empty_list(o: &Map<String, Value>, key: &str) -> bool {
+    o.get(key).and_then(Value::as_array).is_none_or(Vec::is_empty)
+}
+
+/// Apply the defaults of `def`'s kind to `body` (in its stored form).
+pub fn apply(def: &ResourceDef, body: &mut Value) {
+    super::admission::config::default(def, body);
+    let Some(o) = body.as_object_mut() else { return };
+    match (def.group.as_str(), def.plural.as_str()) {
+        ("batch", "jobs") => {
+            let Some(spec) = object(o, "spec") else { return };
+            if spec.get("completions").is_none_or(Value::is_null)
+                && spec.get("parallelism").is_none_or(Value::is_null)
+            {
+                spec.insert("completions".into(), json!(1));
+            }
+            set(spec, "parallelism", json!(1));
+            set(spec, "backoffLimit", json!(6));
+            set(spec, "completionMode", json!("NonIndexed"));
+            set(spec, "suspend", json!(false));
+        }
+        ("batch", "cronjobs") => {
+            let Some(spec) = object(o, "spec") else { return };
+            set(spec, "concurrencyPolicy", json!("Allow"));
+            set(spec, "suspend", json!(false));
+            set(spec, "successfulJobsHistoryLimit", json!(3));
+            set(spec, "failedJobsHistoryLimit", json!(1));
+        }
+        ("", "persistentvolumeclaims") => {
+            if let Some(spec) = object(o, "spec") {
+                set(spec, "volumeMode", json!("Filesystem"));
+            }
+        }
+        ("storage.k8s.io", "storageclasses") => {
+            set(o, "reclaimPolicy", json!("Delete"));
+            set(o, "volumeBindingMode", json!("Immediate"));
+        }
+        ("scheduling.k8s.io", "priorityclasses") => {
+            set(o, "preemptionPolicy", json!("PreemptLowerPriority"));
+        }
+        ("autoscaling", "horizontalpodautoscalers") => {
+            let Some(spec) = object(o, "spec") else { return };
+            set(spec, "minReplicas", json!(1));
+            if empty_list(spec, "metrics") {
+                spec.insert(
+                    "metrics".into(),
+                    json!([{"type": "Resource", "resource": {"name": "cpu",
+                        "target": {"type": "Utilization", "averageUtilization": 80}}}]),
+                );
+            }
+        }
+        ("networking.k8s.io", "networkpolicies") => {
+            let Some(spec) = object(o, "spec") else { return };
+            if empty_list(spec, "policyTypes") {
+                let mut types = vec![json!("Ingress")];
+                if !empty_list(spec, "egress") {
+                    types.push(json!("Egress"));
+                }
+                spec.insert("policyTypes".into(), Value::Array(types));
+            }
+        }
+        ("admissionregistration.k8s.io", "validatingadmissionpolicies") => {
+            let Some(spec) = object(o, "spec") else { return };
+            set(spec, "failurePolicy", json!("Fail"));
+            let Some(m) = spec.get_mut("matchConstraints").and_then(Value::as_object_mut) else {
+                return;
+            };
+            set(m, "matchPolicy", json!("Equivalent"));
+            set(m, "namespaceSelector", json!({}));
+            set(m, "objectSelector", json!({}));
+            for r in m
+                .get_mut("resourceRules")
+                .and_then(Value::as_array_mut)
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_object_mut)
+            {
+                set(r, "scope", json!("*"));
+            }
+        }
+        _ => {}
+    }
+}
+
+/// The status a new object of `def` starts with, where its strategy
+/// gives one (a PersistentVolumeClaim is Pending).
+pub fn status_on_create(def: &ResourceDef) -> Option<Value> {
+    match (def.group.as_str(), def.plural.as_str()) {
+        ("", "persistentvolumeclaims") => Some(json!({"phase": "Pending"})),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::resources::Registry;
+
+    fn defaulted(qualified: &str, mut body: Value) -> Value {
+        apply(Registry::with_builtins().get(qualified).unwrap(), &mut body);
+        body
+    }
+
+    #[test]
+    fn kinds_get_the_real_servers_defaults_and_keep_what_was_sent() {
+        let job = defaulted("jobs.batch", json!({"spec": {}}));
+        assert_eq!(
+            job["spec"],
+            json!({"completions": 1, "parallelism": 1, "backoffLimit": 6,
+                "completionMode": "NonIndexed", "suspend": false})
+        );
+        let wide = defaulted("jobs.batch", json!({"spec": {"parallelism": 4, "suspend": true}}));
+        assert_eq!(
+            (
+                &wide["spec"]["parallelism"],
+                wide["spec"].get("completions"),
+                &wide["spec"]["suspend"]
+            ),
+            (&json!(4), None, &json!(true))
+        );
+        let cj = defaulted("cronjobs.batch", json!({"spec": {"schedule": "@daily"}}));
+        assert_eq!(
+            (
+                &cj["spec"]["concurrencyPolicy"],
+                &cj["spec"]["successfulJobsHistoryLimit"]
+            ),
+            (&json!("Allow"), &json!(3))
+        );
+        let pvc = defaulted("persistentvolumeclaims", json!({"spec": {"volumeMode": "Block"}}));
+        assert_eq!(pvc["spec"]["volumeMode"], "Block");
+        let sc = defaulted("storageclasses.storage.k8s.io", json!({"provisioner": "x"}));
+        assert_eq!(
+            (&sc["reclaimPolicy"], &sc["volumeBindingMode"]),
+            (&json!("Delete"), &json!("Immediate"))
+        );
+        let pc = defaulted("priorityclasses.scheduling.k8s.io", json!({"value": 1}));
+        assert_eq!(pc["preemptionPolicy"], "PreemptLowerPriority");
+        let hpa = defaulted(
+            "horizontalpodautoscalers.autoscaling",
+            json!({"spec": {"maxReplicas": 3}}),
+        );
+        assert_eq!(hpa["spec"]["minReplicas"], 1);
+        assert_eq!(
+            hpa["spec"]["metrics"][0]["resource"]["target"]["averageUtilization"],
+            80
+        );
+        let np = defaulted(
+            "networkpolicies.networking.k8s.io",
+            json!({"spec": {"podSelector": {}, "egress": [{}]}}),
+        );
+        assert_eq!(np["spec"]["policyTypes"], json!(["Ingress", "Egress"]));
+        let vap = defaulted(
+            "validatingadmissionpolicies.admissionregistration.k8s.io",
+            json!({"spec": {"matchConstraints": {"resourceRules": [{"resources": ["pods"]}]}}}),
+        );
+        assert_eq!(
+            (
+                &vap["spec"]["failurePolicy"],
+                &vap["spec"]["matchConstraints"]["resourceRules"][0]["scope"]
+            ),
+            (&json!("Fail"), &json!("*"))
+        );
+        let cm = defaulted("configmaps", json!({"data": {}}));
+        assert_eq!(cm, json!({"data": {}}));
+    }
+}
