@@ -40,7 +40,8 @@ pub fn examples(plugins: &Path, default: &Path) -> Option<BTreeSet<String>> {
                 .lines()
                 .find_map(|l| l.trim().strip_prefix("name = "))?
                 .trim_matches('"');
-            Some(name.replace('-', "_"))
+            // The plugin cargo's `<crate_name>.wasm` is: its stem, `_` read as `-`.
+            Some(name.replace('_', "-"))
         })
         .collect();
     println!(

@@ -38,7 +38,9 @@ pub fn play(
     };
     let tree = step.request.get("request").unwrap_or(&step.request);
     if !tree.is_object() {
-        bail!("admit: the request is not a JSON object (an AdmissionRequest, or an AdmissionReview holding one)");
+        bail!(
+            "admit: the request is not a JSON object (an AdmissionRequest, or an AdmissionReview holding one)"
+        );
     }
     let request = AdmissionRequest::from_value(tree.clone());
     let asked = review::asked(&request)
