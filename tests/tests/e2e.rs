@@ -19,6 +19,7 @@ mod admin;
 mod admin_limits;
 mod admission;
 mod admission_examples;
+mod admission_metrics;
 mod author;
 mod batches;
 mod cache_plugins;

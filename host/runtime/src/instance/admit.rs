@@ -38,11 +38,13 @@ pub struct Asked<'a> {
 /// dropped), it leaves the store unusable (wasmtime poisons a store whose
 /// call was cancelled), so the instance is marked crashed and its pool
 /// replaces it before the next request.
-struct Unfinished<'a>(&'a PluginInstance, Door);
+/// Its time until then is counted as a call's.
+struct Unfinished<'a>(&'a PluginInstance, Door, std::time::Instant);
 
 impl Drop for Unfinished<'_> {
     fn drop(&mut self) {
-        let Unfinished(instance, door) = self;
+        let Unfinished(instance, door, started) = self;
+        instance.handler_time.record(started.elapsed());
         instance.traps.fetch_add(1, Ordering::Relaxed);
         instance.crashed.store(true, Ordering::Release);
         tracing::warn!(plugin = %instance.name, call = ?door, "admission call stopped at its webhook's deadline; the instance is replaced");
@@ -82,7 +84,7 @@ impl PluginInstance {
         let extra: Vec<(&str, &[&str])> = extra_values.iter().map(|(k, v)| (*k, v.as_slice())).collect();
         let request = review::request(&asked, &groups, &extra, borrow(lent[0]), borrow(lent[1]));
         let admission = plugin.wink_plugin_admission();
-        let unfinished = Unfinished(self, door);
+        let unfinished = Unfinished(self, door, std::time::Instant::now());
         let result = match door {
             Door::Validate => admission
                 .call_validate(&mut l.store, request)
