@@ -48,6 +48,7 @@ mod readme_paths;
 mod reconcile;
 mod reconcile_acceptance;
 mod reference_docs;
+mod repeated_errors;
 mod runtime_limits;
 mod runtime_recovery;
 mod runtime_tier_up;

@@ -112,6 +112,19 @@ pub async fn handle(shared: Arc<Shared>, req: Request<hyper::body::Incoming>) ->
     if let Some(code) = shared.faults.take_failure() {
         return error_response(&ApiError::injected(code));
     }
+    let writing = matches!(
+        parts.method,
+        Method::POST | Method::PUT | Method::PATCH | Method::DELETE
+    );
+    if let Some((code, message)) = resource
+        .as_ref()
+        .filter(|_| writing)
+        .and_then(|rp| shared.faults.refused_write(&rp.plural))
+    {
+        let mut refused = ApiError::injected(code);
+        refused.message = message;
+        return error_response(&refused);
+    }
     let ct = parts
         .headers
         .get(header::CONTENT_TYPE)

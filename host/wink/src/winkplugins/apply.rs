@@ -71,8 +71,8 @@ pub async fn apply(cx: &Context_, name: &str, object: &Value) -> (Outcome, Optio
         generation: object["metadata"]["generation"].as_i64().unwrap_or(0),
         ..Outcome::default()
     };
+    // Said by the controller, once a minute while the passes fail.
     let fail = |mut o: Outcome, kind: &'static str, reason: &str, e: String| {
-        tracing::error!(winkplugin = %name, reason, error = %e, "WinkPlugin not applied");
         o.conditions
             .push(Condition::new(kind, Some(false), reason, e.clone()));
         o.last_error = Some(e);
