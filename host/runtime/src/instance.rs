@@ -121,32 +121,6 @@ impl PluginInstance {
         )
     }
 
-    /// Another instance of `handler`'s plugin for admission calls: the same
-    /// component, config and memory limit, its own call deadline, answering cache queries from the same
-    /// stores; no writes, Events or reports, and its traps are its caller's
-    /// to handle. Its calls are counted and timed in `counts`.
-    pub fn start_sharing(
-        handler: &PluginInstance,
-        call_deadline: std::time::Duration,
-        counts: &CallCounts,
-    ) -> Result<Arc<Self>, InitError> {
-        let limits = Limits {
-            call_deadline,
-            ..handler.limits
-        };
-        let (instance, _) = Self::start_in(
-            handler.name.clone(),
-            handler.pre.clone(),
-            &handler.engine,
-            handler.config.clone(),
-            limits,
-            None,
-            (handler.cache.clone(), counts.clone()),
-        )?;
-        instance.set_synced();
-        Ok(instance)
-    }
-
     fn start_in(
         name: Arc<str>,
         pre: ComponentPre,

@@ -5,6 +5,7 @@
 //! Must not touch: routing or storage beyond calling `State::compact`.
 
 use super::Shared;
+use super::status::ApiError;
 use std::sync::atomic::{AtomicU16, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -90,13 +91,13 @@ impl FaultState {
         *self.refused_writes.lock().unwrap_or_else(|e| e.into_inner()) = refused;
     }
 
-    /// The status and message a write of `plural` is refused with, if it is.
-    pub fn refused_write(&self, plural: &str) -> Option<(u16, String)> {
+    /// What a write of `plural` is refused with, if it is.
+    pub(crate) fn refused_write(&self, plural: &str) -> Option<ApiError> {
         let refused = self.refused_writes.lock().unwrap_or_else(|e| e.into_inner());
-        refused
-            .as_ref()
-            .filter(|(p, ..)| p == plural)
-            .map(|(_, code, message)| (*code, message.clone()))
+        let (_, code, message) = refused.as_ref().filter(|(p, ..)| p == plural)?;
+        let mut e = ApiError::injected(*code);
+        e.message = message.clone();
+        Some(e)
     }
 }
 
@@ -170,7 +171,8 @@ mod tests {
         let f = FaultState::default();
         assert_eq!(f.refused_write("pods"), None);
         f.set_refused_writes(Some(("pods".into(), 422, "no".into())));
-        assert_eq!(f.refused_write("pods"), Some((422, "no".into())));
+        let e = f.refused_write("pods").unwrap();
+        assert_eq!((e.code, e.reason, e.message.as_str()), (422, "Invalid", "no"));
         assert_eq!(f.refused_write("configmaps"), None);
         f.set_refused_writes(None);
         assert_eq!(f.refused_write("pods"), None);
