@@ -20,10 +20,10 @@ use k8s_openapi::api::core::v1::{Pod, Secret};
 use kube::api::{Api, PostParams};
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
-use support::{configuration, configured_url, pod, post, post_head, review, run, served_certificate};
+use support::{configuration, configured_url, post, post_head, served_certificate};
 use wink_sim::{Sim, SimConfig};
 
-pub(crate) use support::{ask, ca_pem};
+pub(crate) use support::{ask, ca_pem, pod, review, run};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reviews_are_answered_configurations_kept_and_the_ca_reused() {

@@ -128,11 +128,27 @@ async fn scrape_a_busy_daemon() -> (String, Busy) {
     s.install("misbehave", "bomb", Some(&bomb));
     // A reconciler: its work queue's metrics (its creates are not granted).
     s.install("defaults_keeper", "defaults-keeper", None);
+    // Admission webhooks (answered for here, not called by the simulator):
+    // one the plugin answers, one its failure policy does.
+    s.install("admit_probe", "admit", None);
+    s.install("admit_probe", "admit-trap", Some(&json!({"behaviour": "trap"})));
     let grants = s.plugins.parent().unwrap().join("grants.yaml");
     std::fs::write(&grants, REQUIRE_LABELS_GRANT).unwrap();
     let addr = format!("127.0.0.1:{}", free_port());
     let grants = grants.to_str().unwrap();
-    let wink = s.run(&["--admin-addr", &addr, "--grants", grants, "--no-precompiled"]);
+    let port = free_port();
+    let wink = crate::admission::run(
+        &s,
+        port,
+        &[
+            "--admin-addr",
+            &addr,
+            "--grants",
+            grants,
+            "--no-precompiled",
+            "--admission-configurations=false",
+        ],
+    );
     wink.wait_for_line("admin server listening", WAIT);
     for plugin in ["good", "apps", "require-labels", "bomb", "defaults-keeper"] {
         wait_synced(&wink, plugin);
@@ -154,6 +170,14 @@ async fn scrape_a_busy_daemon() -> (String, Busy) {
             lines.join("\n")
         );
         assert!(lines[after.unwrap()].contains("compile_ms="));
+    }
+    let ca = crate::admission::ca_pem(&sim).await;
+    for plugin in ["admit", "admit-trap"] {
+        wait_synced(&wink, plugin);
+        let review = crate::admission::review("uid", crate::admission::pod("p", json!({})));
+        for door in ["validate", "mutate"] {
+            crate::admission::ask(port, &ca, &format!("/admission/{plugin}/{door}"), &review).await;
+        }
     }
     let pods: Api<Pod> = Api::namespaced(sim.client(), "default");
     for name in ["web-1", "bomb"] {
@@ -177,6 +201,7 @@ async fn scrape_a_busy_daemon() -> (String, Busy) {
             ("wink_plugin_cache_queries_total", ("plugin", "apps")),
             ("wink_report_requests_total", ("op", "create")),
             ("workqueue_adds_total", ("plugin", "defaults-keeper")),
+            ("wink_admission_requests_total", ("policy", "Fail")),
         ]
         .iter()
         .all(|(name, label)| sample(&text, name, &[*label]).is_some_and(|v| v >= 1.0));

@@ -56,7 +56,8 @@ impl<S: Stream<Item = Item>> Stream for WithFallback<S> {
                 {
                     tracing::warn!(
                         informer = %this.informer,
-                        "the API server does not serve streaming lists ({e}): falling back to paged LIST+WATCH"
+                        "the API server does not serve streaming lists ({}): falling back to paged LIST+WATCH",
+                        crate::repeated::short_error(&e)
                     );
                     this.unsupported.store(true, Ordering::Relaxed);
                     this.current = this.paged.take().expect("checked above");

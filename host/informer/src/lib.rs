@@ -18,7 +18,9 @@
 //!   stack; watches read in windows);
 //! - [`canonical`]: the one spelling of a resource type, namespace and name
 //!   that the API server accepts;
-//! - [`blocking`]: runs blocking work off a runtime's worker threads.
+//! - [`blocking`]: runs blocking work off a runtime's worker threads;
+//! - [`repeated`]: how a retry loop logs its failures (short lines, a
+//!   repeating failure said once per interval).
 //!
 //! Data flows one way: API server -> reflector -> informer/store -> processor
 //! -> handler. Nothing here knows about WebAssembly.
@@ -36,6 +38,7 @@ pub mod processor;
 pub mod queue;
 pub mod reflector;
 mod release;
+pub mod repeated;
 pub mod runtime;
 pub mod shared_informer;
 pub mod stats;

@@ -234,16 +234,23 @@ impl SharedInformer {
         reflector.reuse_from(self.store().clone());
         let task = super::runtime::handle().spawn(async move {
             let mut stream = std::pin::pin!(stream);
+            let mut failures = crate::repeated::RepeatedFailure::default();
             while let Some(event) = stream.next().await {
                 match event {
                     Ok(event) => {
+                        if let Some(said) = failures.succeeded() {
+                            tracing::info!(informer = %this.name, "watch {said}");
+                        }
                         if let Some(delta) = reflector.handle(event) {
                             this.apply(delta);
                         }
                     }
                     Err(err) => {
                         this.stats.watch_error();
-                        tracing::warn!(informer = %this.name, "watch error (retrying with backoff): {err}")
+                        let error = crate::repeated::short_error(&err);
+                        if let Some(said) = failures.failed(&error) {
+                            tracing::warn!(informer = %this.name, "watch error (retrying with backoff): {said}")
+                        }
                     }
                 }
             }

@@ -15,8 +15,10 @@ use crate::registry::Registry;
 use crate::store::Pin;
 use clap::Args;
 use oci_client::Reference;
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
+use wink_informer::repeated::{RepeatedFailure, short_anyhow};
 use wink_runtime::PluginManager;
 
 /// The first wait before a failed fetch is tried again.
@@ -144,20 +146,28 @@ impl PluginRefs {
     pub async fn load(&self, manager: &PluginManager) {
         let mut pending: Vec<&(String, String, Reference)> = self.refs.iter().collect();
         let mut delay = RETRY_FIRST;
+        // Per reference: its fetches' failures, said once a minute while
+        // they last.
+        let mut failures: HashMap<&str, RepeatedFailure> = HashMap::new();
         loop {
             let mut failed = Vec::new();
             for entry @ (name, raw, reference) in pending {
+                let failing = failures.entry(raw.as_str()).or_default();
                 match self.fetch(name, raw, reference).await {
                     Ok(path) => {
+                        if let Some(said) = failing.succeeded() {
+                            tracing::info!(plugin = %name, reference = %raw, "plugin fetched from the registry: {said}");
+                        }
                         if let Err(e) = manager.load_file(&path).await {
-                            let error = format!("{e:#}");
+                            let error = short_anyhow(&e);
                             tracing::error!(plugin = %name, reference = %raw, %error, "plugin from the registry not loaded");
                         }
                     }
                     Err(e) => {
-                        let error = format!("{e:#}");
                         let retry_in_s = delay.as_secs();
-                        tracing::error!(plugin = %name, reference = %raw, %error, retry_in_s, "plugin from the registry not loaded");
+                        if let Some(error) = failing.failed(&short_anyhow(&e)) {
+                            tracing::warn!(plugin = %name, reference = %raw, %error, retry_in_s, "plugin from the registry not loaded");
+                        }
                         failed.push(entry);
                     }
                 }

@@ -64,6 +64,42 @@ impl CallTimes {
     }
 }
 
+impl CallTimes {
+    /// The counts of `self` and `other` together (a copy, read now): a
+    /// plugin's event instance and its admission pool, shown as one.
+    pub fn merged(&self, other: &CallTimes) -> CallTimes {
+        let both = CallTimes::default();
+        for (i, n) in both.0.buckets.iter().enumerate() {
+            n.store(
+                self.0.buckets[i].load(Ordering::Relaxed) + other.0.buckets[i].load(Ordering::Relaxed),
+                Ordering::Relaxed,
+            );
+        }
+        let add = |f: fn(&Counts) -> &AtomicU64| {
+            f(&self.0).load(Ordering::Relaxed) + f(&other.0).load(Ordering::Relaxed)
+        };
+        both.0.count.store(add(|c| &c.count), Ordering::Relaxed);
+        both.0.sum_nanos.store(add(|c| &c.sum_nanos), Ordering::Relaxed);
+        both
+    }
+}
+
+/// Calls counted and timed together, shared by the instances that make
+/// them: a plugin's admission pool keeps one for all its instances, so its
+/// calls add up whichever instance made them, replaced ones included.
+#[derive(Debug, Clone, Default)]
+pub struct CallCounts {
+    pub calls: Arc<AtomicU64>,
+    pub times: CallTimes,
+}
+
+impl CallCounts {
+    /// Calls started so far.
+    pub fn calls(&self) -> u64 {
+        self.calls.load(Ordering::Relaxed)
+    }
+}
+
 impl EncodeMetric for CallTimes {
     fn encode(&self, mut encoder: MetricEncoder) -> Result<(), std::fmt::Error> {
         let (sum, count, buckets) = self.snapshot();
@@ -102,5 +138,21 @@ mod tests {
         assert!(text.contains("calls_bucket{le=\"0.00004\"} 3"), "{text}");
         assert!(text.contains("calls_bucket{le=\"+Inf\"} 5"), "{text}");
         assert!(text.contains("calls_count 5"), "{text}");
+    }
+
+    #[test]
+    fn merged_times_add_both_sides_and_stay_a_copy() {
+        let (a, b) = (CallTimes::default(), CallTimes::default());
+        a.record(Duration::from_micros(5));
+        b.record(Duration::from_micros(5));
+        b.record(Duration::from_secs(1));
+        let both = a.merged(&b);
+        let (sum, count, buckets) = both.snapshot();
+        assert_eq!(count, 3);
+        assert!((sum - 1.00001).abs() < 1e-9, "{sum}");
+        let counts: Vec<u64> = buckets.iter().map(|b| b.1).collect();
+        assert_eq!(counts, [2, 0, 0, 0, 0, 0, 0, 0, 0, 1]);
+        a.record(Duration::from_micros(5));
+        assert_eq!(both.count(), 3, "a copy, not shared");
     }
 }

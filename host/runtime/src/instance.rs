@@ -22,7 +22,7 @@ pub use admit::{Answer, Asked, Door};
 
 use super::bindings::types::Registration;
 use super::bindings::{Plugin, v3};
-use super::call_times::CallTimes;
+use super::call_times::{CallCounts, CallTimes};
 use super::capabilities::{CacheScope, CallClock, HostState, QueueScope, ReportScope, WriteScope};
 use super::engine::{Limits, WinkEngine};
 use super::loader::ComponentPre;
@@ -78,7 +78,8 @@ pub struct PluginInstance {
     live: tokio::sync::Mutex<Option<Live>>,
     synced: AtomicBool,
     crashed: AtomicBool,
-    calls: AtomicU64,
+    /// Shared with the other instances of an admission pool.
+    calls: Arc<AtomicU64>,
     traps: AtomicU64,
     /// Deliveries by type: add, update, delete.
     delivered: [AtomicU64; 3],
@@ -109,32 +110,15 @@ impl PluginInstance {
         limits: Limits,
         crash_tx: Option<UnboundedSender<CrashReport>>,
     ) -> Result<(Arc<Self>, Registration), InitError> {
-        Self::start_in(name, pre, engine, config, limits, crash_tx, CacheScope::default())
-    }
-
-    /// Another instance of `handler`'s plugin for admission calls: the same
-    /// component, config and memory limit, its own call deadline, answering cache queries from the same
-    /// stores; no writes, Events or reports, and its traps are its caller's
-    /// to handle.
-    pub fn start_sharing(
-        handler: &PluginInstance,
-        call_deadline: std::time::Duration,
-    ) -> Result<Arc<Self>, InitError> {
-        let limits = Limits {
-            call_deadline,
-            ..handler.limits
-        };
-        let (instance, _) = Self::start_in(
-            handler.name.clone(),
-            handler.pre.clone(),
-            &handler.engine,
-            handler.config.clone(),
+        Self::start_in(
+            name,
+            pre,
+            engine,
+            config,
             limits,
-            None,
-            handler.cache.clone(),
-        )?;
-        instance.set_synced();
-        Ok(instance)
+            crash_tx,
+            (CacheScope::default(), CallCounts::default()),
+        )
     }
 
     fn start_in(
@@ -144,7 +128,7 @@ impl PluginInstance {
         config: String,
         limits: Limits,
         crash_tx: Option<UnboundedSender<CrashReport>>,
-        cache: CacheScope,
+        (cache, counts): (CacheScope, CallCounts),
     ) -> Result<(Arc<Self>, Registration), InitError> {
         let instance = Arc::new(PluginInstance {
             id: NEXT_INSTANCE.fetch_add(1, Ordering::Relaxed),
@@ -160,11 +144,11 @@ impl PluginInstance {
             live: tokio::sync::Mutex::new(None),
             synced: AtomicBool::new(false),
             crashed: AtomicBool::new(false),
-            calls: AtomicU64::new(0),
+            calls: counts.calls,
             traps: AtomicU64::new(0),
             delivered: Default::default(),
             // 10 µs to ~0.65 s, by fours.
-            handler_time: CallTimes::default(),
+            handler_time: counts.times,
             crash_tx,
         });
         let (live, registration) = futures::executor::block_on(instance.instantiate())?;

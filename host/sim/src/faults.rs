@@ -5,6 +5,7 @@
 //! Must not touch: routing or storage beyond calling `State::compact`.
 
 use super::Shared;
+use super::status::ApiError;
 use std::sync::atomic::{AtomicU16, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -19,6 +20,9 @@ pub struct FaultState {
     close_watches: watch::Sender<u64>,
     paused_until: Mutex<Option<Instant>>,
     delay: Mutex<Option<Duration>>,
+    /// Writes of one resource (its plural) refused: with this status and
+    /// message.
+    refused_writes: Mutex<Option<(String, u16, String)>>,
 }
 
 impl Default for FaultState {
@@ -29,6 +33,7 @@ impl Default for FaultState {
             close_watches: watch::channel(0).0,
             paused_until: Mutex::new(None),
             delay: Mutex::new(None),
+            refused_writes: Mutex::new(None),
         }
     }
 }
@@ -81,6 +86,19 @@ impl FaultState {
     pub fn set_delay(&self, d: Option<Duration>) {
         *self.delay.lock().unwrap_or_else(|e| e.into_inner()) = d.filter(|d| !d.is_zero());
     }
+
+    pub fn set_refused_writes(&self, refused: Option<(String, u16, String)>) {
+        *self.refused_writes.lock().unwrap_or_else(|e| e.into_inner()) = refused;
+    }
+
+    /// What a write of `plural` is refused with, if it is.
+    pub(crate) fn refused_write(&self, plural: &str) -> Option<ApiError> {
+        let refused = self.refused_writes.lock().unwrap_or_else(|e| e.into_inner());
+        let (_, code, message) = refused.as_ref().filter(|(p, ..)| p == plural)?;
+        let mut e = ApiError::injected(*code);
+        e.message = message.clone();
+        Some(e)
+    }
 }
 
 /// A cheap, clonable handle on the fault knobs of a running [`super::Sim`].
@@ -118,6 +136,20 @@ impl Faults {
     pub fn delay(&self, d: Option<Duration>) {
         self.shared.faults.set_delay(d);
     }
+
+    /// Refuse every write (create, update, patch, delete) of the resource
+    /// `plural` (of any group) with `status` and `message`, as a Status
+    /// (422's reason is `Invalid`), until [`Faults::accept_writes`]; reads
+    /// are served.
+    pub fn refuse_writes(&self, plural: &str, status: u16, message: &str) {
+        let refused = (plural.to_string(), status, message.to_string());
+        self.shared.faults.set_refused_writes(Some(refused));
+    }
+
+    /// Serve writes refused by [`Faults::refuse_writes`] again.
+    pub fn accept_writes(&self) {
+        self.shared.faults.set_refused_writes(None);
+    }
 }
 
 #[cfg(test)]
@@ -132,6 +164,18 @@ mod tests {
         assert_eq!(f.take_failure(), Some(429));
         assert_eq!(f.take_failure(), Some(429));
         assert_eq!(f.take_failure(), None);
+    }
+
+    #[test]
+    fn writes_of_one_resource_are_refused_until_accepted() {
+        let f = FaultState::default();
+        assert_eq!(f.refused_write("pods"), None);
+        f.set_refused_writes(Some(("pods".into(), 422, "no".into())));
+        let e = f.refused_write("pods").unwrap();
+        assert_eq!((e.code, e.reason, e.message.as_str()), (422, "Invalid", "no"));
+        assert_eq!(f.refused_write("configmaps"), None);
+        f.set_refused_writes(None);
+        assert_eq!(f.refused_write("pods"), None);
     }
 
     #[tokio::test]

@@ -109,8 +109,10 @@ pub async fn handle(shared: Arc<Shared>, req: Request<hyper::body::Incoming>) ->
     if let Some(d) = shared.faults.delay() {
         tokio::time::sleep(d).await;
     }
-    if let Some(code) = shared.faults.take_failure() {
-        return error_response(&ApiError::injected(code));
+    let refused = resource.as_ref().filter(|_| !parts.method.is_safe());
+    let refused = refused.and_then(|rp| shared.faults.refused_write(&rp.plural));
+    if let Some(e) = shared.faults.take_failure().map(ApiError::injected).or(refused) {
+        return error_response(&e);
     }
     let ct = parts
         .headers

@@ -192,6 +192,7 @@ impl ApiError {
             404 => "NotFound",
             409 => "Conflict",
             410 => "Expired",
+            422 => "Invalid",
             429 => "TooManyRequests",
             503 => "ServiceUnavailable",
             504 => "Timeout",

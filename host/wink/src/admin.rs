@@ -31,6 +31,8 @@ mod workqueue;
 pub struct Admin {
     pub factory: Arc<SharedInformerFactory>,
     pub manager: Arc<PluginManager>,
+    /// The webhook server's counts, when it serves.
+    pub admission: Option<crate::admission::metrics::AdmissionMetrics>,
 }
 
 type Labels = Vec<(&'static str, String)>;
@@ -299,6 +301,9 @@ async fn render(a: &Admin) -> String {
         compilations,
     );
     report_metrics(&mut registry, a.manager.reports());
+    if let Some(admission) = &a.admission {
+        admission.register(&mut registry);
+    }
     let memory = Gauge::<i64>::default();
     memory.set(resident_bytes());
     registry.register(

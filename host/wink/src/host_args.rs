@@ -268,14 +268,19 @@ impl HostArgs {
         let watch = self.winkplugins.unwrap_or(wink::winkplugins::Watch::Auto);
         let (oci, dir, ns) = (&self.oci, &self.plugins, &self.leader_elect_namespace);
         wink::winkplugins::watch(watch, &admission_config, &d.manager, oci, dir, ns)?;
-        if let Some((opts, socket)) = admission {
+        let admission_metrics = admission
+            .as_ref()
+            .map(|_| wink::admission::metrics::AdmissionMetrics::default());
+        if let Some(((opts, socket), metrics)) = admission.zip(admission_metrics.clone()) {
             let client = kube::Client::try_from(admission_config)?;
-            wink::admission::start(opts, socket, client, d.manager.clone(), leadership).await?;
+            let manager = d.manager.clone();
+            wink::admission::start(opts, socket, client, manager, leadership, metrics).await?;
         }
         if let Some(listener) = admin {
             let admin = wink::admin::Admin {
                 factory: d.factory.clone(),
                 manager: d.manager.clone(),
+                admission: admission_metrics,
             };
             tokio::spawn(async move {
                 if let Err(e) = wink::admin::serve(listener, admin).await {

@@ -28,6 +28,7 @@ use observe::{Observer, Record};
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
 use tokio::sync::watch;
+use wink_informer::repeated::{RepeatedFailure, short_error};
 
 /// How leadership is contended for.
 #[derive(Debug, Clone)]
@@ -185,20 +186,25 @@ impl Elector {
             let config = &lease.config;
             let mut observer = Observer::default();
             let mut last_renewed: Option<Instant> = None;
-            let mut last_error: Option<String> = None;
+            let mut failures = RepeatedFailure::default();
             loop {
                 let attempt =
                     tokio::time::timeout(config.retry_period, lease.try_acquire_or_renew(&mut observer))
                         .await;
-                let error = match &attempt {
-                    Ok(Err(e)) => Some(e.to_string()),
-                    _ => None,
-                };
-                // An error is said when it changes, not every retry.
-                if error.is_some() && error != last_error {
-                    tracing::warn!(lease = %lease.describe(), "cannot read or write the Lease: {}", error.as_deref().unwrap_or_default());
+                // An error is said once, then once a minute while it lasts.
+                match &attempt {
+                    Ok(Err(e)) => {
+                        if let Some(said) = failures.failed(&short_error(e)) {
+                            tracing::warn!(lease = %lease.describe(), "cannot read or write the Lease: {said}");
+                        }
+                    }
+                    Ok(Ok(_)) => {
+                        if let Some(said) = failures.succeeded() {
+                            tracing::info!(lease = %lease.describe(), "the Lease is read and written again: {said}");
+                        }
+                    }
+                    Err(_) => {}
                 }
-                last_error = error;
                 let held = matches!(attempt, Ok(Ok(true)));
                 let leading = flag.is_leading();
                 if held {
@@ -224,7 +230,7 @@ impl Elector {
                 let _ = changes_tx.send(false);
                 match lease.release().await {
                     Ok(()) => tracing::info!(identity = %config.identity, "leadership released"),
-                    Err(e) => tracing::warn!("could not release the Lease: {e}"),
+                    Err(e) => tracing::warn!("could not release the Lease: {}", short_error(&e)),
                 }
             }
         });

@@ -18,6 +18,7 @@ pub mod review;
 pub use request::AdmissionRequest;
 
 use crate::bindings::types::{FailurePolicy, Hook, Webhook};
+use crate::call_times::CallCounts;
 use crate::instance::{Door, PluginInstance};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -37,6 +38,19 @@ pub struct Decision {
     pub audit_annotations: Vec<(String, String)>,
     /// A mutation: the JSON Patch (RFC 6902) to apply.
     pub patch: Option<serde_json::Value>,
+    /// Set when this is not the plugin's answer but its failure policy's
+    /// ([`failed`]).
+    pub fallback: Option<Fallback>,
+}
+
+/// Why a request got its webhook's failure policy, and which policy:
+/// what the admission metrics count it as.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Fallback {
+    /// [`Unanswered::kind`].
+    pub why: &'static str,
+    /// `Ignore` or `Fail`, as the webhook configuration spells it.
+    pub policy: &'static str,
 }
 
 impl Decision {
@@ -50,6 +64,7 @@ impl Decision {
             warnings: Vec::new(),
             audit_annotations: Vec::new(),
             patch: None,
+            fallback: None,
         }
     }
 }
@@ -69,6 +84,34 @@ pub enum Unanswered {
     Failed(String, String),
     #[error("the admission request is malformed: {0}")]
     Malformed(String),
+    /// The plugin has this many requests under way already.
+    #[error("plugin {0} gave no answer: {1} of its requests are still under way")]
+    Overloaded(String, usize),
+    /// The webhook's deadline passed first.
+    #[error("plugin {0} gave no answer: no answer within {1:?}")]
+    Deadline(String, std::time::Duration),
+}
+
+impl Unanswered {
+    /// What kind of failure this is, in a word: `unavailable` (the plugin
+    /// is not loaded, not synced, quarantined, or serves no such webhook),
+    /// `trapped` (its call failed: a trap, or an answer wink cannot use),
+    /// `deadline` (its call ran out of time: the webhook's deadline, or
+    /// the call's own), `overloaded` (too many of its requests under way),
+    /// `malformed` (the request).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Unanswered::NotLoaded(_)
+            | Unanswered::NoWebhook(..)
+            | Unanswered::NotSynced(_)
+            | Unanswered::Quarantined(..) => "unavailable",
+            Unanswered::Failed(_, why) if crate::manager::crash_kind(why) == "deadline" => "deadline",
+            Unanswered::Failed(..) => "trapped",
+            Unanswered::Malformed(_) => "malformed",
+            Unanswered::Overloaded(..) => "overloaded",
+            Unanswered::Deadline(..) => "deadline",
+        }
+    }
 }
 
 /// The hook a door answers for.
@@ -83,9 +126,16 @@ pub fn hook(door: Door) -> Hook {
 /// wink and the plugin; Ignore allows, with a warning.
 pub fn failed(webhook: Option<&Webhook>, why: &Unanswered) -> Decision {
     let ignore = webhook.is_some_and(|w| w.failure_policy == FailurePolicy::Ignore);
+    let fallback = |policy| {
+        Some(Fallback {
+            why: why.kind(),
+            policy,
+        })
+    };
     if ignore {
         return Decision {
             warnings: vec![format!("wink: {why}; allowed by failurePolicy Ignore")],
+            fallback: fallback("Ignore"),
             ..Decision::allow()
         };
     }
@@ -94,6 +144,7 @@ pub fn failed(webhook: Option<&Webhook>, why: &Unanswered) -> Decision {
         code: 500,
         reason: "InternalError".into(),
         message: format!("wink: {why} (failurePolicy Fail)"),
+        fallback: fallback("Fail"),
         ..Decision::allow()
     }
 }
@@ -143,6 +194,8 @@ pub struct AdmissionPool {
     /// Each call's deadline.
     deadline: std::time::Duration,
     instances: Vec<std::sync::Mutex<Arc<PluginInstance>>>,
+    /// Every call of every instance, replaced ones included.
+    counts: CallCounts,
     next: AtomicUsize,
     /// What audit mode would have refused (see [`audit`]).
     audit: audit::AuditTrail,
@@ -154,13 +207,15 @@ impl AdmissionPool {
     /// [`call_deadline`] of `webhooks`.
     pub fn start(handler: &Arc<PluginInstance>, webhooks: &[Webhook]) -> anyhow::Result<Self> {
         let deadline = call_deadline(webhooks, handler.limits().call_deadline);
+        let counts = CallCounts::default();
         let instances = (0..POOL_SIZE)
-            .map(|_| PluginInstance::start_sharing(handler, deadline).map(std::sync::Mutex::new))
+            .map(|_| PluginInstance::start_sharing(handler, deadline, &counts).map(std::sync::Mutex::new))
             .collect::<Result<Vec<_>, _>>()?;
         Ok(AdmissionPool {
             handler: handler.clone(),
             deadline,
             instances,
+            counts,
             next: AtomicUsize::new(0),
             audit: audit::AuditTrail::default(),
         })
@@ -176,12 +231,13 @@ impl AdmissionPool {
             let current = slot.lock().unwrap().clone();
             if current.is_crashed() {
                 let handler = self.handler.clone();
-                let deadline = self.deadline;
-                let fresh =
-                    tokio::task::spawn_blocking(move || PluginInstance::start_sharing(&handler, deadline))
-                        .await
-                        .map_err(|e| Unanswered::Failed(plugin.clone(), e.to_string()))?
-                        .map_err(|e| Unanswered::Failed(plugin.clone(), e.to_string()))?;
+                let (deadline, counts) = (self.deadline, self.counts.clone());
+                let fresh = tokio::task::spawn_blocking(move || {
+                    PluginInstance::start_sharing(&handler, deadline, &counts)
+                })
+                .await
+                .map_err(|e| Unanswered::Failed(plugin.clone(), e.to_string()))?
+                .map_err(|e| Unanswered::Failed(plugin.clone(), e.to_string()))?;
                 *slot.lock().unwrap() = fresh.clone();
                 fresh
             } else {
@@ -198,6 +254,11 @@ impl AdmissionPool {
 }
 
 impl AdmissionPool {
+    /// The calls its instances made, and their durations.
+    pub fn counts(&self) -> &CallCounts {
+        &self.counts
+    }
+
     /// In audit mode: record `decision` (the plugin's own, before audit mode
     /// allowed it) as the reviewed object's policy result.
     pub fn record_audit(&self, door: Door, request: &AdmissionRequest, decision: &Decision) {
@@ -247,6 +308,36 @@ mod tests {
         assert!(ignore.allowed);
         assert!(ignore.warnings[0].contains("failurePolicy Ignore"));
         assert!(!failed(None, &why).allowed, "no webhook: Fail");
+        let said = |d: &Decision| d.fallback.map(|f| (f.why, f.policy));
+        assert_eq!(said(&fail), Some(("unavailable", "Fail")));
+        assert_eq!(said(&ignore), Some(("unavailable", "Ignore")));
+        assert_eq!(said(&Decision::allow()), None, "the plugin's own answer");
+    }
+
+    #[test]
+    fn failures_are_named_by_kind() {
+        let p = || "p".to_string();
+        let kinds = [
+            (Unanswered::NotSynced(p()), "unavailable"),
+            (
+                Unanswered::Failed(p(), "wasm trap: wasm `unreachable` instruction executed".into()),
+                "trapped",
+            ),
+            (Unanswered::Failed(p(), "wasm trap: interrupt".into()), "deadline"),
+            (
+                Unanswered::Deadline(p(), std::time::Duration::from_secs(1)),
+                "deadline",
+            ),
+            (Unanswered::Overloaded(p(), 32), "overloaded"),
+            (Unanswered::Malformed("x".into()), "malformed"),
+        ];
+        for (why, kind) in kinds {
+            assert_eq!(why.kind(), kind, "{why}");
+        }
+        assert_eq!(
+            Unanswered::Overloaded(p(), 32).to_string(),
+            "plugin p gave no answer: 32 of its requests are still under way"
+        );
     }
 
     #[test]

@@ -236,6 +236,7 @@ pub fn decision(
             .map(|(k, v)| (capped(k), capped(v)))
             .collect(),
         patch: patch.filter(|_| verdict.allowed),
+        fallback: None,
     })
 }
 

@@ -4,10 +4,13 @@
 //! call; which instance is asked, and what a failure means, is decided by
 //! [`crate::admission`].
 
-use super::{Guest, PluginInstance, trap_summary};
+use super::{Guest, InitError, PluginInstance, trap_summary};
 use crate::admission::review;
 use crate::bindings::admission::{Mutation, Verdict};
+use crate::call_times::CallCounts;
 use crate::capabilities::CallClock;
+use crate::engine::Limits;
+use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use wasmtime::component::Resource;
 use wink_informer::ObjRef;
@@ -38,11 +41,13 @@ pub struct Asked<'a> {
 /// dropped), it leaves the store unusable (wasmtime poisons a store whose
 /// call was cancelled), so the instance is marked crashed and its pool
 /// replaces it before the next request.
-struct Unfinished<'a>(&'a PluginInstance, Door);
+/// Its time until then is counted as a call's.
+struct Unfinished<'a>(&'a PluginInstance, Door, std::time::Instant);
 
 impl Drop for Unfinished<'_> {
     fn drop(&mut self) {
-        let Unfinished(instance, door) = self;
+        let Unfinished(instance, door, started) = self;
+        instance.handler_time.record(started.elapsed());
         instance.traps.fetch_add(1, Ordering::Relaxed);
         instance.crashed.store(true, Ordering::Release);
         tracing::warn!(plugin = %instance.name, call = ?door, "admission call stopped at its webhook's deadline; the instance is replaced");
@@ -50,6 +55,32 @@ impl Drop for Unfinished<'_> {
 }
 
 impl PluginInstance {
+    /// Another instance of `handler`'s plugin for admission calls: the same
+    /// component, config and memory limit, its own call deadline, answering cache queries from the same
+    /// stores; no writes, Events or reports, and its traps are its caller's
+    /// to handle. Its calls are counted and timed in `counts`.
+    pub fn start_sharing(
+        handler: &PluginInstance,
+        call_deadline: std::time::Duration,
+        counts: &CallCounts,
+    ) -> Result<Arc<Self>, InitError> {
+        let limits = Limits {
+            call_deadline,
+            ..handler.limits
+        };
+        let (instance, _) = Self::start_in(
+            handler.name.clone(),
+            handler.pre.clone(),
+            &handler.engine,
+            handler.config.clone(),
+            limits,
+            None,
+            (handler.cache.clone(), counts.clone()),
+        )?;
+        instance.set_synced();
+        Ok(instance)
+    }
+
     /// Where this plugin's policy results go, once connected.
     pub(crate) fn report_sink(&self) -> Option<std::sync::Arc<crate::reports::aggregate::Aggregator>> {
         self.reports.get().cloned()
@@ -82,7 +113,7 @@ impl PluginInstance {
         let extra: Vec<(&str, &[&str])> = extra_values.iter().map(|(k, v)| (*k, v.as_slice())).collect();
         let request = review::request(&asked, &groups, &extra, borrow(lent[0]), borrow(lent[1]));
         let admission = plugin.wink_plugin_admission();
-        let unfinished = Unfinished(self, door);
+        let unfinished = Unfinished(self, door, std::time::Instant::now());
         let result = match door {
             Door::Validate => admission
                 .call_validate(&mut l.store, request)

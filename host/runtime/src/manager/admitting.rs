@@ -11,6 +11,21 @@ use crate::bindings::types::{Registration, Webhook};
 use crate::instance::{Door, PluginInstance};
 use std::sync::Arc;
 
+/// A plugin's calls: its instance's, and its admission pool's (since it
+/// was loaded, whichever instance of the pool made them).
+pub(super) fn calls(p: &super::LoadedPlugin) -> u64 {
+    let pool = p.admission.as_ref().map_or(0, |(_, pool)| pool.counts().calls());
+    p.instance.calls() + pool
+}
+
+/// The durations of the calls [`calls`] counts.
+pub(super) fn call_times(p: &super::LoadedPlugin) -> crate::call_times::CallTimes {
+    match &p.admission {
+        Some((_, pool)) => p.instance.handler_time().merged(&pool.counts().times),
+        None => p.instance.handler_time().clone(),
+    }
+}
+
 /// The webhooks one plugin serves.
 #[derive(Debug, Clone)]
 pub struct PluginWebhooks {

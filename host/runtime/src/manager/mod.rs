@@ -30,7 +30,7 @@ pub use registration::{Source, index_spec, sources};
 mod waiting;
 
 pub use enqueueing::keys as enqueue_keys;
-pub use lifecycle::{CrashPolicy, PluginState};
+pub use lifecycle::{CrashPolicy, PluginState, crash_kind};
 pub use reconciling::QueueStatus;
 
 use super::admission::AdmissionPool;
@@ -87,6 +87,8 @@ pub struct PluginStatus {
     pub memory_bytes: usize,
     pub state: PluginState,
     pub synced: bool,
+    /// Calls into its current instance, and its admission calls since it
+    /// was loaded.
     pub calls: u64,
     pub traps: u64,
     pub restarts: u32,
@@ -101,7 +103,7 @@ pub struct PluginStatus {
     pub declared: (Vec<super::grants::Declared>, bool),
     /// Deliveries to its current instance: (adds, updates, deletes).
     pub deliveries: (u64, u64, u64),
-    /// Its current instance's call durations.
+    /// The durations of the calls counted in `calls`.
     pub handler_time: crate::call_times::CallTimes,
     /// Crashes by kind, and the last one's reason.
     pub crash_kinds: Vec<(&'static str, u64)>,
@@ -500,7 +502,7 @@ impl PluginManager {
                 memory_bytes: r.instance.limits().memory_bytes,
                 state: r.lifecycle.state().clone(),
                 synced: r.instance.has_synced(),
-                calls: r.instance.calls(),
+                calls: admitting::calls(r),
                 traps: r.instance.traps(),
                 restarts: r.lifecycle.restarts(),
                 crashes: r.lifecycle.crashes(),
@@ -514,7 +516,7 @@ impl PluginManager {
                     .unwrap_or_default(),
                 declared: r.declared.clone(),
                 deliveries: r.instance.deliveries(),
-                handler_time: r.instance.handler_time().clone(),
+                handler_time: admitting::call_times(r),
                 crash_kinds: r.lifecycle.crash_kinds().iter().map(|(k, n)| (*k, *n)).collect(),
                 last_error: r.lifecycle.last_error().map(str::to_string),
                 cache_queries: r.instance.cache_scope().query_counts(),

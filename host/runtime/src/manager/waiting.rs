@@ -56,7 +56,7 @@ pub fn unresolved(e: anyhow::Error, spec: &WatchSpec) -> anyhow::Error {
         Some(reason) => anyhow::Error::new(Unresolved {
             reason,
             resource: spec.describe(),
-            cause: format!("{e:#}"),
+            cause: wink_informer::repeated::short_anyhow(&e),
         }),
         None => e,
     }
@@ -149,7 +149,7 @@ impl PluginManager {
             let Some(manager) = me.upgrade() else { return };
             manager.waiting.retries.fetch_add(1, Ordering::Relaxed);
             if let Err(e) = manager.load_file(&owned).await {
-                tracing::error!("plugin not loaded: {e:#}");
+                tracing::error!("plugin not loaded: {}", wink_informer::repeated::short_anyhow(&e));
             }
         });
         if let Some(old) = previous {

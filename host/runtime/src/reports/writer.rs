@@ -30,6 +30,7 @@ use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
+use wink_informer::repeated::{RepeatedFailure, short_error};
 
 /// How the writer batches and sizes reports.
 #[derive(Debug, Clone)]
@@ -125,6 +126,8 @@ pub struct ReportWriter {
     server: HashMap<ReportId, Value>,
     /// Per scope, per subject: a digest of its results at the last flush.
     subjects: HashMap<Scope, HashMap<String, u64>>,
+    /// Flushes that failed, said once a minute while they do.
+    failures: RepeatedFailure,
 }
 
 /// An answer from the API server.
@@ -157,6 +160,7 @@ impl ReportWriter {
             options,
             server: HashMap::new(),
             subjects: HashMap::new(),
+            failures: RepeatedFailure::default(),
         }
     }
 
@@ -181,7 +185,7 @@ impl ReportWriter {
             .body(kube::client::Body::from(bytes))
             .map_err(|e| e.to_string())?;
         let exchange = async {
-            let resp = self.client.send(req).await.map_err(|e| e.to_string())?;
+            let resp = self.client.send(req).await.map_err(|e| short_error(&e))?;
             let code = resp.status().as_u16();
             let body = resp
                 .into_body()
@@ -320,6 +324,8 @@ impl ReportWriter {
     async fn flush(&mut self, scopes: BTreeSet<Scope>) -> BTreeSet<Scope> {
         let mut failed = BTreeSet::new();
         let mut wrote = false;
+        // The first failure of this flush, said for all of them.
+        let mut failure: Option<(String, String)> = None;
         for scope in scopes {
             let held = self.aggregator.snapshot(&scope);
             self.count_per_subject(&scope, &held);
@@ -355,7 +361,8 @@ impl ReportWriter {
                         self.server.insert(id, copy);
                     }
                     Err(e) => {
-                        tracing::warn!(report = %id.path(), "policy report not written (retried): {e}");
+                        failure
+                            .get_or_insert((id.path(), format!("policy report not written (retried): {e}")));
                         failed.insert(scope.clone());
                     }
                 }
@@ -377,7 +384,8 @@ impl ReportWriter {
                     }
                     other => {
                         let why = other.map_or_else(|e| e, |a| format!("HTTP {}", a.code));
-                        tracing::warn!(report = %id.path(), "stale policy report not deleted (retried): {why}");
+                        let said = format!("stale policy report not deleted (retried): {why}");
+                        failure.get_or_insert((id.path(), said));
                         failed.insert(scope.clone());
                     }
                 }
@@ -385,6 +393,19 @@ impl ReportWriter {
         }
         if wrote {
             self.aggregator.stats.flushes.fetch_add(1, Ordering::Relaxed);
+        }
+        match failure {
+            Some((report, what)) => {
+                let what = format!("{what} ({} scope(s) failed)", failed.len());
+                if let Some(said) = self.failures.failed(&what) {
+                    tracing::warn!(%report, "{said}");
+                }
+            }
+            None => {
+                if let Some(said) = self.failures.succeeded() {
+                    tracing::info!("policy reports written: {said}");
+                }
+            }
         }
         failed
     }
@@ -449,7 +470,7 @@ impl ReportWriter {
     pub async fn run(mut self) {
         let mut phase = Phase::Standby;
         let mut backoff = Duration::from_millis(500);
-        let mut said: Option<String> = None;
+        let mut reading = RepeatedFailure::default();
         loop {
             self.set_phase(phase);
             let census = (self.census)().await;
@@ -476,17 +497,18 @@ impl ReportWriter {
                 Phase::Reading => {
                     let read = self.read().await;
                     if let Err(e) = &read {
-                        if said.as_deref() != Some(e) {
+                        if let Some(e) = reading.failed(e) {
                             tracing::warn!(
                                 "policy reports: cannot read the existing reports (retrying): {e}"
                             );
-                            said = Some(e.clone());
                         }
                         tokio::time::sleep(backoff).await;
                         backoff = (backoff * 2).min(Duration::from_secs(30));
                     } else {
                         backoff = Duration::from_millis(500);
-                        said = None;
+                        if let Some(said) = reading.succeeded() {
+                            tracing::info!("policy reports: the existing reports are read: {said}");
+                        }
                     }
                     phase = phase.next(Step::Read(read.is_ok()));
                 }

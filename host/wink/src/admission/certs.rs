@@ -28,6 +28,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 use tokio::sync::watch;
+use wink_informer::repeated::{RepeatedFailure, short_anyhow, short_error};
 
 /// The CA Secret's keys.
 pub const CA_CERT_KEY: &str = "ca.crt";
@@ -278,6 +279,7 @@ pub async fn start(source: Source) -> anyhow::Result<Certs> {
             let (tx, rx) = watch::channel(bundle);
             let r = resolver.clone();
             tokio::spawn(async move {
+                let mut failures = RepeatedFailure::default();
                 loop {
                     tokio::time::sleep(RECHECK).await;
                     if tx.is_closed() {
@@ -291,8 +293,15 @@ pub async fn start(source: Source) -> anyhow::Result<Certs> {
                                 r.swap(served);
                             }
                             tx.send_if_modified(|b| (*b != bundle).then(|| *b = bundle).is_some());
+                            if let Some(said) = failures.succeeded() {
+                                tracing::info!("TLS files read again: {said}");
+                            }
                         }
-                        Err(e) => tracing::warn!("TLS files not reloaded (the previous ones stay): {e:#}"),
+                        Err(e) => {
+                            if let Some(said) = failures.failed(&short_anyhow(&e)) {
+                                tracing::warn!("TLS files not reloaded (the previous ones stay): {said}");
+                            }
+                        }
                     }
                 }
             });
@@ -335,12 +344,15 @@ async fn keep_own(
 ) {
     let mut issued = tokio::time::Instant::now();
     let renew_after = validity * 2 / 3;
+    // The CA Secret's failures, said once a minute while they last.
+    let mut failures = RepeatedFailure::default();
     loop {
         tokio::time::sleep((RECHECK * 6).min(validity / 6)).await;
         if tx.is_closed() {
             return;
         }
         let mut reissue = issued.elapsed() >= renew_after;
+        let (mut failure, mut unread) = (None, false);
         match api.get_opt(&secret).await {
             Ok(Some(s)) => match ca_of(&s) {
                 Ok(Some(stored)) if stored.pem != ca.pem => {
@@ -350,7 +362,12 @@ async fn keep_own(
                     reissue = true;
                 }
                 Ok(_) => {}
-                Err(e) => tracing::warn!(secret, "the CA Secret is unusable (the CA in use stays): {e:#}"),
+                Err(e) => {
+                    failure = Some(format!(
+                        "the CA Secret is unusable (the CA in use stays): {}",
+                        short_anyhow(&e)
+                    ))
+                }
             },
             Ok(None) => match load_or_create_ca(&api, &secret).await {
                 Ok(stored) if stored.pem != ca.pem => {
@@ -359,9 +376,31 @@ async fn keep_own(
                     reissue = true;
                 }
                 Ok(_) => {}
-                Err(e) => tracing::warn!(secret, "the CA Secret could not be written again: {e:#}"),
+                Err(e) => {
+                    failure = Some(format!(
+                        "the CA Secret could not be written again: {}",
+                        short_anyhow(&e)
+                    ))
+                }
             },
-            Err(e) => tracing::debug!(secret, "the CA Secret could not be read: {e}"),
+            Err(e) => {
+                tracing::debug!(secret, "the CA Secret could not be read: {}", short_error(&e));
+                unread = true;
+            }
+        }
+        match failure {
+            Some(what) => {
+                if let Some(said) = failures.failed(&what) {
+                    tracing::warn!(secret, "{said}");
+                }
+            }
+            // Unread: nothing known either way.
+            None if unread => {}
+            None => {
+                if let Some(said) = failures.succeeded() {
+                    tracing::info!(secret, "the CA Secret is usable again: {said}");
+                }
+            }
         }
         if reissue {
             match ca.issue(&names, validity) {
@@ -370,7 +409,7 @@ async fn keep_own(
                     issued = tokio::time::Instant::now();
                     tracing::info!("admission serving certificate renewed");
                 }
-                Err(e) => tracing::error!("admission serving certificate not renewed: {e:#}"),
+                Err(e) => tracing::error!("admission serving certificate not renewed: {}", short_anyhow(&e)),
             }
         }
     }

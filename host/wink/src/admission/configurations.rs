@@ -23,6 +23,7 @@ use serde_json::{Value, json};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::watch;
+use wink_informer::repeated::{RepeatedFailure, short_anyhow};
 use wink_runtime::PluginManager;
 use wink_runtime::bindings::types::{FailurePolicy, Hook, MatchPolicy, Operation, Scope, Webhook};
 use wink_runtime::leadership::Leadership;
@@ -345,6 +346,8 @@ pub async fn keep(
     // Per hook: the content last made true on the server, and when.
     let mut done: [Option<(Vec<Value>, Instant)>; 2] = [None, None];
     let mut logged: Option<Vec<PluginWebhooks>> = None;
+    // Per hook: its write's failures, said once a minute while they last.
+    let mut failures = [RepeatedFailure::default(), RepeatedFailure::default()];
     loop {
         if !leadership.is_leading() {
             done = [None, None];
@@ -368,10 +371,18 @@ pub async fn keep(
                 if fresh {
                     continue;
                 }
+                let kind = resource(hook).kind;
                 match sync(&client, hook, &want).await {
-                    Ok(()) => done[i] = Some((want, Instant::now())),
+                    Ok(()) => {
+                        done[i] = Some((want, Instant::now()));
+                        if let Some(said) = failures[i].succeeded() {
+                            tracing::info!(%kind, "webhook configuration written: {said}");
+                        }
+                    }
                     Err(e) => {
-                        tracing::warn!("webhook configuration not written (tried again in {POLL:?}): {e:#}");
+                        if let Some(said) = failures[i].failed(&short_anyhow(&e)) {
+                            tracing::warn!(%kind, "webhook configuration not written (tried again every {POLL:?}): {said}");
+                        }
                         done[i] = None;
                     }
                 }

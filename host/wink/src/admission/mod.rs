@@ -12,6 +12,7 @@
 pub mod certs;
 pub mod configurations;
 pub mod flags;
+pub mod metrics;
 pub mod review;
 pub mod scope;
 pub mod server;
@@ -69,7 +70,7 @@ pub async fn bind(options: &AdmissionOptions) -> anyhow::Result<(BoundedListener
     Ok((listener, listen))
 }
 
-/// Start serving on `listener` and, with `options.configurations`, keeping
+/// Start serving on `listener` (counting in `metrics`) and, with `options.configurations`, keeping
 /// the configurations; the certificates are loaded (or the CA created)
 /// first, and an error there ends the start.
 pub async fn start(
@@ -78,6 +79,7 @@ pub async fn start(
     client: kube::Client,
     manager: Arc<PluginManager>,
     leadership: Leadership,
+    metrics: metrics::AdmissionMetrics,
 ) -> anyhow::Result<()> {
     let source = match &options.tls_files {
         Some((cert, key, ca)) => certs::Source::Files {
@@ -102,7 +104,7 @@ pub async fn start(
     let tls = server::tls_config(certs.resolver.clone());
     let serving = manager.clone();
     tokio::spawn(async move {
-        if let Err(e) = server::serve(listener, listen, tls, serving).await {
+        if let Err(e) = server::serve(listener, listen, tls, serving, metrics).await {
             tracing::error!("admission webhook server stopped: {e:#}");
         }
     });

@@ -9,11 +9,13 @@
 //! gets 400 and a sentence; a plugin that does not answer within its
 //! webhook's deadline (a little less than its `timeoutSeconds`) gets its
 //! failure policy, so the API server always hears from wink before it
-//! gives up. Every replica serves, leader or not.
+//! gives up. Every replica serves, leader or not. Each answered review is
+//! counted ([`super::metrics`]).
 //!
 //! Owns the TLS accept loop and the routes; answers come from the plugin
 //! manager, translations from [`super::review`].
 
+use super::metrics::AdmissionMetrics;
 use super::review;
 use crate::listener::{BoundedListener, ListenOptions};
 use bytes::Bytes;
@@ -93,6 +95,7 @@ pub async fn serve(
     options: ListenOptions,
     tls: rustls::ServerConfig,
     manager: Arc<PluginManager>,
+    metrics: AdmissionMetrics,
 ) -> anyhow::Result<()> {
     let acceptor = TlsAcceptor::from(Arc::new(tls));
     let manager = Arc::new(Served {
@@ -100,6 +103,7 @@ pub async fn serve(
         asking: Default::default(),
         small_bodies: Arc::new(tokio::sync::Semaphore::new(BODIES_IN_FLIGHT / 2 / 1024)),
         large_bodies: Arc::new(tokio::sync::Semaphore::new(BODIES_IN_FLIGHT / 2 / 1024)),
+        metrics,
     });
     loop {
         let (io, peer, _) = listener.next(false).await;
@@ -295,6 +299,7 @@ async fn answer(
     manager: Arc<Served>,
     body_timeout: Duration,
 ) -> Response<Full<Bytes>> {
+    let started = std::time::Instant::now();
     let path = request.uri().path().to_string();
     let asked_within = request.uri().query().and_then(query_timeout);
     let Some((plugin, door)) = route(&path) else {
@@ -358,6 +363,9 @@ async fn answer(
         }
     };
     let decision = decide(&manager, plugin, door, asked.request, asked_within).await;
+    manager
+        .metrics
+        .observe(plugin, door, &decision, started.elapsed());
     let json = review::response(&asked.uid, &decision);
     Response::builder()
         .status(StatusCode::OK)
@@ -386,6 +394,7 @@ struct Served {
     /// of [`BODIES_IN_FLIGHT`]).
     small_bodies: Arc<tokio::sync::Semaphore>,
     large_bodies: Arc<tokio::sync::Semaphore>,
+    metrics: AdmissionMetrics,
 }
 
 impl Served {
@@ -430,10 +439,7 @@ async fn decide(
     let registered = webhook.as_ref().map_or(10, |w| w.timeout_seconds);
     let within = deadline(asked_within.map_or(registered, |t| t.min(registered)));
     let Some(place) = served.place(plugin) else {
-        let why = Unanswered::Failed(
-            plugin.to_string(),
-            format!("{MAX_ASKING} of its requests are still under way"),
-        );
+        let why = Unanswered::Overloaded(plugin.to_string(), MAX_ASKING);
         return admission::failed(webhook.as_ref(), &why);
     };
     // Asked in this task: at the deadline the call is dropped (the runtime
@@ -451,7 +457,7 @@ async fn decide(
                 plugin,
                 "admission request not answered within {within:?}: failure policy applied"
             );
-            let why = Unanswered::Failed(plugin.to_string(), format!("no answer within {within:?}"));
+            let why = Unanswered::Deadline(plugin.to_string(), within);
             admission::failed(webhook.as_ref(), &why)
         }
     }

@@ -14,6 +14,7 @@ use super::status::{Condition, Outcome};
 use anyhow::Context;
 use serde_json::Value;
 use std::path::PathBuf;
+use wink_informer::repeated::{short_anyhow, short_error};
 use wink_oci::auth::Auths;
 use wink_oci::cosign::VerifyError;
 use wink_oci::digest::Digest;
@@ -71,8 +72,8 @@ pub async fn apply(cx: &Context_, name: &str, object: &Value) -> (Outcome, Optio
         generation: object["metadata"]["generation"].as_i64().unwrap_or(0),
         ..Outcome::default()
     };
+    // Said by the controller, once a minute while the passes fail.
     let fail = |mut o: Outcome, kind: &'static str, reason: &str, e: String| {
-        tracing::error!(winkplugin = %name, reason, error = %e, "WinkPlugin not applied");
         o.conditions
             .push(Condition::new(kind, Some(false), reason, e.clone()));
         o.last_error = Some(e);
@@ -80,12 +81,12 @@ pub async fn apply(cx: &Context_, name: &str, object: &Value) -> (Outcome, Optio
     };
     let spec = match spec::parse(object) {
         Ok(s) => s,
-        Err(e) => return fail(outcome, "Loaded", "InvalidSpec", format!("{e:#}")),
+        Err(e) => return fail(outcome, "Loaded", "InvalidSpec", short_anyhow(&e)),
     };
     outcome.source = spec.source.describe();
     outcome.mode = format!("{:?}", spec.grant.mode).to_lowercase();
     if let Err(e) = wink_runtime::plugin_file::plugin_name(&PathBuf::from(format!("{name}.wasm"))) {
-        return fail(outcome, "Loaded", "InvalidName", format!("{e:#}"));
+        return fail(outcome, "Loaded", "InvalidName", short_error(&e));
     }
     if let Some(why) = (cx.taken)(name) {
         return fail(outcome, "Loaded", "NameClash", why);
@@ -94,9 +95,9 @@ pub async fn apply(cx: &Context_, name: &str, object: &Value) -> (Outcome, Optio
         Ok(d) => d,
         Err(e) => {
             if let Some(v) = e.downcast_ref::<VerifyError>() {
-                return fail(outcome, "Verified", v.reason(), format!("{e:#}"));
+                return fail(outcome, "Verified", v.reason(), short_anyhow(&e));
             }
-            let e = format!("{e:#}");
+            let e = short_anyhow(&e);
             return fail(outcome, "Pulled", pull_reason(&e), e);
         }
     };
@@ -130,7 +131,7 @@ pub async fn apply(cx: &Context_, name: &str, object: &Value) -> (Outcome, Optio
             ));
             (outcome, Some(spec))
         }
-        Err(e) => fail(outcome, "Loaded", "LoadFailed", format!("{e:#}")),
+        Err(e) => fail(outcome, "Loaded", "LoadFailed", short_anyhow(&e)),
     }
 }
 

@@ -36,6 +36,7 @@ use wink_informer::SharedInformerFactory;
 use wink_informer::factory::{FactoryOptions, WatchSpec};
 use wink_informer::object::ObjRef;
 use wink_informer::processor::EventHandler;
+use wink_informer::repeated::{RepeatedFailure, short_anyhow, short_error, short_text};
 
 /// The first wait before a failed pass is tried again.
 pub const RETRY_FIRST: Duration = Duration::from_secs(1);
@@ -75,6 +76,10 @@ struct Entry {
     /// The last status written, and when.
     written: Option<Value>,
     written_at: Option<Instant>,
+    /// Passes that failed, and status writes: said once a minute while
+    /// they fail.
+    failures: RepeatedFailure,
+    status_failures: RepeatedFailure,
 }
 
 struct Names(mpsc::UnboundedSender<String>);
@@ -159,8 +164,8 @@ pub fn watch(
         };
         match start(watch, client.clone(), cx).await {
             Ok(_) => {}
-            Err(e) if watch == Watch::Auto => tracing::warn!("WinkPlugins not watched: {e:#}"),
-            Err(e) => tracing::error!("WinkPlugins not watched: {e:#}"),
+            Err(e) if watch == Watch::Auto => tracing::warn!("WinkPlugins not watched: {}", short_anyhow(&e)),
+            Err(e) => tracing::error!("WinkPlugins not watched: {}", short_anyhow(&e)),
         }
     });
     Ok(())
@@ -278,6 +283,24 @@ impl Controller {
             (None, Some(running)) => running.describe(&mut outcome),
             (None, None) => {}
         }
+        let reason = outcome
+            .conditions
+            .iter()
+            .find(|c| c.ok == Some(false))
+            .map(|c| c.reason.as_str());
+        match (&ran, &outcome.last_error) {
+            (None, Some(e)) => {
+                let what = format!("{}: {}", reason.unwrap_or("Failed"), short_text(e));
+                if let Some(said) = entry.failures.failed(&what) {
+                    tracing::error!(winkplugin = %name, "WinkPlugin not applied: {said}");
+                }
+            }
+            _ => {
+                if let Some(said) = entry.failures.succeeded() {
+                    tracing::info!(winkplugin = %name, "WinkPlugin applied: {said}");
+                }
+            }
+        }
         entry.outcome = outcome;
         match ran {
             Some(_) => {
@@ -337,9 +360,20 @@ impl Controller {
                         }
                         e.written = Some(new);
                         e.written_at = Some(Instant::now());
+                        if let Some(said) = e.status_failures.succeeded() {
+                            tracing::info!(winkplugin = %name, "WinkPlugin status written: {said}");
+                        }
                     }
                 }
-                Err(e) => tracing::warn!(winkplugin = %name, error = %e, "WinkPlugin status not written"),
+                Err(err) => {
+                    let said = self
+                        .entries
+                        .get_mut(&name)
+                        .and_then(|e| e.status_failures.failed(&short_error(&err)));
+                    if let Some(said) = said {
+                        tracing::warn!(winkplugin = %name, "WinkPlugin status not written: {said}");
+                    }
+                }
             }
         }
     }

@@ -49,7 +49,11 @@ pub fn play(
     let admitter = match admitting {
         Some(a) if !a.is_crashed() => a.clone(),
         _ => {
-            let fresh = PluginInstance::start_sharing(instance, instance.limits().call_deadline)?;
+            let fresh = PluginInstance::start_sharing(
+                instance,
+                instance.limits().call_deadline,
+                &Default::default(),
+            )?;
             *admitting = Some(fresh.clone());
             fresh
         }

@@ -1,0 +1,170 @@
+//! What the webhook server counts of the requests it serves, per plugin
+//! and door (`validate`, `mutate`): each request by the answer wink gave
+//! (the plugin's own: `allowed`, `denied`, `patched`; or its failure
+//! policy's, named by why the plugin gave none, with the `policy` applied),
+//! how long each took from its first byte read to its answer, and the
+//! deadlines hit. Owns only these counts; the admin server registers them
+//! under their names at scrape time.
+
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::registry::Registry;
+use std::time::Duration;
+use wink_runtime::admission::Decision;
+use wink_runtime::instance::Door;
+
+/// Bucket bounds, seconds: the API server's own
+/// (`apiserver_admission_webhook_admission_duration_seconds`: 5 ms to
+/// 25 s), with finer ones under it, where a plugin's answer usually is.
+pub const BUCKETS: [f64; 14] = [
+    0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.1, 0.5, 1.0, 2.5, 10.0, 25.0,
+];
+
+type Labels = Vec<(&'static str, String)>;
+type Times = Family<Labels, Histogram, fn() -> Histogram>;
+
+/// The webhook server's counts; clones share them.
+#[derive(Debug, Clone)]
+pub struct AdmissionMetrics {
+    requests: Family<Labels, Counter>,
+    seconds: Times,
+    deadlines: Family<Labels, Counter>,
+}
+
+impl Default for AdmissionMetrics {
+    fn default() -> Self {
+        AdmissionMetrics {
+            requests: Family::default(),
+            seconds: Family::new_with_constructor(|| Histogram::new(BUCKETS)),
+            deadlines: Family::default(),
+        }
+    }
+}
+
+/// The door's name, as in the webhook's path.
+pub fn door_name(door: Door) -> &'static str {
+    match door {
+        Door::Validate => "validate",
+        Door::Mutate => "mutate",
+    }
+}
+
+/// What a decision counts as: `result`, and for a failure policy's answer
+/// the `policy` applied.
+pub fn result(decision: &Decision) -> (&'static str, Option<&'static str>) {
+    match decision.fallback {
+        Some(f) => (f.why, Some(f.policy)),
+        None if !decision.allowed => ("denied", None),
+        None if decision.patch.is_some() => ("patched", None),
+        None => ("allowed", None),
+    }
+}
+
+impl AdmissionMetrics {
+    /// Count one request to `plugin` through `door`, answered `decision`
+    /// after `took`.
+    pub fn observe(&self, plugin: &str, door: Door, decision: &Decision, took: Duration) {
+        let labels: Labels = vec![
+            ("plugin", plugin.to_string()),
+            ("door", door_name(door).to_string()),
+        ];
+        // Every door served has a deadline count, 0 until one is hit.
+        let deadlines = self.deadlines.get_or_create(&labels);
+        let (result, policy) = result(decision);
+        if result == "deadline" {
+            deadlines.inc();
+        }
+        drop(deadlines);
+        self.seconds.get_or_create(&labels).observe(took.as_secs_f64());
+        let mut counted = labels;
+        counted.push(("result", result.to_string()));
+        if let Some(policy) = policy {
+            counted.push(("policy", policy.to_string()));
+        }
+        self.requests.get_or_create(&counted).inc();
+    }
+
+    /// Register the families in `registry` (which adds `wink_`).
+    pub fn register(&self, registry: &mut Registry) {
+        registry.register(
+            "admission_requests",
+            "Admission requests answered, by result",
+            self.requests.clone(),
+        );
+        registry.register(
+            "admission_request_seconds",
+            "How long admission requests took, from the request read to the answer",
+            self.seconds.clone(),
+        );
+        registry.register(
+            "admission_deadlines",
+            "Admission requests the plugin did not answer in time",
+            self.deadlines.clone(),
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use prometheus_client::encoding::text::encode;
+    use wink_runtime::admission::{Fallback, Unanswered, failed};
+
+    fn scrape(m: &AdmissionMetrics) -> String {
+        let mut registry = Registry::with_prefix("wink");
+        m.register(&mut registry);
+        let mut text = String::new();
+        encode(&mut text, &registry).unwrap();
+        text
+    }
+
+    #[test]
+    fn requests_are_counted_by_result_door_and_policy() {
+        let m = AdmissionMetrics::default();
+        let ms = Duration::from_micros(300);
+        let denied = Decision {
+            allowed: false,
+            ..Decision::allow()
+        };
+        let patched = Decision {
+            patch: Some(serde_json::json!([])),
+            ..Decision::allow()
+        };
+        m.observe("p", Door::Validate, &Decision::allow(), ms);
+        m.observe("p", Door::Validate, &Decision::allow(), ms);
+        m.observe("p", Door::Validate, &denied, ms);
+        m.observe("p", Door::Mutate, &patched, ms);
+        let late = failed(None, &Unanswered::Deadline("p".into(), Duration::from_secs(1)));
+        m.observe("p", Door::Mutate, &late, Duration::from_secs(1));
+        let ignored = Decision {
+            fallback: Some(Fallback {
+                why: "overloaded",
+                policy: "Ignore",
+            }),
+            ..Decision::allow()
+        };
+        m.observe("p", Door::Validate, &ignored, ms);
+        let text = scrape(&m);
+        for line in [
+            r#"wink_admission_requests_total{plugin="p",door="validate",result="allowed"} 2"#,
+            r#"wink_admission_requests_total{plugin="p",door="validate",result="denied"} 1"#,
+            r#"wink_admission_requests_total{plugin="p",door="mutate",result="patched"} 1"#,
+            r#"wink_admission_requests_total{plugin="p",door="mutate",result="deadline",policy="Fail"} 1"#,
+            r#"wink_admission_requests_total{plugin="p",door="validate",result="overloaded",policy="Ignore"} 1"#,
+            r#"wink_admission_deadlines_total{plugin="p",door="mutate"} 1"#,
+            r#"wink_admission_deadlines_total{plugin="p",door="validate"} 0"#,
+            r#"wink_admission_request_seconds_count{plugin="p",door="validate"} 4"#,
+            r#"wink_admission_request_seconds_bucket{le="0.0005",plugin="p",door="validate"} 4"#,
+            r#"wink_admission_request_seconds_bucket{le="0.5",plugin="p",door="mutate"} 1"#,
+            r#"wink_admission_request_seconds_bucket{le="1.0",plugin="p",door="mutate"} 2"#,
+        ] {
+            assert!(text.contains(line), "no {line} in:\n{text}");
+        }
+        assert_eq!(
+            text.matches("# TYPE wink_admission_request_seconds histogram")
+                .count(),
+            1
+        );
+    }
+}
