@@ -78,6 +78,43 @@ async fn wink_dev_serves_the_webhooks_so_kubectl_meets_a_denial_at_once() {
         stderr.contains(r#"admission webhook "pod-security.validate.wink.dev" denied the request"#),
         "{stderr}"
     );
+
+    // Ingresses are served (no CRD stand-in): unique-ingress-host refuses a
+    // host another namespace's Ingress routes, from its field index.
+    let ingress = |ns: &str, name: &str| {
+        format!(
+            r#"{{"apiVersion": "networking.k8s.io/v1", "kind": "Ingress", "metadata": {{"name": "{name}", "namespace": "{ns}"}},
+                "spec": {{"rules": [{{"host": "shop.example.com"}}]}}}}"#
+        )
+    };
+    let apply = |manifest: String| {
+        let file = dir.join("ingress.json");
+        std::fs::write(&file, manifest).unwrap();
+        kubectl(&["create", "-f", file.to_str().unwrap()])
+    };
+    for ns in ["team-a", "team-b"] {
+        assert!(kubectl(&["create", "namespace", ns]).status.success());
+    }
+    let first = apply(ingress("team-a", "shop"));
+    assert!(
+        first.status.success(),
+        "{}",
+        String::from_utf8_lossy(&first.stderr)
+    );
+    let deadline = std::time::Instant::now() + WAIT;
+    for n in 0.. {
+        let out = apply(ingress("team-b", &format!("copy-{n}")));
+        if !out.status.success() {
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert!(
+                stderr.contains("unique-ingress-host: the host shop.example.com is already routed by the Ingress team-a/shop"),
+                "{stderr}"
+            );
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "never refused");
+        std::thread::sleep(Duration::from_millis(200));
+    }
 }
 
 #[test]

@@ -7,8 +7,11 @@
 //! (admitted), one in audit mode (a denial admitted with a warning). wink's
 //! own namespace is never sent to a webhook. The serving certificate is
 //! renewed without a restart and the API server keeps trusting it (the same
-//! CA). With wink stopped, its Fail webhooks refuse Pods elsewhere, and
-//! never in its own namespace.
+//! CA). `unique-ingress-host` refuses an Ingress for a host another
+//! namespace's Ingress routes, from its field index over
+//! `spec.rules[*].host`, and every call shows in wink's admission metrics.
+//! With wink stopped, its Fail webhooks refuse Pods elsewhere, and never in
+//! its own namespace.
 
 use crate::cache_support::{Setup, WAIT, free_port, wait_synced};
 use crate::common::scratch;
@@ -63,6 +66,9 @@ async fn the_api_server_calls_wink_and_hears_each_answer_and_failure_policy() {
         "audited",
         Some(&json!({"namespaces": on("audit")})),
     );
+    // A context-aware policy over every namespace's Ingresses, from a field
+    // index through a list (`spec.rules[*].host`).
+    s.install("unique_ingress_host", "unique-ingress-host", None);
     let grants = s.plugins.parent().unwrap().join("grants.yaml");
     std::fs::write(&grants, "plugins:\n  audited:\n    mode: audit\n").unwrap();
     for ns in [WINK_NS, "answers", "trap", "loop", "audit"] {
@@ -79,7 +85,10 @@ async fn the_api_server_calls_wink_and_hears_each_answer_and_failure_policy() {
     }
     let port = free_port();
     let (addr, url) = (format!("127.0.0.1:{port}"), format!("https://127.0.0.1:{port}"));
+    let admin = format!("127.0.0.1:{}", free_port());
     let mut wink = s.run(&[
+        "--admin-addr",
+        &admin,
         "--admission-addr",
         &addr,
         "--admission-webhook-url",
@@ -94,7 +103,13 @@ async fn the_api_server_calls_wink_and_hears_each_answer_and_failure_policy() {
         "--call-deadline-ms",
         "5000",
     ]);
-    for p in ["answers", "trap-fail", "loop-ignore", "audited"] {
+    for p in [
+        "answers",
+        "trap-fail",
+        "loop-ignore",
+        "audited",
+        "unique-ingress-host",
+    ] {
         wait_synced(&wink, p);
     }
     // The configurations, once written (a Pod admitted by `answers` is mutated).
@@ -154,6 +169,71 @@ async fn the_api_server_calls_wink_and_hears_each_answer_and_failure_policy() {
     // wink's own namespace matches `answers`' selector, but no webhook sees it.
     let (ok, stderr) = create(&kubectl, &pod(WINK_NS, "own", json!({"deny": "1"}))).await;
     assert!(ok, "wink's namespace is never sent to a webhook: {stderr}");
+
+    // unique-ingress-host: a host another namespace's Ingress routes is refused.
+    let ingress = |ns: &str, name: &str, host: &str| {
+        json!({"apiVersion": "networking.k8s.io/v1", "kind": "Ingress", "metadata": {"name": name, "namespace": ns},
+            "spec": {"rules": [{"host": "www.example.com"}, {"host": host}]}})
+    };
+    let (ok, stderr) = create(&kubectl, &ingress("answers", "shop", "shop.example.com")).await;
+    assert!(ok, "{stderr}");
+    // The informer sees the first Ingress a moment after it is stored.
+    let deadline = Instant::now() + WAIT;
+    let mut n = 0;
+    let stderr = loop {
+        n += 1;
+        let (ok, stderr) = create(
+            &kubectl,
+            &ingress("audit", &format!("copy-{n}"), "shop.example.com"),
+        )
+        .await;
+        if !ok {
+            break stderr;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "a second Ingress for shop.example.com was always admitted"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    assert!(
+        stderr.contains("unique-ingress-host: the host www.example.com is already routed by the Ingress")
+            || stderr
+                .contains("unique-ingress-host: the host shop.example.com is already routed by the Ingress"),
+        "{stderr}"
+    );
+
+    // The calls in wink's admission metrics, as the API server made them.
+    let (_, metrics) = crate::cache_support::http(&admin, "GET", "/metrics").await;
+    let series = |needle: &[&str]| {
+        metrics
+            .lines()
+            .filter(|l| {
+                l.starts_with("wink_admission_requests_total{") && needle.iter().all(|n| l.contains(n))
+            })
+            .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+            .sum::<f64>()
+    };
+    assert!(
+        series(&[
+            r#"plugin="unique-ingress-host""#,
+            r#"door="validate""#,
+            r#"result="denied""#
+        ]) >= 1.0,
+        "{metrics}"
+    );
+    assert!(
+        series(&[r#"plugin="unique-ingress-host""#, r#"result="allowed""#]) >= 1.0,
+        "{metrics}"
+    );
+    assert!(
+        series(&[r#"plugin="answers""#, r#"door="mutate""#, r#"result="patched""#]) >= 1.0,
+        "{metrics}"
+    );
+    assert!(
+        series(&[r#"plugin="trap-fail""#, r#"policy="Fail""#]) >= 1.0,
+        "{metrics}"
+    );
 
     // A renewed serving certificate, trusted by the API server through the same CA.
     wink.wait_for_line("admission serving certificate renewed", WAIT);
