@@ -126,7 +126,7 @@ fn report_on(obj: &Object) {
     let Ok(ingress) = obj.decode::<Ingress>() else {
         return;
     };
-    let (outcome, message) = match taken(&obj.key(), &hosts(&ingress)) {
+    let (outcome, message) = match taken(obj.key(), &hosts(&ingress)) {
         Ok(None) => (Outcome::Pass, "every host is this Ingress's alone".to_string()),
         Ok(Some((host, other))) => (
             Outcome::Fail,

@@ -172,7 +172,9 @@ mod tests {
         };
         let mut deep = request();
         deep["object"] = nested(MAX_OBJECT_DEPTH + 1);
-        let err = parse(&review(deep)).err().expect("refused");
+        let Err(err) = parse(&review(deep)) else {
+            panic!("refused")
+        };
         assert!(err.contains("nested deeper than 127 levels"), "{err}");
         let mut fine = request();
         fine["object"] = nested(MAX_OBJECT_DEPTH);
