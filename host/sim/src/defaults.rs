@@ -1,8 +1,9 @@
 //! The defaults the API server gives objects before validating them
 //! (`SetDefaults_*`), for the types whose defaults the simulator keeps:
-//! webhook configurations (`admission::config`) and a Pod on the host's
+//! webhook configurations (`admission::config`), a Pod on the host's
 //! network, whose container ports' `hostPort` defaults to the
-//! `containerPort` (`defaultHostNetworkPorts`).
+//! `containerPort` (`defaultHostNetworkPorts`), and a Namespace's label
+//! `kubernetes.io/metadata.name` (its name).
 //!
 //! Owns: these defaults. Must not touch: validation (`validate`), the
 //! per-type strategies' status and server-set fields (`write`).
@@ -13,9 +14,24 @@ use serde_json::{Value, json};
 /// Default `body` (of `def`, in its stored form) in place.
 pub fn apply(def: &ResourceDef, body: &mut Value) {
     super::admission::config::default(def, body);
-    if def.group.is_empty() && def.plural == "pods" {
-        host_network_ports(body);
+    match (def.group.as_str(), def.plural.as_str()) {
+        ("", "pods") => host_network_ports(body),
+        ("", "namespaces") => name_label(body),
+        _ => {}
     }
+}
+
+/// Every namespace is labelled `kubernetes.io/metadata.name` with its name.
+fn name_label(ns: &mut Value) {
+    let Some(name) = ns.pointer("/metadata/name").cloned() else {
+        return;
+    };
+    let m = super::meta::meta(ns);
+    let labels = m.entry("labels").or_insert_with(|| json!({}));
+    if !labels.is_object() {
+        *labels = json!({});
+    }
+    labels["kubernetes.io/metadata.name"] = name;
 }
 
 /// With `spec.hostNetwork`, every container's (and init container's) port
@@ -60,5 +76,13 @@ mod tests {
         let mut off = json!({"spec": {"containers": [{"name": "c", "ports": [{"containerPort": 80}]}]}});
         apply(&pods, &mut off);
         assert!(off["spec"]["containers"][0]["ports"][0].get("hostPort").is_none());
+        let namespaces = Registry::with_builtins().get("namespaces").unwrap().clone();
+        let mut ns =
+            json!({"metadata": {"name": "team", "labels": {"a": "b", "kubernetes.io/metadata.name": "x"}}});
+        apply(&namespaces, &mut ns);
+        assert_eq!(
+            ns["metadata"]["labels"],
+            json!({"a": "b", "kubernetes.io/metadata.name": "team"})
+        );
     }
 }

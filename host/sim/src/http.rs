@@ -131,18 +131,13 @@ pub async fn handle(shared: Arc<Shared>, req: Request<hyper::body::Incoming>) ->
             );
             let adm = writing.then(|| admission::Ctx::new(&shared)).flatten();
             let off_thread = limits::off_thread(&ct, bytes.len()) || adm.is_some();
-            let accept = parts.headers.get(header::ACCEPT).and_then(|v| v.to_str().ok());
-            let media = match table::requested(accept, &query) {
+            let text = |h| parts.headers.get(h).and_then(|v| v.to_str().ok());
+            let media = match table::requested(text(header::ACCEPT), &query) {
                 Ok(table) => Media {
                     ct,
                     table,
                     watching,
-                    user_agent: parts
-                        .headers
-                        .get(header::USER_AGENT)
-                        .and_then(|v| v.to_str().ok())
-                        .unwrap_or("")
-                        .to_string(),
+                    user_agent: text(header::USER_AGENT).unwrap_or("").into(),
                 },
                 Err(e) => return error_response(&e),
             };

@@ -4,6 +4,8 @@
 //! `Apply`) gains the fields the write set or changed, other managers lose
 //! them, fields the object no longer has leave every entry, and an entry
 //! left with no field is dropped (an apply that sets nothing records none).
+//! An object stored without managedFields gets none from an update; an
+//! apply to it first gives its fields to the manager `before-first-apply`.
 //!
 //! Field sets are approximated without schemas: object fields are `f:`
 //! keys, items of lists whose objects all carry a `name` are
@@ -188,12 +190,26 @@ fn render(paths: &BTreeSet<Path>) -> Value {
 /// in `new`'s `metadata.managedFields`, the entries it had before taken
 /// from `old`.
 pub fn record(new: &mut Value, old: Option<&Value>, writer: &Writer) {
-    let entries: Vec<Value> = old
+    let mut entries: Vec<Value> = old
         .and_then(|o| o.pointer("/metadata/managedFields"))
         .or_else(|| new.pointer("/metadata/managedFields"))
         .and_then(Value::as_array)
         .cloned()
         .unwrap_or_default();
+    if let (Some(old), true) = (old, entries.is_empty()) {
+        // An object nobody manages stays so through updates; an apply
+        // first gives what it has to `before-first-apply`.
+        if writer.operation != "Apply" {
+            return;
+        }
+        let mut had = BTreeSet::new();
+        all(&ownable(old, writer.has_status), &mut Vec::new(), &mut had);
+        if !had.is_empty() {
+            entries.push(json!({"manager": "before-first-apply", "operation": "Update",
+                "apiVersion": old["apiVersion"], "time": super::meta::now(),
+                "fieldsType": "FieldsV1", "fieldsV1": render(&had)}));
+        }
+    }
     let now_fields = ownable(new, writer.has_status);
     let mut present = BTreeSet::new();
     all(&now_fields, &mut Vec::new(), &mut present);
@@ -315,6 +331,25 @@ mod tests {
         assert_eq!(
             pod["metadata"]["managedFields"][0]["fieldsV1"],
             json!({"f:spec": {"f:containers": {"k:{\"name\":\"c\"}": {".": {}, "f:image": {}, "f:name": {}}}}})
+        );
+        // Updates leave an unmanaged object unmanaged; an apply to it first
+        // hands its fields to before-first-apply.
+        let old = cm.clone();
+        cm["data"] = json!({"k": "v"});
+        record(&mut cm, Some(&old), &writer("kubectl", "Update"));
+        assert!(cm["metadata"].get("managedFields").is_none());
+        let old = cm.clone();
+        cm["data"]["w"] = json!("3");
+        record(&mut cm, Some(&old), &writer("ap", "Apply"));
+        let f = cm["metadata"]["managedFields"].as_array().unwrap().clone();
+        assert_eq!(
+            (&f[0]["manager"], &f[0]["operation"]),
+            (&json!("before-first-apply"), &json!("Update"))
+        );
+        assert_eq!(f[0]["fieldsV1"], json!({"f:data": {".": {}, "f:k": {}}}));
+        assert_eq!(
+            (&f[1]["manager"], &f[1]["fieldsV1"]),
+            (&json!("ap"), &json!({"f:data": {"f:w": {}}}))
         );
         assert_eq!(
             manager_of_user_agent("kubectl-create/v1.36.0 (linux/amd64)"),

@@ -56,6 +56,19 @@ pub(super) fn valid_name(name: &str, label: bool) -> Vec<String> {
         .collect()
 }
 
+/// A `generateName` checked as the name it prefixes (a trailing `-`
+/// allowed): the `metadata.generateName: Invalid value` causes.
+pub(super) fn valid_generate_name(prefix: &str, label: bool) -> Vec<String> {
+    let masked = match prefix.strip_suffix('-') {
+        Some(p) => format!("{p}a"),
+        None => prefix.to_string(),
+    };
+    dns1123(&masked, label)
+        .iter()
+        .map(|why| format!("metadata.generateName: Invalid value: {prefix:?}: {why}"))
+        .collect()
+}
+
 /// What `IsDNS1123Subdomain` (`label`: `IsDNS1123Label`) says of `name`.
 pub(super) fn dns1123(name: &str, label: bool) -> Vec<String> {
     let max = if label { 63 } else { 253 };
@@ -172,4 +185,31 @@ pub(super) fn check_identity(
         m.insert("name".into(), json!(name));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_and_generated_name_prefixes() {
+        assert!(valid_name("a.b-c", false).is_empty());
+        assert_eq!(valid_name("a.b", true).len(), 1);
+        assert_eq!(
+            valid_name(&"a".repeat(254), false),
+            [format!(
+                "metadata.name: Invalid value: {:?}: must be no more than 253 characters",
+                "a".repeat(254)
+            )]
+        );
+        assert!(
+            valid_name("Bad", false)[0]
+                .starts_with("metadata.name: Invalid value: \"Bad\": a lowercase RFC 1123 subdomain")
+        );
+        assert!(valid_generate_name("gen-", false).is_empty());
+        assert!(
+            valid_generate_name("Bad-", false)[0]
+                .starts_with("metadata.generateName: Invalid value: \"Bad-\"")
+        );
+    }
 }

@@ -11,7 +11,7 @@ use super::decode;
 use super::defaults;
 use super::events;
 use super::meta::{
-    check_identity, fold_string_data, meta, mstr, now, parse_rv, spec_part, suffix, uid, valid_name,
+    self, check_identity, fold_string_data, meta, mstr, now, parse_rv, spec_part, suffix, uid, valid_name,
 };
 use super::object_meta;
 use super::resources::{self, ResourceDef};
@@ -79,9 +79,13 @@ pub fn create(
             ));
         }
     };
+    meta(&mut body).insert("name".into(), json!(name));
     let mut errs = valid_name(&name, is_namespace(def));
-    errs.extend(object_meta::errors(&body));
+    if let Some(g) = mstr(&body, "generateName") {
+        errs.extend(meta::valid_generate_name(g, is_namespace(def)));
+    }
     defaults::apply(def, &mut body);
+    errs.extend(object_meta::errors(&body));
     errs.extend(validate::values(def, &body, None));
     if !errs.is_empty() {
         return Err(ApiError::invalid(&q, &def.kind, &name, &errs));
