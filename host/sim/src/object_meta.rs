@@ -138,7 +138,7 @@ mod tests {
         ] {
             assert_eq!(
                 fields(json!({"metadata": {"labels": labels}})),
-                [invalid.clone()],
+                std::slice::from_ref(&invalid),
                 "{labels}"
             );
         }
