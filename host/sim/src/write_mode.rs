@@ -64,9 +64,11 @@ pub fn of(
         }
         None => super::managed::manager_of_user_agent(user_agent),
     };
+    // A deletion (even one that only marks the object) records no manager.
+    let deleting = *method == Method::DELETE;
     Ok(WriteMode {
         dry_run,
-        field_manager: Some((manager, operation)),
+        field_manager: (!deleting).then_some((manager, operation)),
         manager_named: named.is_some(),
         api_version: None,
     })
@@ -135,6 +137,12 @@ mod tests {
         assert_eq!(plain.field_manager, Some(("kubectl-create".into(), "Update")));
         assert_eq!(
             of(&q(&[("dryRun", "x")]), &Method::GET, "", "")
+                .unwrap()
+                .field_manager,
+            None
+        );
+        assert_eq!(
+            of(&q(&[]), &Method::DELETE, "", "kubectl/1")
                 .unwrap()
                 .field_manager,
             None
