@@ -7,7 +7,10 @@
 //! and binding policies; a PriorityClass's preemptionPolicy; an
 //! HorizontalPodAutoscaler's minReplicas and CPU metric; a
 //! NetworkPolicy's policyTypes; a ValidatingAdmissionPolicy's failure and
-//! match policies). Pod templates are not defaulted, as for workloads.
+//! match policies); a Pod on the host's network, whose container ports'
+//! `hostPort` defaults to the `containerPort` (`defaultHostNetworkPorts`),
+//! and a Namespace's label `kubernetes.io/metadata.name` (its name). Pod
+//! templates are not defaulted, as for workloads.
 //!
 //! Owns: these defaults. Must not touch: validation, the store, HTTP.
 
@@ -34,6 +37,11 @@ fn empty_list(o: &Map<String, Value>, key: &str) -> bool {
 /// Apply the defaults of `def`'s kind to `body` (in its stored form).
 pub fn apply(def: &ResourceDef, body: &mut Value) {
     super::admission::config::default(def, body);
+    match (def.group.as_str(), def.plural.as_str()) {
+        ("", "pods") => host_network_ports(body),
+        ("", "namespaces") => name_label(body),
+        _ => {}
+    }
     let Some(o) = body.as_object_mut() else { return };
     match (def.group.as_str(), def.plural.as_str()) {
         ("batch", "jobs") => {
@@ -120,6 +128,43 @@ pub fn status_on_create(def: &ResourceDef) -> Option<Value> {
     }
 }
 
+/// Every namespace is labelled `kubernetes.io/metadata.name` with its name.
+fn name_label(ns: &mut Value) {
+    let Some(name) = ns.pointer("/metadata/name").cloned() else {
+        return;
+    };
+    let m = super::meta::meta(ns);
+    let labels = m.entry("labels").or_insert_with(|| json!({}));
+    if !labels.is_object() {
+        *labels = json!({});
+    }
+    labels["kubernetes.io/metadata.name"] = name;
+}
+
+/// With `spec.hostNetwork`, every container's (and init container's) port
+/// without a `hostPort` gets its `containerPort`.
+fn host_network_ports(pod: &mut Value) {
+    if pod.pointer("/spec/hostNetwork") != Some(&json!(true)) {
+        return;
+    }
+    for list in ["containers", "initContainers"] {
+        let Some(containers) = pod["spec"].get_mut(list).and_then(Value::as_array_mut) else {
+            continue;
+        };
+        for port in containers
+            .iter_mut()
+            .filter_map(|c| c.get_mut("ports").and_then(Value::as_array_mut))
+            .flatten()
+            .filter_map(Value::as_object_mut)
+        {
+            let unset = port.get("hostPort").is_none_or(|p| p.is_null() || p == 0);
+            if let (true, Some(c)) = (unset, port.get("containerPort").cloned()) {
+                port.insert("hostPort".into(), c);
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -191,5 +236,28 @@ mod tests {
         );
         let cm = defaulted("configmaps", json!({"data": {}}));
         assert_eq!(cm, json!({"data": {}}));
+    }
+
+    #[test]
+    fn host_network_ports_default_to_the_container_port() {
+        let pods = Registry::with_builtins().get("pods").unwrap().clone();
+        let mut pod = json!({"spec": {"hostNetwork": true, "containers": [{"name": "c",
+            "ports": [{"containerPort": 80}, {"containerPort": 81, "hostPort": 81}]}],
+            "initContainers": [{"name": "i", "ports": [{"containerPort": 9}]}]}});
+        apply(&pods, &mut pod);
+        assert_eq!(pod["spec"]["containers"][0]["ports"][0]["hostPort"], 80);
+        assert_eq!(pod["spec"]["containers"][0]["ports"][1]["hostPort"], 81);
+        assert_eq!(pod["spec"]["initContainers"][0]["ports"][0]["hostPort"], 9);
+        let mut off = json!({"spec": {"containers": [{"name": "c", "ports": [{"containerPort": 80}]}]}});
+        apply(&pods, &mut off);
+        assert!(off["spec"]["containers"][0]["ports"][0].get("hostPort").is_none());
+        let namespaces = Registry::with_builtins().get("namespaces").unwrap().clone();
+        let mut ns =
+            json!({"metadata": {"name": "team", "labels": {"a": "b", "kubernetes.io/metadata.name": "x"}}});
+        apply(&namespaces, &mut ns);
+        assert_eq!(
+            ns["metadata"]["labels"],
+            json!({"a": "b", "kubernetes.io/metadata.name": "team"})
+        );
     }
 }

@@ -268,7 +268,7 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("wink-sim-seed-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         std::fs::write(dir.join("a.yaml"), "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a, namespace: demo}\n---\napiVersion: v1\nkind: Namespace\nmetadata: {name: demo}\n").unwrap();
-        std::fs::write(dir.join("b.json"), r#"{"apiVersion":"v1","kind":"List","items":[{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},"spec":{},"status":{"phase":"Running"}}]}"#).unwrap();
+        std::fs::write(dir.join("b.json"), r#"{"apiVersion":"v1","kind":"List","items":[{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},"spec":{"containers":[{"name":"c","image":"i"}]},"status":{"phase":"Running"}}]}"#).unwrap();
         let mut st = State::new(1000, 0);
         let ns = st.registry.get("namespaces").unwrap().clone();
         write::create(&mut st, &ns, None, "v1", json!({"metadata":{"name":"default"}})).unwrap();

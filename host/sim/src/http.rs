@@ -133,9 +133,14 @@ pub async fn handle(shared: Arc<Shared>, req: Request<hyper::body::Incoming>) ->
             );
             let adm = writing.then(|| admission::Ctx::new(&shared)).flatten();
             let off_thread = limits::off_thread(&ct, bytes.len()) || adm.is_some();
-            let accept = parts.headers.get(header::ACCEPT).and_then(|v| v.to_str().ok());
-            let media = match table::requested(accept, &query) {
-                Ok(table) => Media { ct, table, watching },
+            let text = |h| parts.headers.get(h).and_then(|v| v.to_str().ok());
+            let media = match table::requested(text(header::ACCEPT), &query) {
+                Ok(table) => Media {
+                    ct,
+                    table,
+                    watching,
+                    user_agent: text(header::USER_AGENT).unwrap_or("").into(),
+                },
                 Err(e) => return error_response(&e),
             };
             let (shared, method, ctx) = (shared.clone(), parts.method, adm.clone());
@@ -189,13 +194,9 @@ fn parse_body(ct: &str, bytes: &[u8]) -> Result<Value, ApiError> {
     } else if ct.starts_with("application/vnd.kubernetes.protobuf") {
         super::proto::object(bytes)?
     } else if ct.contains("protobuf") || ct.contains("cbor") {
-        return Err(ApiError::new(
-            415,
-            "UnsupportedMediaType",
-            format!(
-                "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml; got {ct}"
-            ),
-        ));
+        return Err(ApiError::unsupported_media_type(format!(
+            "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml; got {ct}"
+        )));
     } else {
         serde_json::from_slice(bytes)
             .map_err(|e| ApiError::bad_request(format!("the object provided is unrecognized: {e}")))?
@@ -212,6 +213,8 @@ struct Media {
     table: Option<TableRequest>,
     /// A watch stream is asked for (`watch=true`).
     watching: bool,
+    /// The User-Agent (what names the field manager of a write without `fieldManager`).
+    user_agent: String,
 }
 
 fn serve_resource(
@@ -244,7 +247,7 @@ fn serve_resource(
         Some("scale") if def.scale.is_some() && rp.name.is_some() => {}
         Some(_) => return Err(ApiError::no_route()),
     }
-    let mode = write_mode::of(q, method, ct)?;
+    let mode = write_mode::of(q, method, ct, &media.user_agent)?;
     let timeout = match (method, &rp.name) {
         (&Method::GET | &Method::DELETE, None) => limits::timeout_seconds(q.get("timeoutSeconds"))?,
         _ => None,
@@ -341,9 +344,8 @@ fn serve_resource(
             Ok(obj_response(200, &o, &api_version))
         }
         (&Method::PATCH, Some(name)) => {
-            let ty = PatchType::from_content_type(ct).ok_or_else(|| {
-                ApiError::new(415, "UnsupportedMediaType", format!("the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml; got {ct}"))
-            })?;
+            let ty = PatchType::from_content_type(ct)
+                .ok_or_else(|| ApiError::unsupported_media_type("415: Unsupported Media Type"))?;
             // Parsed before locking the store; a malformed patch matters once the object exists.
             let parsed = Patch::parse(&body, ty);
             let key = super::store::key(ns.filter(|_| def.namespaced), name);
@@ -385,7 +387,7 @@ fn serve_resource(
                             {
                                 continue;
                             }
-                            r => r?,
+                            r => (r?, 200),
                         }
                     }
                     None if ty == PatchType::Apply && !status => {
@@ -397,12 +399,13 @@ fn serve_resource(
                             v = flow::create(shared, a, &target, v)?;
                             st = shared.store.lock_for_write(mode.clone());
                         }
-                        write::create(&mut st, &def, ns, &api_version, v)?
+                        // An apply that creates answers 201 Created.
+                        (write::create(&mut st, &def, ns, &api_version, v)?, 201)
                     }
                     None => return Err(ApiError::not_found(&def.qualified(), name)),
                 };
             };
-            Ok(obj_response(200, &o, &api_version))
+            Ok(obj_response(o.1, &o.0, &api_version))
         }
         (&Method::DELETE, Some(name)) => {
             let pre = preconditions(&body, ct, q)?;
@@ -509,13 +512,8 @@ fn serve_scale(
         Method::GET => scale::get(&shared.store.lock(), def, ns, name)?,
         Method::PUT => scale::put(&mut shared.store.lock(), def, ns, name, &parse_body(ct, body)?)?,
         Method::PATCH => {
-            let ty = PatchType::from_content_type(ct).ok_or_else(|| {
-                ApiError::new(
-                    415,
-                    "UnsupportedMediaType",
-                    format!("unsupported patch type {ct}"),
-                )
-            })?;
+            let ty = PatchType::from_content_type(ct)
+                .ok_or_else(|| ApiError::unsupported_media_type("415: Unsupported Media Type"))?;
             let parsed = Patch::parse(body, ty);
             scale::patch(&mut shared.store.lock(), def, ns, name, parsed)?
         }

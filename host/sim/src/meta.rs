@@ -47,27 +47,62 @@ pub(super) fn mstr<'a>(v: &'a Value, f: &str) -> Option<&'a str> {
     v.get("metadata")?.get(f)?.as_str().filter(|s| !s.is_empty())
 }
 
-pub(super) fn valid_name(name: &str, label: bool) -> Option<String> {
+/// `IsDNS1123Subdomain` (or, `label`, `IsDNS1123Label`) of an object's
+/// name: the `metadata.name: Invalid value` causes, as many as it breaks.
+pub(super) fn valid_name(name: &str, label: bool) -> Vec<String> {
+    dns1123(name, label)
+        .iter()
+        .map(|why| format!("metadata.name: Invalid value: {name:?}: {why}"))
+        .collect()
+}
+
+/// A `generateName` checked as the name it prefixes (a trailing `-`
+/// allowed): the `metadata.generateName: Invalid value` causes.
+pub(super) fn valid_generate_name(prefix: &str, label: bool) -> Vec<String> {
+    let masked = match prefix.strip_suffix('-') {
+        Some(p) => format!("{p}a"),
+        None => prefix.to_string(),
+    };
+    dns1123(&masked, label)
+        .iter()
+        .map(|why| format!("metadata.generateName: Invalid value: {prefix:?}: {why}"))
+        .collect()
+}
+
+/// What `IsDNS1123Subdomain` (`label`: `IsDNS1123Label`) says of `name`.
+pub(super) fn dns1123(name: &str, label: bool) -> Vec<String> {
     let max = if label { 63 } else { 253 };
-    let ok = !name.is_empty()
-        && name.len() <= max
-        && name
-            .chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || (!label && c == '.'))
-        && name.starts_with(|c: char| c.is_ascii_alphanumeric())
-        && name.ends_with(|c: char| c.is_ascii_alphanumeric());
-    (!ok).then(|| {
-        let what = if label {
-            "RFC 1123 label"
-        } else {
-            "RFC 1123 subdomain"
+    let mut errs = Vec::new();
+    if name.len() > max {
+        errs.push(format!("must be no more than {max} characters"));
+    }
+    let part = |p: &str| {
+        !p.is_empty()
+            && p.chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+            && p.starts_with(|c: char| c.is_ascii_alphanumeric())
+            && p.ends_with(|c: char| c.is_ascii_alphanumeric())
+    };
+    let ok = match label {
+        true => part(name),
+        false => name.split('.').all(part),
+    };
+    if !ok {
+        let why = match label {
+            true => {
+                "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and \
+                 must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex \
+                 used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')"
+            }
+            false => {
+                "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or \
+                 '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used \
+                 for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
+            }
         };
-        format!(
-            "metadata.name: Invalid value: \"{name}\": a lowercase {what} must consist of lower \
-             case alphanumeric characters, '-'{} and must start and end with an alphanumeric character",
-            if label { "" } else { " or '.'" }
-        )
-    })
+        errs.push(why.to_string());
+    }
+    errs
 }
 
 /// Parse a resourceVersion given by a client.
@@ -150,4 +185,31 @@ pub(super) fn check_identity(
         m.insert("name".into(), json!(name));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_and_generated_name_prefixes() {
+        assert!(valid_name("a.b-c", false).is_empty());
+        assert_eq!(valid_name("a.b", true).len(), 1);
+        assert_eq!(
+            valid_name(&"a".repeat(254), false),
+            [format!(
+                "metadata.name: Invalid value: {:?}: must be no more than 253 characters",
+                "a".repeat(254)
+            )]
+        );
+        assert!(
+            valid_name("Bad", false)[0]
+                .starts_with("metadata.name: Invalid value: \"Bad\": a lowercase RFC 1123 subdomain")
+        );
+        assert!(valid_generate_name("gen-", false).is_empty());
+        assert!(
+            valid_generate_name("Bad-", false)[0]
+                .starts_with("metadata.generateName: Invalid value: \"Bad-\"")
+        );
+    }
 }

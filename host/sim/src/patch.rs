@@ -98,11 +98,12 @@ impl Patch {
         let mut out = current.clone();
         match &self.doc {
             PatchDoc::Json(p) => {
-                json_patch::patch(&mut out, p).map_err(|e| {
-                    ApiError::new(
+                json_patch::patch(&mut out, p).map_err(|_| ApiError {
+                    details: Some(serde_json::json!({})),
+                    ..ApiError::new(
                         422,
                         "Invalid",
-                        format!("the server rejected our request due to an error in our request: {e}"),
+                        "the server rejected our request due to an error in our request",
                     )
                 })?;
             }

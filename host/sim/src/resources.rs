@@ -115,6 +115,7 @@ impl ResourceDef {
 /// columns checked as the API server checks them. Errors are the causes of
 /// a 422 Invalid.
 pub fn from_crd(crd: &Value) -> Result<ResourceDef, Vec<String>> {
+    storage_versions(crd)?;
     let def = declared(crd).map_err(|e| vec![e])?;
     let versions = crd.pointer("/spec/versions").and_then(Value::as_array);
     let errs: Vec<String> = versions
@@ -127,6 +128,36 @@ pub fn from_crd(crd: &Value) -> Result<ResourceDef, Vec<String>> {
         true => Ok(def),
         false => Err(errs),
     }
+}
+
+/// `ValidateCustomResourceDefinitionSpec`'s storage rule: exactly one
+/// version is the storage version, and `status.storedVersions` (what the
+/// server sets from it) must then hold it.
+fn storage_versions(crd: &Value) -> Result<(), Vec<String>> {
+    let versions = crd
+        .pointer("/spec/versions")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let storage: Vec<&str> = versions
+        .iter()
+        .filter(|v| v.get("storage").and_then(Value::as_bool) == Some(true))
+        .filter_map(|v| v.get("name").and_then(Value::as_str))
+        .collect();
+    let stored = match storage.as_slice() {
+        [_] => return Ok(()),
+        [] => "status.storedVersions: Invalid value: null: must have at least one stored version".to_string(),
+        [first, .., last] => {
+            format!("status.storedVersions: Invalid value: [{first:?}]: must have the storage version {last}")
+        }
+    };
+    Err(vec![
+        format!(
+            "spec.versions: Invalid value: {}: must have exactly one version marked as storage version",
+            Value::Array(versions)
+        ),
+        stored,
+    ])
 }
 
 fn declared(crd: &Value) -> Result<ResourceDef, String> {
@@ -182,7 +213,7 @@ fn declared(crd: &Value) -> Result<ResourceDef, String> {
         }
     }
     if versions.is_empty() {
-        return Err("spec.versions: Invalid value: must have exactly one served storage version".into());
+        return Err("spec.versions: Invalid value: the storage version is not served".into());
     }
     let singular = match s(names.get("singular")) {
         x if x.is_empty() => kind.to_ascii_lowercase(),

@@ -5,6 +5,38 @@
 
 use serde_json::{Value, json};
 
+/// The `StatusCause` of one `field: Type: detail` message: its field, the
+/// reason of its type and the rest as its message (no field: the whole
+/// message, reason FieldValueInvalid).
+pub fn cause(message: &str) -> Value {
+    const TYPES: [(&str, &str); 9] = [
+        ("Required value", "FieldValueRequired"),
+        ("Invalid value", "FieldValueInvalid"),
+        ("Unsupported value", "FieldValueNotSupported"),
+        ("Duplicate value", "FieldValueDuplicate"),
+        ("Not found", "FieldValueNotFound"),
+        ("Forbidden", "FieldValueForbidden"),
+        ("Too long", "FieldValueTooLong"),
+        ("Too many", "FieldValueTooMany"),
+        ("Internal error", "InternalError"),
+    ];
+    let mut at = 0;
+    while let Some(i) = message[at..].find(": ") {
+        let (field, rest) = (&message[..at + i], &message[at + i + 2..]);
+        if let Some((_, reason)) = TYPES.iter().find(|(t, _)| {
+            rest.strip_prefix(t)
+                .is_some_and(|r| r.is_empty() || r.starts_with(':'))
+        }) {
+            return json!({"reason": reason, "message": rest, "field": field});
+        }
+        at += i + 2;
+    }
+    match TYPES.iter().find(|(t, _)| message.starts_with(t)) {
+        Some((_, reason)) => json!({"reason": reason, "message": message}),
+        None => json!({"reason": "FieldValueInvalid", "message": message}),
+    }
+}
+
 /// A failed request, rendered as a `Status` object.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ApiError {
@@ -68,21 +100,26 @@ impl ApiError {
         }
     }
 
-    /// 422 Invalid, with one cause per message.
+    /// 422 Invalid, with one cause per `field: Type: detail` message (as
+    /// `field.Error` prints them): the cause names the field, its reason is
+    /// the type's (`Required value` is `FieldValueRequired`...), and the
+    /// message joins them as `ToAggregate` does (`[a, b]` for several).
     pub fn invalid(qualified: &str, kind: &str, name: &str, causes: &[String]) -> Self {
-        let mut d = details(qualified, name);
-        d["kind"] = json!(kind);
-        d["causes"] = causes
-            .iter()
-            .map(|c| json!({"reason": "FieldValueInvalid", "message": c}))
-            .collect();
+        let mut d = if qualified.is_empty() {
+            json!({})
+        } else {
+            let mut d = details(qualified, name);
+            d["kind"] = json!(kind);
+            d
+        };
+        d["causes"] = causes.iter().map(|c| cause(c)).collect();
+        let all = match causes {
+            [one] => one.clone(),
+            _ => format!("[{}]", causes.join(", ")),
+        };
         ApiError {
             details: Some(d),
-            ..Self::new(
-                422,
-                "Invalid",
-                format!("{kind} \"{name}\" is invalid: {}", causes.join(", ")),
-            )
+            ..Self::new(422, "Invalid", format!("{kind} \"{name}\" is invalid: {all}"))
         }
     }
 
@@ -91,21 +128,31 @@ impl ApiError {
     /// field. `qualified` and `kind` may be empty (a patch that does not
     /// decode is reported against no kind: ` "" is invalid: patch: ...`).
     pub fn invalid_field(qualified: &str, kind: &str, name: &str, field: &str, detail: &str) -> Self {
-        let mut d = if qualified.is_empty() {
-            json!({})
-        } else {
-            let mut d = details(qualified, name);
-            d["kind"] = json!(kind);
-            d
-        };
-        d["causes"] = json!([{"reason": "FieldValueInvalid", "message": detail, "field": field}]);
+        Self::invalid(qualified, kind, name, &[format!("{field}: {detail}")])
+    }
+
+    /// 422 Invalid of a request's options (`CreateOptions`, `PatchOptions`...
+    /// of group `meta.k8s.io`), as the API server refuses a bad `dryRun` or
+    /// an apply without `fieldManager`.
+    pub fn invalid_options(options: &str, cause: &str) -> Self {
+        let mut e = Self::invalid(
+            &format!("{options}.meta.k8s.io"),
+            options,
+            "",
+            &[cause.to_string()],
+        );
+        if let Some(d) = e.details.as_mut().and_then(Value::as_object_mut) {
+            d.remove("name");
+        }
+        e.message = format!("{options}.meta.k8s.io \"\" is invalid: {cause}");
+        e
+    }
+
+    /// 415 for a body or patch of a media type the server does not read.
+    pub fn unsupported_media_type(message: impl Into<String>) -> Self {
         ApiError {
-            details: Some(d),
-            ..Self::new(
-                422,
-                "Invalid",
-                format!("{kind} \"{name}\" is invalid: {field}: {detail}"),
-            )
+            details: Some(json!({})),
+            ..Self::new(415, "UnsupportedMediaType", message)
         }
     }
 
@@ -141,11 +188,14 @@ impl ApiError {
 
     /// The plain 404 for a path nothing serves.
     pub fn no_route() -> Self {
-        Self::new(
-            404,
-            "NotFound",
-            "the server could not find the requested resource",
-        )
+        ApiError {
+            details: Some(json!({})),
+            ..Self::new(
+                404,
+                "NotFound",
+                "the server could not find the requested resource",
+            )
+        }
     }
 
     /// 410 Expired for a watch from a compacted resourceVersion.

@@ -156,6 +156,9 @@ pub struct WriteMode {
     pub dry_run: bool,
     /// The manager and its operation (`Update` or `Apply`).
     pub field_manager: Option<(String, &'static str)>,
+    /// The request named its manager (`fieldManager`), rather than the
+    /// User-Agent naming it (what admission's options carry).
+    pub manager_named: bool,
     /// The apiVersion the write came through, which its managedFields
     /// entry names (None: the object's own).
     pub api_version: Option<String>,
@@ -181,23 +184,6 @@ impl Drop for WriteGuard<'_> {
     fn drop(&mut self) {
         self.0.mode = WriteMode::default();
     }
-}
-
-/// Replace `manager`'s entry of `operation` in `metadata.managedFields`.
-fn record_manager(value: &mut Value, manager: &str, operation: &str, api_version: Option<&str>) {
-    let entry = serde_json::json!({
-        "manager": manager,
-        "operation": operation,
-        "apiVersion": api_version.map_or(value["apiVersion"].clone(), |v| json!(v)),
-        "time": super::meta::now(),
-        "fieldsType": "FieldsV1",
-        "fieldsV1": {},
-    });
-    let fields = &mut value["metadata"]["managedFields"];
-    let mut entries: Vec<Value> = fields.as_array().cloned().unwrap_or_default();
-    entries.retain(|e| !(e["manager"] == manager && e["operation"] == operation));
-    entries.push(entry);
-    *fields = Value::Array(entries);
 }
 
 impl State {
@@ -259,6 +245,17 @@ impl State {
     /// Commit one write at the next resourceVersion and record its event.
     /// `value` is the new state (for `Deleted`: the last state).
     pub fn commit(&mut self, qualified: &str, key: Arc<str>, ty: EvType, mut value: Value) -> Arc<Obj> {
+        if let (Some((manager, operation)), false) = (&self.mode.field_manager, ty == EvType::Deleted) {
+            let table = self.tables.get(qualified);
+            let writer = super::managed::Writer {
+                manager,
+                operation,
+                api_version: self.mode.api_version.as_deref(),
+                has_status: table.is_some_and(|t| t.def.has_status),
+            };
+            let old = table.and_then(|t| t.objects.get(&key)).map(|o| &o.value);
+            super::managed::record(&mut value, old, &writer);
+        }
         if self.mode.dry_run {
             // What the write would have stored, at the version it has now
             // (none for a create); nothing changes.
@@ -275,9 +272,6 @@ impl State {
                 return Arc::new(Obj { value, json, rv: 0 });
             };
             return Obj::new(value, rv);
-        }
-        if let (Some((manager, operation)), false) = (&self.mode.field_manager, ty == EvType::Deleted) {
-            record_manager(&mut value, manager, operation, self.mode.api_version.as_deref());
         }
         self.rv += 1;
         let rv = self.rv;

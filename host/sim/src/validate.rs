@@ -1,7 +1,9 @@
 //! Value checks the API server's validation makes on some built-in kinds
 //! (422 Invalid, one cause per field), beyond names and namespaces
-//! (`meta`) and types (`decode`): a Lease's durations, the keys of a
-//! ConfigMap's and a Secret's data, Events (`validate_events`).
+//! (`meta`, `object_meta`) and types (`decode`): a Lease's durations, the
+//! keys of a ConfigMap's and a Secret's data, a Pod's containers and host
+//! ports, Events (`validate_events`), webhook configurations
+//! (`admission::config`).
 //!
 //! Owns: these checks and their wording. Must not touch: the store,
 //! HTTP, when a write is checked (`write`).
@@ -18,6 +20,7 @@ pub fn values(def: &ResourceDef, body: &Value, old: Option<&Value>) -> Vec<Strin
         ("coordination.k8s.io", "leases") => lease(body),
         ("", "configmaps") => keys(body, &["data", "binaryData"]),
         ("", "secrets") => keys(body, &["data", "stringData"]),
+        ("", "pods") => pod(body),
         ("admissionregistration.k8s.io", _) => super::admission::config::validate(def, body),
         _ => Vec::new(),
     }
@@ -36,6 +39,35 @@ fn lease(body: &Value) -> Vec<String> {
         errs.push(format!(
             "spec.leaseTransitions: Invalid value: {n}: must be greater than or equal to 0"
         ));
+    }
+    errs
+}
+
+/// `ValidatePodSpec`, the part the simulator keeps: containers are
+/// required, and on the host's network a port's `hostPort` is its
+/// `containerPort`.
+fn pod(body: &Value) -> Vec<String> {
+    let mut errs = Vec::new();
+    let containers = body.pointer("/spec/containers").and_then(Value::as_array);
+    if containers.is_none_or(Vec::is_empty) {
+        errs.push("spec.containers: Required value".to_string());
+    }
+    if body.pointer("/spec/hostNetwork") == Some(&Value::Bool(true)) {
+        for list in ["containers", "initContainers"] {
+            let all = body.pointer(&format!("/spec/{list}")).and_then(Value::as_array);
+            for (i, c) in all.into_iter().flatten().enumerate() {
+                let ports = c.get("ports").and_then(Value::as_array);
+                for (j, p) in ports.into_iter().flatten().enumerate() {
+                    let (host, container) = (&p["hostPort"], &p["containerPort"]);
+                    if !host.is_null() && host != container {
+                        errs.push(format!(
+                            "spec.{list}[{i}].ports[{j}].hostPort: Invalid value: {host}: must match \
+                             `containerPort` when `hostNetwork` is true"
+                        ));
+                    }
+                }
+            }
+        }
     }
     errs
 }
@@ -118,6 +150,32 @@ mod tests {
             "{e:?}"
         );
         assert_eq!(check("secrets", json!({"stringData": {"/": "x"}})).len(), 1);
-        assert!(check("pods", json!({"data": {"a b": 1}})).is_empty());
+        assert!(
+            check(
+                "pods",
+                json!({"data": {"a b": 1}, "spec": {"containers": [{"name": "c"}]}})
+            )
+            .is_empty()
+        );
+    }
+
+    #[test]
+    fn pods_need_containers_and_host_ports_match_on_the_host_network() {
+        assert_eq!(
+            check("pods", json!({"spec": {"containers": []}})),
+            ["spec.containers: Required value"]
+        );
+        assert_eq!(check("pods", json!({})), ["spec.containers: Required value"]);
+        let pod = |host: Value| {
+            json!({"spec": {"hostNetwork": true, "containers": [{"name": "c",
+                "ports": [{"containerPort": 80, "hostPort": host}]}]}})
+        };
+        assert!(check("pods", pod(json!(80))).is_empty());
+        assert_eq!(
+            check("pods", pod(json!(82))),
+            [
+                "spec.containers[0].ports[0].hostPort: Invalid value: 82: must match `containerPort` when `hostNetwork` is true"
+            ]
+        );
     }
 }

@@ -34,7 +34,7 @@ fn set(v: &Value, ptr: &str) -> bool {
 }
 
 /// `IsQualifiedName`'s complaints about `name` (`[prefix/]name`).
-fn qualified_name(name: &str) -> Vec<String> {
+pub(super) fn qualified_name(name: &str) -> Vec<String> {
     let (prefix, part) = match name.split_once('/') {
         Some((p, n)) => (Some(p), n),
         None => (None, name),
@@ -48,7 +48,7 @@ fn qualified_name(name: &str) -> Vec<String> {
     if part.is_empty() {
         errs.push("name part must be non-empty".to_string());
     } else if part.len() > 63 {
-        errs.push("name part must be no more than 63 characters".to_string());
+        errs.push("name part must be no more than 63 bytes".to_string());
     }
     if !part.is_empty() && !ok_part {
         errs.push(

@@ -8,10 +8,12 @@
 //! Must not touch: the history/MVCC internals (`store`) or HTTP (`http`).
 
 use super::decode;
+use super::defaults;
 use super::events;
 use super::meta::{
-    check_identity, fold_string_data, meta, mstr, now, parse_rv, spec_part, suffix, uid, valid_name,
+    self, check_identity, fold_string_data, meta, mstr, now, parse_rv, spec_part, suffix, uid, valid_name,
 };
+use super::object_meta;
 use super::resources::{self, ResourceDef};
 use super::status::ApiError;
 use super::store::{EvType, Obj, State, key};
@@ -77,11 +79,14 @@ pub fn create(
             ));
         }
     };
-    if let Some(e) = valid_name(&name, def.plural == "namespaces") {
-        return Err(ApiError::invalid(&q, &def.kind, &name, &[e]));
+    meta(&mut body).insert("name".into(), json!(name));
+    let mut errs = valid_name(&name, is_namespace(def));
+    if let Some(g) = mstr(&body, "generateName") {
+        errs.extend(meta::valid_generate_name(g, is_namespace(def)));
     }
-    super::defaults::apply(def, &mut body);
-    let errs = validate::values(def, &body, None);
+    defaults::apply(def, &mut body);
+    errs.extend(object_meta::errors(&body));
+    errs.extend(validate::values(def, &body, None));
     if !errs.is_empty() {
         return Err(ApiError::invalid(&q, &def.kind, &name, &errs));
     }
@@ -113,6 +118,7 @@ pub fn create(
     if def.has_generation() {
         m.insert("generation".into(), json!(1));
     }
+    object_meta::omit_empty(&mut body);
     prepare_for_create(def, &mut body, new_def.as_ref(), st.control_plane);
     if let Some(nd) = new_def.filter(|_| !st.mode.dry_run) {
         st.add_table(nd);
@@ -227,8 +233,9 @@ pub fn update(
     {
         return Err(ApiError::conflict(&q, name));
     }
-    super::defaults::apply(def, &mut body);
-    let errs = validate::values(def, &body, Some(&old.value));
+    defaults::apply(def, &mut body);
+    let mut errs = object_meta::errors(&body);
+    errs.extend(validate::values(def, &body, Some(&old.value)));
     if !errs.is_empty() {
         return Err(ApiError::invalid(&q, &def.kind, name, &errs));
     }
@@ -269,7 +276,12 @@ pub fn update(
             None => m.remove(f),
         };
     }
+    // A write that sends no managedFields keeps the stored ones.
+    if let (None, Some(f)) = (m.get("managedFields"), om.get("managedFields")) {
+        m.insert("managedFields".into(), f.clone());
+    }
     m.insert("resourceVersion".into(), json!(old.rv.to_string()));
+    object_meta::omit_empty(&mut new);
     if def.plural == "secrets" && def.group.is_empty() {
         fold_string_data(&mut new);
     }

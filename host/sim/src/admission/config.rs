@@ -2,8 +2,10 @@
 //! the defaults the API server gives a `ValidatingWebhookConfiguration` or
 //! `MutatingWebhookConfiguration` (failurePolicy Fail, matchPolicy
 //! Equivalent, timeoutSeconds 10, empty selectors, rule scope `*`,
-//! reinvocationPolicy Never), the checks that matter (sideEffects,
-//! admissionReviewVersions, unique names, url xor service), and reading the
+//! reinvocationPolicy Never), the checks the API server makes (webhook
+//! names fully qualified and unique, sideEffects, admissionReviewVersions,
+//! url xor service, rules' operations and scope, failurePolicy,
+//! matchPolicy, timeoutSeconds 1 to 30), and reading the
 //! stored objects into [`Hook`]s in the order the API server calls them.
 //!
 //! Owns: defaulting, validation and parsing of the configurations. Must not
@@ -87,15 +89,18 @@ pub fn validate(def: &ResourceDef, body: &Value) -> Vec<String> {
     for (i, h) in hooks.iter().enumerate() {
         let f = |k: &str| format!("webhooks[{i}].{k}");
         let name = h.get("name").and_then(Value::as_str).unwrap_or("");
-        if name.is_empty() {
-            errs.push(format!("{}: Required value", f("name")));
-        } else if !seen.insert(name.to_string()) {
+        errs.extend(fully_qualified_name(&f("name"), name));
+        if !name.is_empty() && !seen.insert(name.to_string()) {
             errs.push(format!("{}: Duplicate value: {name:?}", f("name")));
-        } else if name.split('.').count() < 3 {
-            errs.push(format!(
-                "{}: Invalid value: {name:?}: should be a domain with at least three segments separated by dots",
-                f("name")
-            ));
+        }
+        for (j, r) in h
+            .get("rules")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .enumerate()
+        {
+            errs.extend(rule(&f(&format!("rules[{j}]")), r));
         }
         match h.get("sideEffects").and_then(Value::as_str) {
             None => errs.push(format!(
@@ -119,11 +124,10 @@ pub fn validate(def: &ResourceDef, body: &Value) -> Vec<String> {
                 f("admissionReviewVersions")
             ));
         } else if !versions.iter().any(|v| *v == "v1" || *v == "v1beta1") {
-            let go: Vec<String> = versions.iter().map(|v| format!("{v:?}")).collect();
             errs.push(format!(
-                "{}: Invalid value: []string{{{}}}: must include at least one of v1, v1beta1",
+                "{}: Invalid value: {}: must include at least one of v1, v1beta1",
                 f("admissionReviewVersions"),
-                go.join(", ")
+                json!(versions)
             ));
         }
         let cc = h.get("clientConfig");
@@ -177,6 +181,67 @@ pub fn validate(def: &ResourceDef, body: &Value) -> Vec<String> {
                 f("timeoutSeconds")
             ));
         }
+    }
+    errs
+}
+
+/// `IsFullyQualifiedName`: a DNS-1123 subdomain (a final `.` aside) of at
+/// least three segments.
+fn fully_qualified_name(field: &str, name: &str) -> Vec<String> {
+    if name.is_empty() {
+        return vec![format!("{field}: Required value")];
+    }
+    let name = name.strip_suffix('.').unwrap_or(name);
+    let why = super::super::meta::dns1123(name, false);
+    if !why.is_empty() {
+        return vec![format!("{field}: Invalid value: {name:?}: {}", why.join(","))];
+    }
+    if name.split('.').count() < 3 {
+        return vec![format!(
+            "{field}: Invalid value: {name:?}: should be a domain with at least three segments separated by dots"
+        )];
+    }
+    Vec::new()
+}
+
+/// `ValidateRuleWithOperations`: operations, groups, versions and
+/// resources required, `*` alone, known operations and scope.
+fn rule(at: &str, r: &Value) -> Vec<String> {
+    let mut errs = Vec::new();
+    let list = |k: &str| -> Vec<&str> {
+        r.get(k)
+            .and_then(Value::as_array)
+            .map(|a| a.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default()
+    };
+    for k in ["operations", "apiGroups", "apiVersions", "resources"] {
+        let v = list(k);
+        if v.is_empty() {
+            errs.push(format!("{at}.{k}: Required value"));
+        } else if k != "resources" && v.len() > 1 && v.contains(&"*") {
+            let what = if k == "operations" { "operations" } else { "other" };
+            errs.push(format!(
+                "{at}.{k}: Invalid value: {}: if '*' is present, must not specify {what}",
+                json!(v)
+            ));
+        }
+    }
+    const OPERATIONS: [&str; 5] = ["*", "CONNECT", "CREATE", "DELETE", "UPDATE"];
+    for (i, op) in list("operations").iter().enumerate() {
+        if !OPERATIONS.contains(op) {
+            errs.push(format!(
+                "{at}.operations[{i}]: Unsupported value: {op:?}: supported values: \"*\", \"CONNECT\", \"CREATE\", \"DELETE\", \"UPDATE\""
+            ));
+        }
+    }
+    if let Some(scope) = r
+        .get("scope")
+        .and_then(Value::as_str)
+        .filter(|s| !matches!(*s, "*" | "Cluster" | "Namespaced"))
+    {
+        errs.push(format!(
+            "{at}.scope: Unsupported value: {scope:?}: supported values: \"*\", \"Cluster\", \"Namespaced\""
+        ));
     }
     errs
 }
@@ -273,6 +338,34 @@ mod tests {
         assert_eq!(h["clientConfig"]["service"]["port"], 443);
         assert_eq!(h["rules"][0]["scope"], "*");
         assert!(validate(&mutating, &cfg).is_empty());
+        for (name, why) in [
+            ("pod_security.validate.wink.dev", "a lowercase RFC 1123 subdomain"),
+            ("pod.security", "should be a domain with at least three segments"),
+            ("Pod.validate.wink.dev", "a lowercase RFC 1123 subdomain"),
+        ] {
+            let mut c = cfg.clone();
+            c["webhooks"][0]["name"] = json!(name);
+            let e = validate(&mutating, &c);
+            assert_eq!(e.len(), 1, "{name}: {e:?}");
+            assert!(
+                e[0].starts_with(&format!("webhooks[0].name: Invalid value: {name:?}: {why}")),
+                "{e:?}"
+            );
+        }
+        let mut c = cfg.clone();
+        c["webhooks"][0]["name"] = json!("pod-security.validate.wink.dev.");
+        assert!(validate(&mutating, &c).is_empty());
+        c["webhooks"][0]["rules"] = json!([{"operations": ["CREAT"], "apiGroups": [], "apiVersions": ["*", "v1"],
+            "resources": ["pods"], "scope": "Bad"}]);
+        assert_eq!(
+            validate(&mutating, &c),
+            vec![
+                "webhooks[0].rules[0].apiGroups: Required value",
+                "webhooks[0].rules[0].apiVersions: Invalid value: [\"*\",\"v1\"]: if '*' is present, must not specify other",
+                "webhooks[0].rules[0].operations[0]: Unsupported value: \"CREAT\": supported values: \"*\", \"CONNECT\", \"CREATE\", \"DELETE\", \"UPDATE\"",
+                "webhooks[0].rules[0].scope: Unsupported value: \"Bad\": supported values: \"*\", \"Cluster\", \"Namespaced\"",
+            ]
+        );
 
         let bad = json!({"webhooks": [
             {"name": "a.b.c", "clientConfig": {"url": "http://x"}, "sideEffects": "Some", "admissionReviewVersions": ["v2"]},
@@ -282,7 +375,7 @@ mod tests {
             validate(&def(VALIDATING), &bad),
             vec![
                 "webhooks[0].sideEffects: Unsupported value: \"Some\": supported values: \"None\", \"NoneOnDryRun\"",
-                "webhooks[0].admissionReviewVersions: Invalid value: []string{\"v2\"}: must include at least one of v1, v1beta1",
+                "webhooks[0].admissionReviewVersions: Invalid value: [\"v2\"]: must include at least one of v1, v1beta1",
                 "webhooks[0].clientConfig.url: Invalid value: \"http\": 'https' is the only allowed URL scheme; desired format: https://host[/path]",
                 "webhooks[1].name: Duplicate value: \"a.b.c\"",
                 "webhooks[1].clientConfig: Required value: exactly one of url or service is required",

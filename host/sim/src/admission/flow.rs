@@ -32,7 +32,8 @@ pub struct Target<'a> {
 }
 
 fn manager(mode: &WriteMode) -> Option<&str> {
-    mode.field_manager.as_ref().map(|(m, _)| m.as_str())
+    let named = mode.field_manager.as_ref().filter(|_| mode.manager_named);
+    named.map(|(m, _)| m.as_str())
 }
 
 fn dry(mode: &WriteMode) -> WriteMode {
