@@ -52,6 +52,7 @@ mod real_admission;
 mod real_deploy;
 mod real_differential;
 mod real_leader;
+mod real_reconcile;
 mod real_reports;
 mod real_winkplugins;
 mod real_writes;
