@@ -68,14 +68,6 @@ async fn admin_metrics(addr: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
     let Some(cp) = envtest::ControlPlane::start(&envtest::Options::default()) else {
@@ -100,7 +92,10 @@ async fn main() {
             .await
             .unwrap();
     }
-    let (port, admin) = (free_port(), format!("127.0.0.1:{}", free_port()));
+    let (port, admin) = (
+        envtest::free_port(),
+        format!("127.0.0.1:{}", envtest::free_port()),
+    );
     let (addr, url) = (format!("127.0.0.1:{port}"), format!("https://127.0.0.1:{port}"));
     let wink = common::Wink::spawn_bin(
         common::wink_release_bin(),

@@ -28,11 +28,11 @@ fn pod(name: &str) -> serde_json::Value {
            "spec": {"containers": [{"name": "c", "image": "i"}]}})
 }
 
-fn leads(w: &Wink) -> bool {
+pub(crate) fn leads(w: &Wink) -> bool {
     w.lines().iter().any(|l| l.contains("became the leader"))
 }
 
-fn delivered(w: &Wink, pod: &str) -> bool {
+pub(crate) fn delivered(w: &Wink, pod: &str) -> bool {
     w.lines()
         .iter()
         .any(|l| l.contains(&format!("[good] OnAdd: {pod}")))

@@ -5,23 +5,13 @@
 //! leader releases the Lease, which the API server stores with no holder.
 
 use crate::cache_support::{Setup, WAIT, pod, replica, wait_synced};
-use crate::common::Wink;
 use crate::envtest;
+use crate::leader::{delivered, leads};
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, PostParams};
 use serde_json::json;
 use std::time::{Duration, Instant};
-
-fn leads(w: &Wink) -> bool {
-    w.lines().iter().any(|l| l.contains("became the leader"))
-}
-
-fn delivered(w: &Wink, pod: &str) -> bool {
-    w.lines()
-        .iter()
-        .any(|l| l.contains(&format!("[good] OnAdd: {pod}")))
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_replica_leads_on_a_real_lease_and_the_standby_takes_over() {

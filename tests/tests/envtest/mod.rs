@@ -120,7 +120,7 @@ extern "C" fn stop_shared() {
 }
 
 /// A free TCP port on 127.0.0.1 (free when asked; the caller binds it soon).
-fn free_port() -> u16 {
+pub fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
