@@ -210,8 +210,10 @@ fn named_probe(name: &str) -> Value {
     json!({
         "name": name,
         "writes": [{"api_version": "v1", "kind": "ConfigMap", "verbs": ["create"]}],
+        // A field set: a create of a name alone records no manager, on a
+        // real API server as on the simulator.
         "ops": [{"op": "create", "api_version": "v1", "kind": "ConfigMap",
-                 "body": {"metadata": {"name": "made", "namespace": "default"}}}],
+                 "body": {"metadata": {"name": "made", "namespace": "default"}, "data": {"by": "probe"}}}],
     })
 }
 
