@@ -321,7 +321,7 @@ async fn wink_dev_src_on_a_new_project(lang: Lang) {
         Lang::Js => ("js", "src/app.ts", "this is not typescript("),
     };
     let dir = scratch(&format!("dev_src_{flag}"));
-    let (name, plugin) = (format!("dev-{flag}"), format!("dev_{flag}"));
+    let (name, plugin) = (format!("dev-{flag}"), format!("dev-{flag}"));
     let project = dir.join("projects").join(&name);
     let sdk = root().join(if lang == Lang::Python {
         "sdk/python"

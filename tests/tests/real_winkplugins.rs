@@ -85,7 +85,7 @@ async fn a_winkplugin_is_pulled_loaded_reported_ready_and_unloaded_on_delete() {
         !wink
             .lines()
             .iter()
-            .any(|l| l.contains("forbidden") || l.contains("422")),
+            .any(|l| l.contains("forbidden") || l.contains("422 Invalid")),
         "{:#?}",
         wink.lines()
     );

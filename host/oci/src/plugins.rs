@@ -82,8 +82,9 @@ impl PluginRefArgs {
             let plugin = wink_runtime::plugin_file::plugin_name(&file)?;
             if let Some(twin) = wink_runtime::plugin_file::file_of(plugins_dir, &plugin) {
                 anyhow::bail!(
-                    "--plugin-ref {name}: the plugin directory has {} too (one name, one plugin)",
-                    twin.display()
+                    "--plugin-ref {name}: the plugin directory {} has {} too (one name, one plugin)",
+                    plugins_dir.display(),
+                    twin.file_name().unwrap_or_default().to_string_lossy()
                 );
             }
             refs.push((name.to_string(), raw.to_string(), parse_reference(raw)?));
@@ -125,8 +126,9 @@ impl PluginRefArgs {
         Box::new(move |name: &str| {
             if let Some(file) = wink_runtime::plugin_file::file_of(&dir, name) {
                 return Some(format!(
-                    "the plugin directory has {} (one name, one plugin)",
-                    file.display()
+                    "the plugin directory {} has {} (one name, one plugin)",
+                    dir.display(),
+                    file.file_name().unwrap_or_default().to_string_lossy()
                 ));
             }
             refs.iter()
