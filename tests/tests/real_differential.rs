@@ -1,14 +1,10 @@
-//! The simulated API server judged by the real one (see `envtest`): the
-//! same requests, in the same order, to both, each in a namespace of the
-//! same name; their answers must agree on the status code, the Status
-//! reason and its causes (field and reason), the kind, and the shape of the
-//! object answered (its top-level and metadata keys). The requests are what
-//! wink sends and what kubectl's everyday commands and client-go's typed
-//! clients send: valid and invalid names and labels, webhook
-//! configurations, CustomResourceDefinitions, Leases, Events in both
-//! groups, each patch type, selectors, dry runs, and watches resumed from
-//! an expired resource version. A difference fails the test, listing every
-//! one; the simulator changes, never the case.
+//! The simulated API server judged by the real one (see `envtest`): the same requests, in the same
+//! order, to both, each in a namespace of the same name; their answers must agree on the status
+//! code, the Status reason and its causes (field and reason), the kind, and the shape of the object
+//! answered (its top-level and metadata keys). The requests are what wink, kubectl and client-go
+//! send: valid and invalid names and labels, webhook configurations, CRDs, Leases, Events in both
+//! groups, each patch type, selectors, dry runs, a watch from an expired resource version. A
+//! difference fails the test, listing every one; the simulator changes, never the case.
 
 use crate::envtest;
 use http::{Method, Request};
@@ -581,11 +577,10 @@ async fn the_simulator_answers_as_the_real_api_server_does() {
     let sim = wink_sim::Sim::start(wink_sim::SimConfig::default())
         .await
         .unwrap();
-    let ns = "diff";
+    let ns = "diff"; // the same name on both
     namespace(&real, ns).await;
     namespace(&sim.client(), ns).await;
-    let mut differences = Vec::new();
-    let cases = cases();
+    let (mut differences, cases) = (Vec::new(), cases());
     for case in &cases {
         let want = send(&real, case, ns).await;
         let got = send(&sim.client(), case, ns).await;

@@ -7,9 +7,6 @@
 //! preconditions; the checks and values themselves are in `meta`.
 //! Must not touch: the history/MVCC internals (`store`) or HTTP (`http`).
 
-use super::decode;
-use super::defaults;
-use super::events;
 use super::meta::{
     self, check_identity, fold_string_data, meta, mstr, now, parse_rv, spec_part, suffix, uid, valid_name,
 };
@@ -18,6 +15,7 @@ use super::resources::{self, ResourceDef};
 use super::status::ApiError;
 use super::store::{EvType, Obj, State, key};
 use super::validate;
+use super::{decode, defaults, events};
 use serde_json::{Value, json};
 use std::sync::Arc;
 
