@@ -22,6 +22,23 @@ const WAIT: Duration = Duration::from_secs(120);
 /// while other builds share the cores.
 const LANG_WAIT: Duration = Duration::from_secs(600);
 
+/// `wink dev --churn 0` from the workspace, its kubeconfig and precompiled
+/// directory in `dir`, with `extra` flags.
+fn dev_in(dir: &Path, extra: &[&str]) -> Wink {
+    let (kubeconfig, precompiled) = (dir.join("kubeconfig"), dir.join("precompiled"));
+    let mut args = vec![
+        "dev",
+        "--churn",
+        "0",
+        "--kubeconfig-out",
+        kubeconfig.to_str().unwrap(),
+        "--precompiled",
+        precompiled.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    Wink::spawn_in(&root(), &args)
+}
+
 /// `wink dev` with no flag serves the examples' webhooks: kubectl creating a
 /// privileged Pod in its default namespace meets pod-security's denial, as
 /// the getting-started page shows.
@@ -33,19 +50,7 @@ async fn wink_dev_serves_the_webhooks_so_kubectl_meets_a_denial_at_once() {
     plugins_dir();
     let dir = scratch("dev_admission");
     let kubeconfig = dir.join("kubeconfig");
-    let precompiled = dir.join("precompiled");
-    let wink = Wink::spawn_in(
-        &root(),
-        &[
-            "dev",
-            "--churn",
-            "0",
-            "--kubeconfig-out",
-            kubeconfig.to_str().unwrap(),
-            "--precompiled",
-            precompiled.to_str().unwrap(),
-        ],
-    );
+    let wink = dev_in(&dir, &[]);
     wink.wait_for_line("plugin synced plugin=pod-security", WAIT);
     let kubectl = |args: &[&str]| {
         std::process::Command::new(crate::kubectl_support::KUBECTL)
@@ -121,8 +126,6 @@ async fn wink_dev_serves_the_webhooks_so_kubectl_meets_a_denial_at_once() {
 fn wink_dev_loads_the_examples_once_each_and_skips_the_test_plugins() {
     let built = plugins_dir();
     let dir = scratch("dev");
-    let kubeconfig = dir.join("kubeconfig");
-    let precompiled = dir.join("precompiled");
     let seed = dir.join("seed");
     std::fs::create_dir_all(&seed).unwrap();
     let deployment = |name: &str| {
@@ -132,20 +135,7 @@ fn wink_dev_loads_the_examples_once_each_and_skips_the_test_plugins() {
     };
     std::fs::write(seed.join("web.yaml"), deployment("web")).unwrap();
     std::fs::write(seed.join("api.yaml"), deployment("api")).unwrap();
-    let wink = Wink::spawn_in(
-        &root(),
-        &[
-            "dev",
-            "--churn",
-            "0",
-            "--kubeconfig-out",
-            kubeconfig.to_str().unwrap(),
-            "--precompiled",
-            precompiled.to_str().unwrap(),
-            "--seed",
-            seed.to_str().unwrap(),
-        ],
-    );
+    let wink = dev_in(&dir, &["--seed", seed.to_str().unwrap()]);
     let examples = [
         "app_index",
         "deployment_lister",
