@@ -51,6 +51,7 @@ mod readme_paths;
 mod real_admission;
 mod real_deploy;
 mod real_differential;
+mod real_informer;
 mod real_leader;
 mod real_reconcile;
 mod real_reports;
