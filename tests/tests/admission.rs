@@ -572,6 +572,23 @@ async fn audit_mode_reports_what_it_would_have_refused() {
         "a CREATE has no uid yet"
     );
 
+    // A dry run (`kubectl --dry-run=server`) has no side effect, as the
+    // configurations' `sideEffects: None` promises: it neither adds nor clears.
+    for (uid, name, labels) in [("u-d1", "dry", json!({"deny": "1"})), ("u-d2", "new", json!({}))] {
+        let mut dry: Value = serde_json::from_str(&review(uid, pod(name, labels))).unwrap();
+        dry["request"]["dryRun"] = json!(true);
+        let r = ask(port, &ca, "/admission/audited/validate", &dry.to_string()).await;
+        assert_eq!(r["allowed"], true, "{r}");
+    }
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let mut got = rows(&reports(&sim).await);
+    got.sort();
+    assert_eq!(
+        got,
+        vec![fail("new"), fail("old")],
+        "a dry run changed the results"
+    );
+
     // Fixed: the next review allows it, and its result goes.
     let r = ask(
         port,

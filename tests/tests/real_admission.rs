@@ -4,7 +4,8 @@
 //! labelled for it: one answers (a denial with its code and message, a
 //! mutation stored, a warning shown by kubectl), one traps under failurePolicy
 //! Fail (refused, saying so), one loops past its 1 s deadline under Ignore
-//! (admitted), one in audit mode (a denial admitted with a warning). wink's
+//! (admitted), one in audit mode (a denial admitted with a warning). Dry
+//! runs are reviewed too, and store nothing. wink's
 //! own namespace is never sent to a webhook. The serving certificate is
 //! renewed without a restart and the API server keeps trusting it (the same
 //! CA). `unique-ingress-host` refuses an Ingress for a host another
@@ -146,6 +147,35 @@ async fn the_api_server_calls_wink_and_hears_each_answer_and_failure_policy() {
             && stderr.contains("is labelled deny"),
         "{stderr}"
     );
+    // Dry runs (`kubectl --dry-run=server`) reach the webhooks too, as
+    // `sideEffects: None` allows: the denial is the same; a mutation is in
+    // the answer and nothing is stored.
+    let (ok, _, stderr) = kubectl
+        .run_with(
+            &["create", "--dry-run=server", "--validate=false", "-f", "-"],
+            Some(&pod("answers", "dry-bad", json!({"deny": "1"})).to_string()),
+        )
+        .await;
+    assert!(!ok && stderr.contains("is labelled deny"), "{stderr}");
+    let answered = kubectl
+        .run_with(
+            &[
+                "create",
+                "--dry-run=server",
+                "--validate=false",
+                "-o",
+                "json",
+                "-f",
+                "-",
+            ],
+            Some(&pod("answers", "dry-ok", json!({})).to_string()),
+        )
+        .await;
+    assert!(answered.0, "{}", answered.2);
+    let answered: Value = serde_json::from_str(&answered.1).unwrap();
+    assert_eq!(answered["metadata"]["labels"]["probed"], "yes", "{answered}");
+    let (stored, _, _) = kubectl.run(&["get", "pod", "dry-ok", "-n", "answers"]).await;
+    assert!(!stored, "a dry run stored nothing");
     // failurePolicy Fail for a plugin that traps: refused, saying why.
     let (ok, stderr) = create(&kubectl, &pod("trap", "t", json!({}))).await;
     assert!(!ok);

@@ -86,6 +86,15 @@ impl AdmissionRequest {
         self.old_object.as_deref()
     }
 
+    /// Whether the request will not be persisted (`dryRun`, as
+    /// `kubectl --dry-run=server` asks).
+    pub fn dry_run(&self) -> bool {
+        self.fields
+            .get("dryRun")
+            .and_then(Value::as_bool)
+            .unwrap_or(false)
+    }
+
     /// `object` as a tree (`null` when there is none).
     pub fn object_value(&self) -> Value {
         self.object()

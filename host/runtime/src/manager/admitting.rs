@@ -120,7 +120,10 @@ impl PluginManager {
             }
         };
         if audit {
-            pool.record_audit(door, request, &decision);
+            // `sideEffects: None`: a dry run's review leaves no result.
+            if !request.dry_run() {
+                pool.record_audit(door, request, &decision);
+            }
             admission::audited(plugin, decision)
         } else {
             decision
