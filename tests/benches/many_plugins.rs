@@ -36,6 +36,12 @@
 //! precompiled directory: every copy is compiled) and warm (the same
 //! directory again), against the native process's time to its watches
 //! synced; no spinner there.
+//!
+//! `MANY_SERVER=real` plays the same streams on a real kube-apiserver and
+//! etcd (the `envtest` harness: `KUBEBUILDER_ASSETS`): the objects are
+//! created and every event written through its API, the stream wink and
+//! the native process watch is the real server's, and no spinner runs by
+//! default (the API server and etcd load the other core).
 //! Run: `cargo bench -p wink-e2e --bench many_plugins`.
 //!
 //! Environment: `MANY_PARTS` (`cpu,synced`), `MANY_STREAMS`
@@ -43,7 +49,7 @@
 //! the plain set on the burst, empty for none), `MANY_CONSUMERS`
 //! (`wink,native`), `MANY_REPEATS` (3), `MANY_BURST_UPDATES` (20000),
 //! `MANY_WRITERS` (8), `MANY_RATE` (1000), `MANY_SECONDS` (10),
-//! `MANY_SPIN` (1; 0 for no spinner), `MANY_SYNCED_REPEATS` (3),
+//! `MANY_SERVER` (`sim`, or `real`), `MANY_SPIN` (1, 0 with a real server; 0 for no spinner), `MANY_SYNCED_REPEATS` (3),
 //! `MANY_WINK_BIN` (the daemon's binary relative to the workspace; by
 //! default `target/release/wink`, built first).
 //! A quick run: `MANY_REPEATS=1 MANY_NS=1,10 MANY_BURST_UPDATES=5000
@@ -53,6 +59,9 @@
 mod common;
 #[path = "many_plugins/daemon.rs"]
 mod daemon;
+#[path = "../tests/envtest/mod.rs"]
+#[allow(dead_code)]
+mod envtest;
 #[path = "many_plugins/native.rs"]
 mod native;
 #[path = "paced/procs.rs"]
@@ -194,8 +203,15 @@ impl Bench {
     }
 }
 
+/// `MANY_SERVER=real`: the stream comes from a real kube-apiserver.
+fn real_server() -> bool {
+    std::env::var("MANY_SERVER").is_ok_and(|v| v == "real")
+}
+
 fn cpu_part(bench: &mut Bench) {
-    let spinner = (env_num("MANY_SPIN", 1) != 0).then(|| Proc::spawn(&["--role", "spin"]));
+    // A real API server and etcd on this machine are the other core's load.
+    let spin = env_num("MANY_SPIN", if real_server() { 0 } else { 1 });
+    let spinner = (spin != 0).then(|| Proc::spawn(&["--role", "spin"]));
     let repeats = env_num("MANY_REPEATS", 3).max(1);
     let ns: Vec<usize> = env_list("MANY_NS", "1,10,100")
         .iter()
@@ -283,7 +299,8 @@ fn main() {
     if args.iter().any(|a| a == "--role") {
         match arg(&args, "--role").as_str() {
             "spin" => sim::spin(),
-            "sim" => sim::role(&runtime(), Path::new(&arg(&args, "--scratch"))),
+            "sim" => sim::role(&runtime(), Path::new(&arg(&args, "--scratch")), false),
+            "real" => sim::role(&runtime(), Path::new(&arg(&args, "--scratch")), true),
             _ => native::role(
                 &runtime(),
                 Stream::parse(&arg(&args, "--stream")),
@@ -297,7 +314,8 @@ fn main() {
     let component = common::plugin("bench_many");
     let wink = wink_binary();
     let scratch = common::scratch("many-plugins");
-    let mut sim = Proc::spawn(&["--role", "sim", "--scratch", scratch.to_str().unwrap()]);
+    let role = if real_server() { "real" } else { "sim" };
+    let mut sim = Proc::spawn(&["--role", role, "--scratch", scratch.to_str().unwrap()]);
     let kubeconfig = sim.expect("ready").split_whitespace().nth(1).unwrap().to_string();
     let mut bench = Bench {
         sim,

@@ -22,6 +22,9 @@
 //! ConfigMaps, realistic Pods), against the objects' JSON size, the growth
 //! per object added between the two sizes, and the peak during a relist of
 //! everything (a 410 after compaction) against the steady state.
+//! `PACED_SERVER=real` plays the cpu, latency and idle parts on a real
+//! kube-apiserver and etcd (`paced/real.rs`, `KUBEBUILDER_ASSETS`): every
+//! update written through its API, the consumers on its watch stream.
 //! Run: `cargo bench -p wink-e2e --bench paced`.
 //!
 //! Environment: `PACED_SECONDS` (8), `PACED_RATES` (`1000,5000`),
@@ -40,6 +43,11 @@ mod latency;
 mod memory;
 #[path = "paced/procs.rs"]
 mod procs;
+#[path = "paced/real.rs"]
+mod real;
+#[path = "../tests/envtest/mod.rs"]
+#[allow(dead_code)]
+mod envtest;
 mod support;
 
 use futures::StreamExt;
@@ -133,6 +141,12 @@ fn watch_window() -> Option<Duration> {
         .and_then(|s| s.parse().ok())
         .unwrap_or(2000);
     (us > 0).then(|| Duration::from_micros(us))
+}
+
+/// The server's role: `real` with `PACED_SERVER=real` (a real
+/// kube-apiserver's stream), else `sim`.
+fn server_role() -> &'static str {
+    if std::env::var("PACED_SERVER").is_ok_and(|v| v == "real") { "real" } else { "sim" }
 }
 
 /// A child's runtime: two workers, as the daemon's on this machine.
@@ -404,7 +418,7 @@ fn paced_run(
 /// each ratio is computed within a repeat (the same minutes) before its
 /// median is taken.
 fn cpu_part(seconds: f64) {
-    let mut sim = Proc::spawn(&["--role", "sim", "--kind", "configmaps", "--objects", "10000"]);
+    let mut sim = Proc::spawn(&["--role", server_role(), "--kind", "configmaps", "--objects", "10000"]);
     let ready = sim.expect("ready");
     let kubeconfig = ready.split_whitespace().nth(1).unwrap().to_string();
     let repeats: usize = std::env::var("PACED_REPEATS")
@@ -488,7 +502,7 @@ fn cpu_part(seconds: f64) {
 /// Each consumer (N = 1) synced and then left alone: what it costs while
 /// no event comes (timers, tickers), in CPU µs and context switches a second.
 fn idle_part(seconds: f64) {
-    let mut sim = Proc::spawn(&["--role", "sim", "--kind", "configmaps", "--objects", "10000"]);
+    let mut sim = Proc::spawn(&["--role", server_role(), "--kind", "configmaps", "--objects", "10000"]);
     let ready = sim.expect("ready");
     let kubeconfig = ready.split_whitespace().nth(1).unwrap().to_string();
     println!("idle: each consumer synced on 10,000 ConfigMaps, then {seconds} s with no event");
@@ -524,6 +538,9 @@ fn main() {
         let kind = arg(&args, "--kind");
         match arg(&args, "--role").as_str() {
             "sim" => role_sim(&kind, arg(&args, "--objects").parse().unwrap()),
+            "real" => real::role(&runtime(), arg(&args, "--objects").parse().unwrap(), |i| {
+                config_map(i, &mut rand::rng())
+            }),
             _ => role_consume(
                 &arg(&args, "--variant"),
                 arg(&args, "--n").parse().unwrap(),

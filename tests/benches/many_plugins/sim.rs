@@ -1,10 +1,13 @@
-//! The simulated API server's process and the streams it writes: a burst
-//! of ConfigMap updates from concurrent writers, and paced Pod churn that
-//! is mostly status-only, as a real cluster's is. Also the spinner, the
-//! process that keeps a core busy as an API server on the node would.
+//! The API server's process and the streams it writes: a burst of
+//! ConfigMap updates from concurrent writers, and paced Pod churn that is
+//! mostly status-only, as a real cluster's is. The server is the simulated
+//! one (its writes may go straight into its store) or a real kube-apiserver
+//! and etcd started by the `envtest` harness (every write through the API).
+//! Also the spinner, the process that keeps a core busy as an API server on
+//! the node would.
 
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
-use kube::api::{Api, PostParams};
+use kube::api::{Api, DeleteParams, PostParams};
 use rand::Rng;
 use serde_json::{Value, json};
 use std::io::{BufRead, Write};
@@ -79,31 +82,145 @@ fn service(i: usize) -> Value {
         "spec": {"selector": {"app": format!("d{i}")}, "ports": [{"port": 80, "targetPort": 8080}]}})
 }
 
+/// Where the objects live: the simulated server (written directly) or a
+/// real kube-apiserver (written through its API).
+pub enum Server {
+    Sim(Arc<Sim>),
+    Real(kube::Client),
+}
+
+impl Server {
+    fn client(&self) -> kube::Client {
+        match self {
+            Server::Sim(sim) => sim.client(),
+            Server::Real(client) => client.clone(),
+        }
+    }
+
+    fn pods(&self) -> Api<Pod> {
+        Api::namespaced(self.client(), "default")
+    }
+
+    /// Store `pod` (a create).
+    async fn create_pod(&self, pod: Value) {
+        match self {
+            Server::Sim(sim) => drop(sim.insert(pod).unwrap()),
+            Server::Real(_) => {
+                let pod: Pod = serde_json::from_value(pod).unwrap();
+                self.pods().create(&PostParams::default(), &pod).await.unwrap();
+            }
+        }
+    }
+
+    /// Replace `pod` (unconditionally: it holds no resourceVersion).
+    async fn update_pod(&self, pod: &Value) {
+        match self {
+            Server::Sim(sim) => drop(sim.update("pods", pod.clone()).unwrap()),
+            Server::Real(_) => {
+                let name = pod["metadata"]["name"].as_str().unwrap();
+                let body: Pod = serde_json::from_value(pod.clone()).unwrap();
+                self.pods().replace(name, &PostParams::default(), &body).await.unwrap();
+            }
+        }
+    }
+
+    async fn delete_pod(&self, name: &str) {
+        match self {
+            Server::Sim(sim) => drop(sim.delete("pods", Some("default"), name).unwrap()),
+            Server::Real(_) => drop(self.pods().delete(name, &DeleteParams::default()).await.unwrap()),
+        }
+    }
+}
+
+/// Create `objects` through the API, 16 at a time.
+async fn create_all(client: &kube::Client, objects: Vec<Value>) {
+    use futures::StreamExt;
+    futures::stream::iter(objects)
+        .for_each_concurrent(16, |o| {
+            let client = client.clone();
+            async move {
+                let mut o = o;
+                if let Some(m) = o["metadata"].as_object_mut() {
+                    m.remove("managedFields");
+                }
+                let (api_version, kind) = (o["apiVersion"].as_str().unwrap(), o["kind"].as_str().unwrap());
+                let gvk = kube::api::GroupVersionKind::try_from(&kube::api::TypeMeta {
+                    api_version: api_version.into(),
+                    kind: kind.into(),
+                })
+                .unwrap();
+                let ar = kube::api::ApiResource::from_gvk(&gvk);
+                let api: Api<kube::api::DynamicObject> = Api::namespaced_with(client, "default", &ar);
+                let obj: kube::api::DynamicObject = serde_json::from_value(o).unwrap();
+                api.create(&PostParams::default(), &obj).await.unwrap();
+            }
+        })
+        .await;
+}
+
+/// Load every object into `server`; the Pods as the server holds them
+/// (a real server adds a token volume and tolerations), with no
+/// resourceVersion, so later writes replace them unconditionally.
+fn load(rt: &tokio::runtime::Runtime, server: &Server) -> Vec<Value> {
+    let mut rng = rand::rng();
+    let config_maps: Vec<Value> = (0..CONFIG_MAPS).map(|i| config_map(i, 0, &mut rng)).collect();
+    let pods: Vec<Value> = (0..PODS).map(pod).collect();
+    let rest: Vec<Value> = (0..50).flat_map(|i| [deployment(i), service(i)]).collect();
+    match server {
+        Server::Sim(sim) => {
+            for o in config_maps.into_iter().chain(pods.iter().cloned()).chain(rest) {
+                sim.insert(o).unwrap();
+            }
+            pods
+        }
+        Server::Real(client) => rt.block_on(async {
+            let sa = json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "default"}});
+            create_all(client, vec![sa]).await;
+            create_all(client, config_maps).await;
+            create_all(client, pods.clone()).await;
+            create_all(client, rest).await;
+            let mut held = Vec::with_capacity(PODS);
+            for p in &pods {
+                let name = p["metadata"]["name"].as_str().unwrap();
+                let mut stored = serde_json::to_value(server.pods().get(name).await.unwrap()).unwrap();
+                stored["metadata"].as_object_mut().unwrap().remove("resourceVersion");
+                stored["status"] = p["status"].clone();
+                held.push(stored);
+            }
+            held
+        }),
+    }
+}
+
 /// The server's process: loads every object, says `ready <kubeconfig>`,
 /// then writes the streams stdin asks for (`burst <updates> <writers>`,
 /// `pace <events/s> <seconds>`), answering each with `done <events>`.
-pub fn role(rt: &tokio::runtime::Runtime, scratch: &std::path::Path) {
-    let sim = Arc::new(
-        rt.block_on(Sim::start(SimConfig {
-            history: 200_000,
-            ..SimConfig::default()
-        }))
-        .unwrap(),
-    );
-    let mut rng = rand::rng();
-    for i in 0..CONFIG_MAPS {
-        sim.insert(config_map(i, 0, &mut rng)).unwrap();
-    }
-    let mut pods: Vec<Value> = (0..PODS).map(pod).collect();
-    for p in &pods {
-        sim.insert(p.clone()).unwrap();
-    }
-    for i in 0..50 {
-        sim.insert(deployment(i)).unwrap();
-        sim.insert(service(i)).unwrap();
-    }
+/// With `real`, the server is a real kube-apiserver (`KUBEBUILDER_ASSETS`).
+pub fn role(rt: &tokio::runtime::Runtime, scratch: &std::path::Path, real: bool) {
     let kubeconfig = scratch.join("kubeconfig");
-    sim.write_kubeconfig(&kubeconfig).unwrap();
+    let mut control_plane = None;
+    let server = if real {
+        let options = crate::envtest::Options {
+            rbac: false,
+            ..Default::default()
+        };
+        let cp = crate::envtest::ControlPlane::start(&options)
+            .expect("MANY_SERVER=real needs KUBEBUILDER_ASSETS (kube-apiserver and etcd)");
+        std::fs::copy(&cp.kubeconfig, &kubeconfig).unwrap();
+        let client = rt.block_on(cp.client());
+        control_plane = Some(cp);
+        Server::Real(client)
+    } else {
+        let sim = rt
+            .block_on(Sim::start(SimConfig {
+                history: 200_000,
+                ..SimConfig::default()
+            }))
+            .unwrap();
+        sim.write_kubeconfig(&kubeconfig).unwrap();
+        Server::Sim(Arc::new(sim))
+    };
+    let mut pods = load(rt, &server);
     println!("ready {}", kubeconfig.display());
     std::io::stdout().flush().unwrap();
     let mut burst_version = 1;
@@ -117,10 +234,11 @@ pub fn role(rt: &tokio::runtime::Runtime, scratch: &std::path::Path) {
             ["burst", updates, writers] => {
                 let (updates, writers): (usize, usize) = (updates.parse().unwrap(), writers.parse().unwrap());
                 let started = Instant::now();
-                if std::env::var("MANY_BURST_DIRECT").is_ok_and(|v| v == "1") {
-                    burst(&sim, &labels, updates, writers, burst_version);
-                } else {
-                    rt.block_on(burst_http(&sim, &labels, updates, writers, burst_version));
+                match &server {
+                    Server::Sim(sim) if std::env::var("MANY_BURST_DIRECT").is_ok_and(|v| v == "1") => {
+                        burst(sim, &labels, updates, writers, burst_version)
+                    }
+                    _ => rt.block_on(burst_http(&server.client(), &labels, updates, writers, burst_version)),
                 }
                 burst_version += 1;
                 println!("done {updates} {:.3}", started.elapsed().as_secs_f64());
@@ -129,13 +247,14 @@ pub fn role(rt: &tokio::runtime::Runtime, scratch: &std::path::Path) {
                 let rate: f64 = rate.parse().unwrap();
                 let total = (rate * secs.parse::<f64>().unwrap()) as usize;
                 let started = Instant::now();
-                rt.block_on(churn.pace(&sim, &mut pods, rate, total));
+                rt.block_on(churn.pace(&server, &mut pods, rate, total));
                 println!("done {total} {:.3}", started.elapsed().as_secs_f64());
             }
             _ => println!("unknown {line}"),
         }
         std::io::stdout().flush().unwrap();
     }
+    drop(control_plane);
 }
 
 /// `updates` writes to the ConfigMaps from `writers` threads at once, as
@@ -162,13 +281,13 @@ fn burst(sim: &Sim, labels: &[AtomicUsize], updates: usize, writers: usize, vers
 /// [`burst`] through the server's API, as clients write: each writer its
 /// own task, one request at a time.
 async fn burst_http(
-    sim: &Sim,
+    client: &kube::Client,
     labels: &Arc<Vec<AtomicUsize>>,
     updates: usize,
     writers: usize,
     version: usize,
 ) {
-    let api: Api<ConfigMap> = Api::namespaced(sim.client(), "default");
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
     let tasks: Vec<_> = (0..writers)
         .map(|w| {
             let (api, labels) = (api.clone(), labels.clone());
@@ -203,8 +322,8 @@ pub struct Churn {
 }
 
 impl Churn {
-    async fn pace(&mut self, sim: &Arc<Sim>, pods: &mut [Value], rate: f64, total: usize) {
-        let api: Api<Pod> = Api::namespaced(sim.client(), "default");
+    async fn pace(&mut self, server: &Server, pods: &mut [Value], rate: f64, total: usize) {
+        let api = server.pods();
         let in_flight = Arc::new(tokio::sync::Semaphore::new(16));
         let started = tokio::time::Instant::now();
         for k in 0..total {
@@ -230,28 +349,28 @@ impl Churn {
                 }
                 86..91 => {
                     p["metadata"]["labels"]["rollout"] = json!(format!("r{step}"));
-                    sim.update("pods", p.clone()).unwrap();
+                    server.update_pod(p).await;
                 }
                 91..96 => {
                     p["spec"]["containers"][0]["image"] =
                         json!(format!("registry.example.com/team/app-0:v2.{step}"));
-                    sim.update("pods", p.clone()).unwrap();
+                    server.update_pod(p).await;
                 }
                 96..98 => match self.created.pop_front() {
-                    Some(j) => sim.delete("pods", Some("default"), &pod_name(j)).unwrap(),
-                    None => self.create(sim),
+                    Some(j) => server.delete_pod(&pod_name(j)).await,
+                    None => self.create(server).await,
                 },
-                _ => self.create(sim),
+                _ => self.create(server).await,
             }
         }
         // Every status write answered.
         let _ = in_flight.acquire_many(16).await.unwrap();
     }
 
-    fn create(&mut self, sim: &Sim) {
+    async fn create(&mut self, server: &Server) {
         let j = PODS + self.next_new;
         self.next_new += 1;
-        sim.insert(pod(j)).unwrap();
+        server.create_pod(pod(j)).await;
         self.created.push_back(j);
     }
 }
