@@ -42,12 +42,19 @@ impl NamespacePolicy {
     }
 }
 
-/// The answer: refused with a message, or allowed with warnings.
+/// The answer: refused with a message, or allowed with warnings; and the
+/// audit annotations PodSecurity gives (`enforce-policy`,
+/// `audit-violations`), plus `pod-security.wink.dev/failed-checks`: the IDs
+/// of the checks the `enforce` level fails.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct Decision {
     pub denied: Option<String>,
     pub warnings: Vec<String>,
+    pub annotations: Vec<(String, String)>,
 }
+
+/// The annotation naming the IDs of the failed `enforce` checks.
+pub const FAILED_CHECKS: &str = "pod-security.wink.dev/failed-checks";
 
 /// Who asks about what, beside the object.
 pub struct Asked<'a> {
@@ -55,16 +62,20 @@ pub struct Asked<'a> {
     pub namespace: &'a str,
 }
 
-/// Whether `config` exempts this request or Pod.
-pub fn exempt(config: &Config, asked: &Asked, pod: &Pod) -> bool {
+/// What exempts this request or Pod (`namespace`, `user` or
+/// `runtimeClass`, as PodSecurity's `exempt` annotation says), if anything.
+pub fn exempt(config: &Config, asked: &Asked, pod: &Pod) -> Option<&'static str> {
     let e = &config.exemptions;
-    e.usernames.iter().any(|u| u == asked.username)
-        || e.namespaces.iter().any(|n| n == asked.namespace)
-        || pod
-            .spec
-            .runtime_class_name
-            .as_ref()
-            .is_some_and(|rc| e.runtime_classes.contains(rc))
+    if e.namespaces.iter().any(|n| n == asked.namespace) {
+        return Some("namespace");
+    }
+    if e.usernames.iter().any(|u| u == asked.username) {
+        return Some("user");
+    }
+    let class = pod.spec.runtime_class_name.as_ref();
+    class
+        .is_some_and(|rc| e.runtime_classes.contains(rc))
+        .then_some("runtimeClass")
 }
 
 /// Failures of `pod` at `lv`, as one line, or `None` when it complies.
@@ -74,13 +85,38 @@ pub fn violations(lv: LevelVersion, pod: &Pod) -> Option<String> {
     (!summary.is_empty()).then_some(summary)
 }
 
+/// The IDs of the checks `pod` fails at `lv`, comma-separated.
+fn failed_ids(lv: LevelVersion, pod: &Pod) -> String {
+    let failed: Vec<&str> = checks::evaluate(lv, pod)
+        .into_iter()
+        .filter(|o| o.forbidden.is_some())
+        .map(|o| o.id)
+        .collect();
+    failed.join(",")
+}
+
 /// The door's answer about a Pod (`template`: a workload's Pod template).
 pub fn judge(policy: &NamespacePolicy, pod: &Pod, template: bool) -> Decision {
     let mut decision = Decision::default();
     for e in &policy.errors {
-        decision.warnings.push(format!("pod-security: namespace label {e}"));
+        decision
+            .warnings
+            .push(format!("pod-security: namespace label {e}"));
+    }
+    decision.annotations.push((
+        "pod-security.kubernetes.io/enforce-policy".to_string(),
+        policy.enforce.to_string(),
+    ));
+    if let Some(failed) = violations(policy.audit, pod) {
+        decision.annotations.push((
+            "pod-security.kubernetes.io/audit-violations".to_string(),
+            format!("would violate PodSecurity \"{}\": {failed}", policy.audit),
+        ));
     }
     if let Some(failed) = violations(policy.enforce, pod) {
+        decision
+            .annotations
+            .push((FAILED_CHECKS.to_string(), failed_ids(policy.enforce, pod)));
         match template {
             true => decision.warnings.push(format!(
                 "would violate PodSecurity \"{}\": {failed}",

@@ -78,11 +78,7 @@ impl Config {
     }
 }
 
-fn level_version(
-    mode: &str,
-    level: Option<String>,
-    version: Option<String>,
-) -> Result<LevelVersion, String> {
+fn level_version(mode: &str, level: Option<String>, version: Option<String>) -> Result<LevelVersion, String> {
     let level = match level {
         None => Level::Baseline,
         Some(text) => Level::parse(&text).map_err(|e| format!("bad config: defaults.{mode}: {e}"))?,
@@ -157,7 +153,11 @@ mod tests {
         assert!(e.contains("defaults.audit-version"), "{e}");
         assert!(parse(r#"{"level": "baseline"}"#).is_err());
         let many: Vec<String> = (0..1001).map(|i| format!("\"n{i}\"")).collect();
-        let e = parse(&format!(r#"{{"exemptions": {{"namespaces": [{}]}}}}"#, many.join(","))).unwrap_err();
+        let e = parse(&format!(
+            r#"{{"exemptions": {{"namespaces": [{}]}}}}"#,
+            many.join(",")
+        ))
+        .unwrap_err();
         assert!(e.contains("more than 1000"), "{e}");
     }
 }

@@ -91,7 +91,8 @@ impl PodSecurity {
             (Err(e), false) => checks::applicable(audit)
                 .into_iter()
                 .map(|(c, _)| {
-                    let f = report::finding(c.id, Outcome::Error).message(format!("the Pod did not decode: {e}"));
+                    let f =
+                        report::finding(c.id, Outcome::Error).message(format!("the Pod did not decode: {e}"));
                     described(f, c.level, &audit.to_string())
                 })
                 .collect(),
@@ -169,7 +170,10 @@ impl Handler for PodSecurity {
             return Verdict::deny("pod-security: the object does not decode");
         };
         let (new, old) = match template {
-            false => (Some(object), request.old_object().and_then(|o| o.decode::<Value>().ok())),
+            false => (
+                Some(object),
+                request.old_object().and_then(|o| o.decode::<Value>().ok()),
+            ),
             true => (
                 admit::template(kind, &object),
                 request
@@ -181,12 +185,16 @@ impl Handler for PodSecurity {
         let Some(new) = new else {
             return Verdict::allow();
         };
-        if request.operation() == Operation::Update && old.as_ref().is_some_and(|o| !admit::significant(o, &new)) {
+        if request.operation() == Operation::Update
+            && old.as_ref().is_some_and(|o| !admit::significant(o, &new))
+        {
             return Verdict::allow();
         }
         let pod: Pod = match wink_sdk::serde_json::from_value(new) {
             Ok(pod) => pod,
-            Err(e) if template => return Verdict::allow().warn(format!("pod-security: the Pod template does not decode: {e}")),
+            Err(e) if template => {
+                return Verdict::allow().warn(format!("pod-security: the Pod template does not decode: {e}"));
+            }
             Err(e) => return Verdict::deny(format!("pod-security: the Pod does not decode: {e}")),
         };
         let namespace = request.namespace().unwrap_or_default();
@@ -194,8 +202,8 @@ impl Handler for PodSecurity {
             username: request.username(),
             namespace,
         };
-        if admit::exempt(&self.config, &asked, &pod) {
-            return Verdict::allow();
+        if let Some(why) = admit::exempt(&self.config, &asked, &pod) {
+            return Verdict::allow().annotate("pod-security.kubernetes.io/exempt", why);
         }
         let decision = admit::judge(&self.policy(namespace), &pod, template);
         let mut verdict = match decision.denied {
@@ -204,6 +212,9 @@ impl Handler for PodSecurity {
         };
         for warning in decision.warnings {
             verdict = verdict.warn(warning);
+        }
+        for (key, value) in decision.annotations {
+            verdict = verdict.annotate(key, value);
         }
         verdict
     }

@@ -104,6 +104,7 @@ pub enum Mode {
 }
 
 impl Mode {
+    #[cfg(test)]
     pub const ALL: [Mode; 3] = [Mode::Enforce, Mode::Audit, Mode::Warn];
 
     pub fn as_str(self) -> &'static str {

@@ -28,10 +28,16 @@ fn app_armor_profile(pod: &Pod) -> Option<Forbidden> {
         .as_ref()
         .and_then(|s| unconfined(&s.app_armor_profile));
     if let Some(t) = pod_type {
-        forbidden.push(format!("pod must not set securityContext.appArmorProfile.type to {t:?}"));
+        forbidden.push(format!(
+            "pod must not set securityContext.appArmorProfile.type to {t:?}"
+        ));
     }
     for c in pod.spec.containers() {
-        if let Some(t) = c.security_context.as_ref().and_then(|s| unconfined(&s.app_armor_profile)) {
+        if let Some(t) = c
+            .security_context
+            .as_ref()
+            .and_then(|s| unconfined(&s.app_armor_profile))
+        {
             forbidden.push(format!(
                 "container {:?} must not set securityContext.appArmorProfile.type to {t:?}",
                 c.name
@@ -200,7 +206,11 @@ fn se_linux_options(pod: &Pod, allowed: &[&str]) -> Option<Forbidden> {
         ok
     };
     let mut setters = Vec::new();
-    let pod_options = pod.spec.security_context.as_ref().and_then(|s| s.se_linux_options.as_ref());
+    let pod_options = pod
+        .spec
+        .security_context
+        .as_ref()
+        .and_then(|s| s.se_linux_options.as_ref());
     if pod_options.is_some_and(|o| !valid(o)) {
         setters.push("pod".to_string());
     }
@@ -224,7 +234,11 @@ fn se_linux_options(pod: &Pod, allowed: &[&str]) -> Option<Forbidden> {
     let mut what = Vec::new();
     let types = sorted(types);
     if !types.is_empty() {
-        what.push(format!("{} {}", pluralize("type", "types", types.len()), join_quote(&types)));
+        what.push(format!(
+            "{} {}",
+            pluralize("type", "types", types.len()),
+            join_quote(&types)
+        ));
     }
     if user {
         what.push("user may not be set".to_string());
@@ -289,14 +303,21 @@ pub(super) fn valid_seccomp(t: &str) -> bool {
 fn seccomp_fields_baseline(pod: &Pod) -> Option<Forbidden> {
     let mut setters = Vec::new();
     let mut values = Vec::new();
-    let pod_profile = pod.spec.security_context.as_ref().and_then(|s| s.seccomp_profile.as_ref());
+    let pod_profile = pod
+        .spec
+        .security_context
+        .as_ref()
+        .and_then(|s| s.seccomp_profile.as_ref());
     if let Some(p) = pod_profile.filter(|p| !valid_seccomp(&p.type_)) {
         setters.push("pod".to_string());
         values.push(p.type_.clone());
     }
     let mut bad = Vec::new();
     for c in pod.spec.containers() {
-        let profile = c.security_context.as_ref().and_then(|s| s.seccomp_profile.as_ref());
+        let profile = c
+            .security_context
+            .as_ref()
+            .and_then(|s| s.seccomp_profile.as_ref());
         if let Some(p) = profile.filter(|p| !valid_seccomp(&p.type_)) {
             bad.push(c.name.as_str());
             values.push(p.type_.clone());
@@ -321,7 +342,12 @@ fn seccomp_fields_baseline(pod: &Pod) -> Option<Forbidden> {
 pub const SYSCTLS: Check = Check {
     id: "sysctls",
     level: Level::Baseline,
-    versions: &[(0, sysctls_1_0), (27, sysctls_1_27), (29, sysctls_1_29), (32, sysctls_1_32)],
+    versions: &[
+        (0, sysctls_1_0),
+        (27, sysctls_1_27),
+        (29, sysctls_1_29),
+        (32, sysctls_1_32),
+    ],
     overrides: &[],
 };
 

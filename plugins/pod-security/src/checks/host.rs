@@ -48,7 +48,10 @@ fn privileged(pod: &Pod) -> Option<Forbidden> {
     }
     forbid(
         "privileged",
-        format!("{} must not set securityContext.privileged=true", containers(&bad)),
+        format!(
+            "{} must not set securityContext.privileged=true",
+            containers(&bad)
+        ),
     )
 }
 
@@ -72,7 +75,11 @@ fn host_path_volumes(pod: &Pod) -> Option<Forbidden> {
     }
     forbid(
         "hostPath volumes",
-        format!("{} {}", pluralize("volume", "volumes", bad.len()), join_quote(&bad)),
+        format!(
+            "{} {}",
+            pluralize("volume", "volumes", bad.len()),
+            join_quote(&bad)
+        ),
     )
 }
 

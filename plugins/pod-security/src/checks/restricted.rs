@@ -33,12 +33,15 @@ fn restricted_volumes(pod: &Pod) -> Option<Forbidden> {
     let mut names = Vec::new();
     let mut types = Vec::new();
     for v in &pod.spec.volumes {
+        // A volume without a source is an emptyDir: the API server's
+        // defaulting makes it one before admission.
+        let source = v.source.iter().find(|(_, value)| !value.is_null());
+        let Some((kind, _)) = source else { continue };
         if ALLOWED_VOLUMES.iter().any(|t| v.has(t)) {
             continue;
         }
         names.push(v.name.clone());
-        let source = v.source.iter().find(|(_, value)| !value.is_null());
-        types.push(source.map_or_else(|| "unknown".to_string(), |(k, _)| k.clone()));
+        types.push(kind.clone());
     }
     if names.is_empty() {
         return None;
@@ -60,7 +63,10 @@ fn restricted_volumes(pod: &Pod) -> Option<Forbidden> {
 pub const ALLOW_PRIVILEGE_ESCALATION: Check = Check {
     id: "allowPrivilegeEscalation",
     level: Level::Restricted,
-    versions: &[(8, allow_privilege_escalation), (25, allow_privilege_escalation_1_25)],
+    versions: &[
+        (8, allow_privilege_escalation),
+        (25, allow_privilege_escalation_1_25),
+    ],
     overrides: &[],
 };
 
@@ -68,7 +74,12 @@ fn allow_privilege_escalation(pod: &Pod) -> Option<Forbidden> {
     let bad: Vec<&str> = pod
         .spec
         .containers()
-        .filter(|c| c.security_context.as_ref().and_then(|s| s.allow_privilege_escalation) != Some(false))
+        .filter(|c| {
+            c.security_context
+                .as_ref()
+                .and_then(|s| s.allow_privilege_escalation)
+                != Some(false)
+        })
         .map(|c| c.name.as_str())
         .collect();
     if bad.is_empty() {
@@ -196,7 +207,11 @@ fn seccomp_restricted(pod: &Pod) -> Option<Forbidden> {
     let mut setters = Vec::new();
     let mut values = Vec::new();
     let mut pod_set = false;
-    let pod_profile = pod.spec.security_context.as_ref().and_then(|s| s.seccomp_profile.as_ref());
+    let pod_profile = pod
+        .spec
+        .security_context
+        .as_ref()
+        .and_then(|s| s.seccomp_profile.as_ref());
     if let Some(p) = pod_profile {
         match valid_seccomp(&p.type_) {
             true => pod_set = true,

@@ -19,7 +19,10 @@ fn failed(level: Level, minor: Option<u32>, pod: serde_json::Value) -> Vec<(&'st
     let pod: Pod = serde_json::from_value(pod).expect("a pod");
     evaluate(lv(level, minor), &pod)
         .into_iter()
-        .filter_map(|o| o.forbidden.map(|f| (o.id, format!("{} ({})", f.reason, f.detail))))
+        .filter_map(|o| {
+            o.forbidden
+                .map(|f| (o.id, format!("{} ({})", f.reason, f.detail)))
+        })
         .collect()
 }
 
@@ -31,8 +34,16 @@ fn checks_come_and_go_with_versions_and_overrides() {
     assert!(baseline.contains(&"hostProbesAndHostLifecycle"));
     assert!(!ids(Level::Baseline, Some(33)).contains(&"hostProbesAndHostLifecycle"));
     let restricted = ids(Level::Restricted, None);
-    for gone in ["capabilities_baseline", "hostPathVolumes", "seccompProfile_baseline", "procMount"] {
-        assert!(!restricted.contains(&gone), "{gone} is overridden: {restricted:?}");
+    for gone in [
+        "capabilities_baseline",
+        "hostPathVolumes",
+        "seccompProfile_baseline",
+        "procMount",
+    ] {
+        assert!(
+            !restricted.contains(&gone),
+            "{gone} is overridden: {restricted:?}"
+        );
     }
     assert_eq!(restricted.len(), 15, "{restricted:?}");
     // Before a Restricted check exists, the Baseline one it overrides runs.
@@ -78,7 +89,10 @@ fn sysctls_and_selinux_types_widen_with_versions() {
     assert_eq!(failed(Level::Baseline, Some(31), pod.clone()).len(), 1);
     assert!(failed(Level::Baseline, Some(32), pod).is_empty());
     let pod = json!({"spec": {"securityContext": {"seLinuxOptions": {"type": "container_engine_t"}}}});
-    assert_eq!(failed(Level::Baseline, Some(30), pod.clone())[0].0, "seLinuxOptions");
+    assert_eq!(
+        failed(Level::Baseline, Some(30), pod.clone())[0].0,
+        "seLinuxOptions"
+    );
     assert!(failed(Level::Baseline, Some(31), pod).is_empty());
 }
 
@@ -90,10 +104,19 @@ fn a_restricted_pod_passes_and_its_gaps_are_named() {
         "volumes": [{"name": "d", "emptyDir": {}}, {"name": "i", "image": {"reference": "x"}}]}});
     assert!(failed(Level::Restricted, None, good).is_empty());
     let bare = json!({"spec": {"containers": [{"name": "a"}], "volumes": [{"name": "h", "hostPath": {"path": "/"}}]}});
-    let got: Vec<&str> = failed(Level::Restricted, None, bare.clone()).iter().map(|(id, _)| *id).collect();
+    let got: Vec<&str> = failed(Level::Restricted, None, bare.clone())
+        .iter()
+        .map(|(id, _)| *id)
+        .collect();
     assert_eq!(
         got,
-        ["allowPrivilegeEscalation", "capabilities_restricted", "restrictedVolumes", "runAsNonRoot", "seccompProfile_restricted"]
+        [
+            "allowPrivilegeEscalation",
+            "capabilities_restricted",
+            "restrictedVolumes",
+            "runAsNonRoot",
+            "seccompProfile_restricted"
+        ]
     );
     let got = failed(Level::Restricted, None, bare);
     assert_eq!(
@@ -114,8 +137,14 @@ fn user_namespaces_relax_uid_and_proc_mount_checks_from_v1_35() {
             "capabilities": {"drop": ["ALL"]}}}]}});
     assert!(failed(Level::Baseline, None, pod.clone()).is_empty());
     assert_eq!(failed(Level::Baseline, Some(34), pod.clone())[0].0, "procMount");
-    let restricted: Vec<&str> = failed(Level::Restricted, None, pod.clone()).iter().map(|(id, _)| *id).collect();
+    let restricted: Vec<&str> = failed(Level::Restricted, None, pod.clone())
+        .iter()
+        .map(|(id, _)| *id)
+        .collect();
     assert_eq!(restricted, ["procMount_restricted"]);
-    let older: Vec<&str> = failed(Level::Restricted, Some(34), pod).iter().map(|(id, _)| *id).collect();
+    let older: Vec<&str> = failed(Level::Restricted, Some(34), pod)
+        .iter()
+        .map(|(id, _)| *id)
+        .collect();
     assert_eq!(older, ["procMount", "runAsNonRoot", "runAsUser"]);
 }
