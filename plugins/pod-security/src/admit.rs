@@ -128,12 +128,12 @@ pub fn judge(policy: &NamespacePolicy, pod: &Pod, template: bool) -> Decision {
             }
         }
     }
-    if policy.warn != policy.enforce {
-        if let Some(failed) = violations(policy.warn, pod) {
-            decision
-                .warnings
-                .push(format!("would violate PodSecurity \"{}\": {failed}", policy.warn));
-        }
+    if policy.warn != policy.enforce
+        && let Some(failed) = violations(policy.warn, pod)
+    {
+        decision
+            .warnings
+            .push(format!("would violate PodSecurity \"{}\": {failed}", policy.warn));
     }
     decision
 }

@@ -135,11 +135,10 @@ pub(super) fn proc_mount(pod: &Pod) -> Option<Forbidden> {
     let mut bad = Vec::new();
     let mut types = Vec::new();
     for c in pod.spec.containers() {
-        if let Some(t) = c.security_context.as_ref().and_then(|s| s.proc_mount.as_ref()) {
-            if t != "Default" {
-                bad.push(c.name.as_str());
-                types.push(t.clone());
-            }
+        let set = c.security_context.as_ref().and_then(|s| s.proc_mount.as_ref());
+        if let Some(t) = set.filter(|t| *t != "Default") {
+            bad.push(c.name.as_str());
+            types.push(t.clone());
         }
     }
     if bad.is_empty() {
