@@ -21,17 +21,26 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use wink::author::harness::{self, Case};
 
-/// The fixtures' folder, or `None` (said in one line) when it is missing.
+/// The fixtures' folder, or `None` (said in one line) when `PSS_TESTDATA`
+/// is unset and the default folder is missing. Panics when `PSS_TESTDATA`
+/// names a folder without fixtures: a CI that asked for the test gets it.
 fn testdata() -> Option<PathBuf> {
-    let dir = match std::env::var_os("PSS_TESTDATA").filter(|v| !v.is_empty()) {
-        Some(dir) => PathBuf::from(dir),
-        None => root().join("../shared/pss-testdata"),
-    };
-    if dir.join("baseline").is_dir() && dir.join("restricted").is_dir() {
+    let fixtures_in = |dir: &Path| dir.join("baseline").is_dir() && dir.join("restricted").is_dir();
+    if let Some(dir) = std::env::var_os("PSS_TESTDATA").filter(|v| !v.is_empty()) {
+        let dir = PathBuf::from(dir);
+        assert!(
+            fixtures_in(&dir),
+            "PSS_TESTDATA={} holds no baseline/ and restricted/ fixtures",
+            dir.display()
+        );
+        return Some(dir);
+    }
+    let dir = root().join("../shared/pss-testdata");
+    if fixtures_in(&dir) {
         return Some(dir);
     }
     println!(
-        "PSS_TESTDATA ({}) holds no Pod Security fixtures: skipping the conformance test",
+        "PSS_TESTDATA is unset and {} holds no Pod Security fixtures: skipping the conformance test",
         dir.display()
     );
     None
