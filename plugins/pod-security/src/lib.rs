@@ -8,9 +8,9 @@
 //!   (`pod-security.kubernetes.io/enforce|audit|warn` and `-version`),
 //!   read from the informer cache; the config's defaults where a label is
 //!   missing ([`config`]: `baseline:latest` for every mode unless set).
-//! - At the door (a validating webhook on Pods, and on the workloads that
-//!   hold Pod templates: Deployments, StatefulSets, DaemonSets, ReplicaSets,
-//!   Jobs, CronJobs): a Pod failing the `enforce` level is refused with
+//! - At the door (a validating webhook on Pods and their ephemeral
+//!   containers, and on the workloads that hold Pod templates: Deployments,
+//!   StatefulSets, DaemonSets, ReplicaSets, Jobs, CronJobs): a Pod failing the `enforce` level is refused with
 //!   PodSecurity's message, the `warn` level warns, a template only warns
 //!   ([`admit`]).
 //! - In the background: every Pod gets one result per check of its
@@ -63,45 +63,44 @@ impl PodSecurity {
     /// Give every result about `pod` at its namespace's `audit` level.
     fn report(&self, pod: &Object) {
         let namespace = pod.namespace().unwrap_or_default();
+        let exemptions = &self.config.exemptions;
         let decoded = pod.decode::<Pod>();
-        let exempt = self.config.exemptions.namespaces.iter().any(|n| n == namespace)
+        let exempt = exemptions.namespaces.iter().any(|n| n == namespace)
             || decoded.as_ref().is_ok_and(|p| {
-                p.spec
-                    .runtime_class_name
-                    .as_ref()
-                    .is_some_and(|rc| self.config.exemptions.runtime_classes.contains(rc))
+                let class = p.spec.runtime_class_name.as_ref();
+                class.is_some_and(|rc| exemptions.runtime_classes.contains(rc))
             });
         let audit = self.policy(namespace).audit;
-        let findings: Vec<Finding> = match (&decoded, exempt) {
-            (_, true) => Vec::new(),
-            (Ok(p), false) => checks::evaluate(audit, p)
-                .into_iter()
-                .map(|o| {
-                    let finding = match &o.forbidden {
-                        None => report::finding(o.id, Outcome::Pass).message("allowed"),
-                        Some(f) if f.detail.is_empty() => {
-                            report::finding(o.id, Outcome::Fail).message(&f.reason)
-                        }
-                        Some(f) => report::finding(o.id, Outcome::Fail)
-                            .message(format!("{} ({})", f.reason, f.detail)),
-                    };
-                    described(finding, o.level, &audit.to_string())
-                })
-                .collect(),
-            (Err(e), false) => checks::applicable(audit)
+        let level = audit.to_string();
+        let findings: Vec<Finding> = match decoded {
+            _ if exempt => Vec::new(),
+            Ok(p) => {
+                let outcomes = checks::evaluate(audit, &p);
+                let failed: Vec<&str> = outcomes
+                    .iter()
+                    .filter(|o| o.forbidden.is_some())
+                    .map(|o| o.id)
+                    .collect();
+                match failed.is_empty() {
+                    true => wink_sdk::debug!("pod-security: {} passes {level}", pod.key()),
+                    false => {
+                        wink_sdk::debug!("pod-security: {} fails {level}: {}", pod.key(), failed.join(", "))
+                    }
+                }
+                outcomes.iter().map(|o| finding(o, &level)).collect()
+            }
+            Err(e) => checks::applicable(audit)
                 .into_iter()
                 .map(|(c, _)| {
-                    let f =
-                        report::finding(c.id, Outcome::Error).message(format!("the Pod did not decode: {e}"));
-                    described(f, c.level, &audit.to_string())
+                    let message = format!("the Pod did not decode: {e}");
+                    described(
+                        report::finding(c.id, Outcome::Error).message(message),
+                        c.level,
+                        &level,
+                    )
                 })
                 .collect(),
         };
-        let failed: Vec<String> = findings_failed(&decoded, audit);
-        match failed.is_empty() {
-            true => wink_sdk::debug!("pod-security: {} passes {audit}", pod.key()),
-            false => wink_sdk::debug!("pod-security: {} fails {audit}: {}", pod.key(), failed.join(", ")),
-        }
         if let Err(e) = report::set(pod, &findings) {
             wink_sdk::warn!("pod-security: results about {} not given: {e}", pod.key());
         }
@@ -116,14 +115,14 @@ impl PodSecurity {
     }
 }
 
-/// The IDs of the checks `pod` fails at `lv` (none when it did not decode).
-fn findings_failed(pod: &Result<Pod, wink_sdk::serde_json::Error>, lv: version::LevelVersion) -> Vec<String> {
-    let Ok(pod) = pod else { return Vec::new() };
-    checks::evaluate(lv, pod)
-        .into_iter()
-        .filter(|o| o.forbidden.is_some())
-        .map(|o| o.id.to_string())
-        .collect()
+/// One check's result about a Pod at the `audit` level `level`.
+fn finding(o: &checks::Outcome, level: &str) -> Finding {
+    let finding = match &o.forbidden {
+        None => report::finding(o.id, Outcome::Pass).message("allowed"),
+        Some(f) if f.detail.is_empty() => report::finding(o.id, Outcome::Fail).message(&f.reason),
+        Some(f) => report::finding(o.id, Outcome::Fail).message(format!("{} ({})", f.reason, f.detail)),
+    };
+    described(finding, o.level, level)
 }
 
 fn described(finding: Finding, level: Level, audit: &str) -> Finding {
@@ -140,7 +139,14 @@ fn described(finding: Finding, level: Level, audit: &str) -> Finding {
 /// The webhook's rules: Pods, and the workloads with Pod templates.
 fn door() -> Webhook {
     let ops = [Operation::Create, Operation::Update];
-    let mut door = Webhook::validate().rule(Rule::new(&ops, "", "v1", "pods"));
+    let mut door = Webhook::validate()
+        .rule(Rule::new(&ops, "", "v1", "pods"))
+        .rule(Rule::new(
+            &[Operation::Update],
+            "",
+            "v1",
+            "pods/ephemeralcontainers",
+        ));
     for resources in ["deployments", "statefulsets", "daemonsets", "replicasets"] {
         door = door.rule(Rule::new(&ops, "apps", "v1", resources));
     }
@@ -163,7 +169,11 @@ impl Handler for PodSecurity {
     fn validate(&mut self, request: &admission::Request) -> Verdict {
         let (_, _, kind) = request.kind();
         let template = kind != "Pod";
-        if request.sub_resource().is_some() {
+        // `kubectl debug` adds ephemeral containers through their subresource.
+        if request
+            .sub_resource()
+            .is_some_and(|sub| sub != "ephemeralcontainers")
+        {
             return Verdict::allow();
         }
         let Some(Ok(object)) = request.decode::<Value>() else {
