@@ -46,7 +46,7 @@ fn restricted_volumes(pod: &Pod) -> Option<Forbidden> {
     if names.is_empty() {
         return None;
     }
-    let (names, types) = (sorted(names), sorted(types));
+    let types = sorted(types);
     forbid(
         "restricted volume types",
         format!(
