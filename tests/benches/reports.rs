@@ -29,12 +29,13 @@ use wink::reports::WriterOptions;
 use wink::runtime::manager::ManagerOptions;
 use wink_sim::{Sim, SimConfig};
 
+/// The check each flaw of [`pod`] fails (PodSecurity's check IDs).
 const RULES: [&str; 5] = [
-    "privileged-containers",
-    "host-namespaces",
-    "host-path-volumes",
-    "capabilities",
-    "host-ports",
+    "privileged",
+    "hostNamespaces",
+    "hostPathVolumes",
+    "capabilities_baseline",
+    "hostPorts",
 ];
 
 fn env(name: &str, default: usize) -> usize {

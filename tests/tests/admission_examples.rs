@@ -1,6 +1,7 @@
 //! End-to-end: the example policies at the door, through unmodified
 //! kubectl against the simulated API server calling wink's webhooks.
-//! `pod-security` refuses a privileged Pod and warns about a host port;
+//! `pod-security` refuses a privileged Pod and one with a host port, and
+//! warns about what the namespace's `warn` level (Restricted) refuses;
 //! `require-labels` stores a new Deployment with its missing label set;
 //! `service-selector-guard` refuses a Service that selects no Pod, from
 //! the informer cache: a thousand admission requests to it make no request
@@ -125,9 +126,13 @@ async fn the_example_policies_guard_the_door_for_kubectl() {
     configured(&env, "validatingwebhookconfigurations", 2).await;
     configured(&env, "mutatingwebhookconfigurations", 1).await;
     // wink's own namespace (here `default`) is never sent to a webhook.
-    env.ok(&["create", "namespace", "team-a"]).await;
+    // team-a enforces pod-security's default (Baseline) and warns about
+    // Restricted.
+    let team_a = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team-a",
+        "labels": {"pod-security.kubernetes.io/warn": "restricted"}}});
+    env.ok(&["create", "-f", &write(&env, "team-a", &team_a)]).await;
 
-    // pod-security: a privileged Pod is refused, naming the rule.
+    // pod-security: a privileged Pod is refused with PodSecurity's message.
     let privileged = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "root", "namespace": "team-a"},
         "spec": {"containers": [{"name": "c", "image": "i", "securityContext": {"privileged": true}}]}});
     let (ok, _, stderr) = env
@@ -136,15 +141,40 @@ async fn the_example_policies_guard_the_door_for_kubectl() {
     assert!(!ok, "refused");
     assert!(
         stderr.contains(r#"admission webhook "pod-security.validate.wink.dev" denied the request"#)
-            && stderr.contains("privileged-containers"),
+            && stderr.contains(
+                r#"violates PodSecurity "baseline:latest": privileged (container "c" must not set securityContext.privileged=true)"#
+            ),
         "{stderr}"
     );
-    // A host port is a medium rule: allowed, with kubectl printing the warning.
+    // A host port breaks Baseline too.
     let host_port = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "web", "namespace": "team-a", "labels": {"app": "web"}},
         "spec": {"containers": [{"name": "c", "image": "i", "ports": [{"containerPort": 80, "hostPort": 8080}]}]}});
     let (ok, _, stderr) = env.run(&["create", "-f", &write(&env, "web", &host_port)]).await;
-    assert!(ok, "{stderr}");
-    assert!(stderr.contains("Warning: pod-security: host-ports"), "{stderr}");
+    assert!(!ok, "refused");
+    assert!(
+        stderr.contains(r#"hostPort (container "c" uses hostPort 8080)"#),
+        "{stderr}"
+    );
+    // Without it the Pod is Baseline: allowed, with kubectl printing what
+    // Restricted (team-a's warn level) would refuse, once wink's cache has
+    // the namespace's label (a dry run asks until then).
+    let web = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "web", "namespace": "team-a", "labels": {"app": "web"}},
+        "spec": {"containers": [{"name": "c", "image": "i", "ports": [{"containerPort": 80}]}]}});
+    let web_file = write(&env, "web", &web);
+    let warning =
+        r#"Warning: would violate PodSecurity "restricted:latest": allowPrivilegeEscalation != false"#;
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let (ok, _, stderr) = env.run(&["create", "--dry-run=server", "-f", &web_file]).await;
+        assert!(ok, "{stderr}");
+        if stderr.contains(warning) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "no Restricted warning: {stderr}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let (ok, _, stderr) = env.run(&["create", "-f", &web_file]).await;
+    assert!(ok && stderr.contains(warning), "{stderr}");
 
     // require-labels: the Deployment is stored with its label, and kubectl says why.
     let deployment = json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "api", "namespace": "team-a"},

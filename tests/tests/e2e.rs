@@ -47,6 +47,7 @@ mod oci_registry;
 mod oci_wkg;
 mod plugins_act;
 mod policy_reports;
+mod pss_conformance;
 mod readme_paths;
 mod real_admission;
 mod real_deploy;

@@ -307,11 +307,14 @@ async fn the_report_api_chooses_the_crds_the_rights_and_the_flag_and_applies() {
     std::fs::create_dir_all(&plugins).unwrap();
     std::fs::copy(plugin("pod_security"), plugins.join("pod-security.wasm")).unwrap();
     let verbs: Vec<String> = REPORT_VERBS.iter().map(|v| v.to_string()).collect();
-    let pods = (
-        "".to_string(),
-        "pods".to_string(),
-        vec!["list".to_string(), "watch".to_string()],
-    );
+    // pod-security watches Pods and the Namespaces whose labels set levels.
+    let watched = |resource: &str| {
+        (
+            "".to_string(),
+            resource.to_string(),
+            vec!["list".to_string(), "watch".to_string()],
+        )
+    };
     let mut openreports = String::new();
     for (extra, group, plurals) in [
         (
@@ -341,8 +344,13 @@ async fn the_report_api_chooses_the_crds_the_rights_and_the_flag_and_applies() {
         let cluster_role = docs.iter().find(|d| d["kind"] == "ClusterRole").unwrap();
         let rule = |p: &str| (group.to_string(), p.to_string(), verbs.clone());
         // Sorted by group: "" < openreports.io < wgpolicyk8s.io; plurals by name.
-        let mut want = vec![pods.clone(), rule(plurals[1]), rule(plurals[0])];
-        want[1..].sort();
+        let mut want = vec![
+            watched("namespaces"),
+            watched("pods"),
+            rule(plurals[1]),
+            rule(plurals[0]),
+        ];
+        want[2..].sort();
         assert_eq!(rules(cluster_role), want, "{extra:?}: rights on its reports only");
         let deployment = docs.iter().find(|d| d["kind"] == "Deployment").unwrap();
         let args = &deployment["spec"]["template"]["spec"]["containers"][0]["args"];

@@ -92,7 +92,7 @@ async fn pod_security_reports_follow_fixes_deletions_and_a_restart() {
         &["get", "policyreport", "wink-report", "-n", "team-b", "-o", "yaml"],
     );
     assert!(
-        yaml.contains("kind: PolicyReport") && yaml.contains("rule: privileged-containers"),
+        yaml.contains("kind: PolicyReport") && yaml.contains("rule: privileged"),
         "{yaml}"
     );
     let short = kubectl(&s, &["get", "polr", "-n", "team-a", "-o", "name"]);
@@ -362,7 +362,7 @@ async fn the_same_results_become_openreports_reports_or_policyreports_as_asked()
             yaml.contains(&format!("apiVersion: {}", api.api_version()))
                 && yaml.contains(&format!("kind: {}", api.kind(true)))
                 && yaml.contains("source: wink")
-                && yaml.contains("rule: privileged-containers"),
+                && yaml.contains("rule: privileged"),
             "{yaml}"
         );
 

@@ -1,7 +1,7 @@
 //! Helpers of the policy report tests: pods that break (or keep) the Pod
-//! Security Standards baseline rules `pod-security` checks, the results
-//! expected of them, and a reader of the reports on the server, in either
-//! report API.
+//! Security Standards Baseline checks `pod-security` reports (at its
+//! default, `baseline:latest`), the results expected of them, and a reader
+//! of the reports on the server, in either report API.
 
 use kube::api::{Api, ApiResource, DynamicObject, ListParams};
 use kube::core::GroupVersionKind;
@@ -11,16 +11,33 @@ use std::time::{Duration, Instant};
 use wink::reports::ReportApi;
 use wink_sim::Sim;
 
-/// The rules of `pod-security`, in the order [`violating_pod`] breaks them.
-pub const RULES: [&str; 5] = [
-    "privileged-containers",
-    "host-namespaces",
-    "host-path-volumes",
-    "capabilities",
-    "host-ports",
+/// The checks `pod-security` reports about every Pod of a namespace
+/// without labels (Baseline at the latest version), by PodSecurity's IDs.
+pub const CHECKS: [&str; 12] = [
+    "appArmorProfile",
+    "capabilities_baseline",
+    "hostNamespaces",
+    "hostPathVolumes",
+    "hostPorts",
+    "hostProbesAndHostLifecycle",
+    "privileged",
+    "procMount",
+    "seLinuxOptions",
+    "seccompProfile_baseline",
+    "sysctls",
+    "windowsHostProcess",
 ];
 
-/// A pod that breaks rule `RULES[flaw - 1]`, or none when `flaw` is 0.
+/// The checks [`violating_pod`] breaks, in the order of its flaws.
+pub const RULES: [&str; 5] = [
+    "privileged",
+    "hostNamespaces",
+    "hostPathVolumes",
+    "capabilities_baseline",
+    "hostPorts",
+];
+
+/// A pod that fails check `RULES[flaw - 1]`, or none when `flaw` is 0.
 pub fn violating_pod(ns: &str, name: &str, flaw: usize) -> Value {
     let mut container = json!({"name": "app", "image": "nginx", "ports": [{"containerPort": 80}]});
     let mut spec = json!({});
@@ -28,7 +45,7 @@ pub fn violating_pod(ns: &str, name: &str, flaw: usize) -> Value {
         0 => {}
         1 => container["securityContext"] = json!({"privileged": true}),
         // No ports: with the host's network an API server defaults each
-        // container port's hostPort to it, which would break host-ports too.
+        // container port's hostPort to it, which would break hostPorts too.
         2 => {
             spec["hostNetwork"] = json!(true);
             container.as_object_mut().unwrap().remove("ports");
@@ -51,8 +68,9 @@ pub type Row = (String, String, String, String, String);
 pub fn expected<'a>(pods: impl IntoIterator<Item = &'a (String, String, usize)>) -> BTreeSet<Row> {
     let mut rows = BTreeSet::new();
     for (ns, name, flaw) in pods {
-        for (i, rule) in RULES.iter().enumerate() {
-            let result = if *flaw == i + 1 { "fail" } else { "pass" };
+        let failing = flaw.checked_sub(1).map(|i| RULES[i]);
+        for rule in CHECKS {
+            let result = if failing == Some(rule) { "fail" } else { "pass" };
             rows.insert((
                 ns.clone(),
                 name.clone(),

@@ -3,8 +3,8 @@
 //! a whole AdmissionReview), on an admission instance of its own as
 //! `wink run` does, and records the answer as `expect.admission` lines:
 //! `validate default/web: denied 403 Forbidden: MESSAGE`, `mutate
-//! default/web: allowed`, then `  warning: TEXT` and `  patch: JSON PATCH`
-//! lines. Owns only that; the translation of requests and answers is the
+//! default/web: allowed`, then `  warning: TEXT`, `  annotation: KEY=VALUE`
+//! (an audit annotation) and `  patch: JSON PATCH` lines. Owns only that; the translation of requests and answers is the
 //! runtime's ([`crate::runtime::admission::review`]).
 
 use crate::runtime::admission::{AdmissionRequest, review};
@@ -87,6 +87,12 @@ pub fn play(
         )
     }];
     lines.extend(decision.warnings.iter().map(|w| format!("  warning: {w}")));
+    lines.extend(
+        decision
+            .audit_annotations
+            .iter()
+            .map(|(k, v)| format!("  annotation: {k}={v}")),
+    );
     if let Some(patch) = &decision.patch {
         lines.push(format!("  patch: {patch}"));
     }
