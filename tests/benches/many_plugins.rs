@@ -60,8 +60,10 @@ mod common;
 #[path = "many_plugins/daemon.rs"]
 mod daemon;
 #[path = "../tests/envtest/mod.rs"]
-#[allow(dead_code)]
 mod envtest;
+#[path = "../tests/kubectl_support/mod.rs"]
+#[allow(dead_code)]
+mod kubectl_support;
 #[path = "many_plugins/native.rs"]
 mod native;
 #[path = "paced/procs.rs"]

@@ -37,6 +37,11 @@
 
 #[path = "../tests/common/mod.rs"]
 mod common;
+#[path = "../tests/envtest/mod.rs"]
+mod envtest;
+#[path = "../tests/kubectl_support/mod.rs"]
+#[allow(dead_code)]
+mod kubectl_support;
 #[path = "paced/latency.rs"]
 mod latency;
 #[path = "paced/memory.rs"]
@@ -45,9 +50,6 @@ mod memory;
 mod procs;
 #[path = "paced/real.rs"]
 mod real;
-#[path = "../tests/envtest/mod.rs"]
-#[allow(dead_code)]
-mod envtest;
 mod support;
 
 use futures::StreamExt;
@@ -146,7 +148,11 @@ fn watch_window() -> Option<Duration> {
 /// The server's role: `real` with `PACED_SERVER=real` (a real
 /// kube-apiserver's stream), else `sim`.
 fn server_role() -> &'static str {
-    if std::env::var("PACED_SERVER").is_ok_and(|v| v == "real") { "real" } else { "sim" }
+    if std::env::var("PACED_SERVER").is_ok_and(|v| v == "real") {
+        "real"
+    } else {
+        "sim"
+    }
 }
 
 /// A child's runtime: two workers, as the daemon's on this machine.
@@ -418,7 +424,14 @@ fn paced_run(
 /// each ratio is computed within a repeat (the same minutes) before its
 /// median is taken.
 fn cpu_part(seconds: f64) {
-    let mut sim = Proc::spawn(&["--role", server_role(), "--kind", "configmaps", "--objects", "10000"]);
+    let mut sim = Proc::spawn(&[
+        "--role",
+        server_role(),
+        "--kind",
+        "configmaps",
+        "--objects",
+        "10000",
+    ]);
     let ready = sim.expect("ready");
     let kubeconfig = ready.split_whitespace().nth(1).unwrap().to_string();
     let repeats: usize = std::env::var("PACED_REPEATS")
@@ -502,7 +515,14 @@ fn cpu_part(seconds: f64) {
 /// Each consumer (N = 1) synced and then left alone: what it costs while
 /// no event comes (timers, tickers), in CPU µs and context switches a second.
 fn idle_part(seconds: f64) {
-    let mut sim = Proc::spawn(&["--role", server_role(), "--kind", "configmaps", "--objects", "10000"]);
+    let mut sim = Proc::spawn(&[
+        "--role",
+        server_role(),
+        "--kind",
+        "configmaps",
+        "--objects",
+        "10000",
+    ]);
     let ready = sim.expect("ready");
     let kubeconfig = ready.split_whitespace().nth(1).unwrap().to_string();
     println!("idle: each consumer synced on 10,000 ConfigMaps, then {seconds} s with no event");

@@ -119,14 +119,17 @@ impl Server {
             Server::Real(_) => {
                 let name = pod["metadata"]["name"].as_str().unwrap();
                 let body: Pod = serde_json::from_value(pod.clone()).unwrap();
-                self.pods().replace(name, &PostParams::default(), &body).await.unwrap();
+                self.pods()
+                    .replace(name, &PostParams::default(), &body)
+                    .await
+                    .unwrap();
             }
         }
     }
 
     async fn delete_pod(&self, name: &str) {
         match self {
-            Server::Sim(sim) => drop(sim.delete("pods", Some("default"), name).unwrap()),
+            Server::Sim(sim) => sim.delete("pods", Some("default"), name).unwrap(),
             Server::Real(_) => drop(self.pods().delete(name, &DeleteParams::default()).await.unwrap()),
         }
     }
@@ -183,7 +186,10 @@ fn load(rt: &tokio::runtime::Runtime, server: &Server) -> Vec<Value> {
             for p in &pods {
                 let name = p["metadata"]["name"].as_str().unwrap();
                 let mut stored = serde_json::to_value(server.pods().get(name).await.unwrap()).unwrap();
-                stored["metadata"].as_object_mut().unwrap().remove("resourceVersion");
+                stored["metadata"]
+                    .as_object_mut()
+                    .unwrap()
+                    .remove("resourceVersion");
                 stored["status"] = p["status"].clone();
                 held.push(stored);
             }
@@ -238,7 +244,13 @@ pub fn role(rt: &tokio::runtime::Runtime, scratch: &std::path::Path, real: bool)
                     Server::Sim(sim) if std::env::var("MANY_BURST_DIRECT").is_ok_and(|v| v == "1") => {
                         burst(sim, &labels, updates, writers, burst_version)
                     }
-                    _ => rt.block_on(burst_http(&server.client(), &labels, updates, writers, burst_version)),
+                    _ => rt.block_on(burst_http(
+                        &server.client(),
+                        &labels,
+                        updates,
+                        writers,
+                        burst_version,
+                    )),
                 }
                 burst_version += 1;
                 println!("done {updates} {:.3}", started.elapsed().as_secs_f64());

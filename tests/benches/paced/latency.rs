@@ -56,7 +56,14 @@ impl Delays {
 /// [`Delays`] handler) with every event read as it comes, one with the
 /// daemon's watch window: the delay's percentiles over a paced window.
 pub fn part(seconds: f64, rates: &[String], window_us: u64) {
-    let mut sim = Proc::spawn(&["--role", crate::server_role(), "--kind", "configmaps", "--objects", "10000"]);
+    let mut sim = Proc::spawn(&[
+        "--role",
+        crate::server_role(),
+        "--kind",
+        "configmaps",
+        "--objects",
+        "10000",
+    ]);
     let ready = sim.expect("ready");
     let kubeconfig = ready.split_whitespace().nth(1).unwrap().to_string();
     println!(
