@@ -135,7 +135,10 @@ impl PluginGrant {
                 return Err("exclude: name at least one of namespaceSelector, objectSelector, namespaces, kinds (an empty exclude would exclude everything)".into());
             }
         }
-        Ok(crate::scope::Scope::new(self.match_.as_ref(), self.exclude.as_ref()))
+        Ok(crate::scope::Scope::new(
+            self.match_.as_ref(),
+            self.exclude.as_ref(),
+        ))
     }
 }
 

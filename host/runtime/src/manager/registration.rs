@@ -34,6 +34,8 @@ pub(super) struct Registered {
     /// Whether the listener only feeds the plugin's work queue (beside the
     /// one that delivers the watch's events).
     pub(super) feeds: bool,
+    /// A scoped watch's listener and tracker, to re-decide its objects.
+    pub(super) rescope: Option<super::scoping::Rescope>,
 }
 
 /// The watches (and reads) of `registered`, without the listeners that
@@ -67,6 +69,9 @@ struct InstanceEventHandler {
     /// The plugin's work queue, when it has one: every key of its resource
     /// is enqueued when the plugin syncs.
     reconciling: Option<Arc<Reconciling>>,
+    /// With a scope: what the plugin was told of, so leaving the scope is
+    /// a delete and entering an add.
+    tracker: Option<Arc<crate::scope::Tracker>>,
 }
 
 /// The informer-side handler that feeds a plugin's work queue from one
@@ -78,6 +83,7 @@ struct FeedHandler {
     feed: Feed,
     filter: UpdateFilter,
     leadership: Leadership,
+    scope: crate::scope::ScopeCell,
 }
 
 impl FeedHandler {
@@ -85,11 +91,14 @@ impl FeedHandler {
     /// new instance) adds nothing here: every key of the queue's resource
     /// is enqueued once the plugin has synced.
     fn passes(&self, n: &Notification) -> bool {
+        let admits = |o: &ObjRef| self.scope.admits(o);
         match n {
-            Notification::Update { old, new } => self.filter.delivers(old, new),
-            Notification::Add { in_initial_list, .. } => !in_initial_list,
+            Notification::Update { old, new } => {
+                self.filter.delivers(old, new) && (admits(new) || admits(old))
+            }
+            Notification::Add { in_initial_list, obj } => !in_initial_list && admits(obj),
             Notification::Synced => false,
-            Notification::Delete { .. } => true,
+            Notification::Delete { obj, .. } => admits(obj),
         }
     }
 
@@ -139,11 +148,22 @@ impl InstanceEventHandler {
         self.handles_events && self.leadership.is_leading()
     }
 
-    /// Whether `n` passes the watch's update filter.
+    /// Whether `n` passes the watch's update filter (an update that moves
+    /// the object in or out of scope always does).
     fn passes(&self, n: &Notification) -> bool {
         match n {
-            Notification::Update { old, new } => self.filter.delivers(old, new),
+            Notification::Update { old, new } => {
+                self.filter.delivers(old, new) || self.tracker.as_ref().is_some_and(|t| t.moves(old, new))
+            }
             _ => true,
+        }
+    }
+
+    /// What the plugin is told of `n` under its scope.
+    fn scoped(&self, n: Notification) -> Option<Notification> {
+        match &self.tracker {
+            Some(t) => t.map(n),
+            None => Some(n),
         }
     }
 }
@@ -192,14 +212,17 @@ impl InstanceEventHandler {
     /// Deliver `n` (when this replica leads), once the plugin's informers
     /// have synced if it waits for them. The watch's filter was asked as
     /// `n` was queued ([`EventHandler::wants`]).
-    async fn handle(&self, n: &Notification) {
+    async fn handle(&self, n: Notification) {
         if !self.delivers() {
             return;
         }
+        let Some(n) = self.scoped(n) else {
+            return;
+        };
         if let Some(gate) = &self.gate {
             gate.wait().await;
         }
-        self.instance.deliver(self.watch, n).await
+        self.instance.deliver(self.watch, &n).await
     }
 }
 
@@ -207,7 +230,7 @@ impl InstanceEventHandler {
     /// Deliver `n` on the calling thread (off the async runtime).
     fn deliver_blocking(&self, n: Notification) {
         if self.delivers() && self.passes(&n) {
-            futures::executor::block_on(self.handle(&n))
+            futures::executor::block_on(self.handle(n))
         }
     }
 }
@@ -249,7 +272,7 @@ impl EventHandler for InstanceEventHandler {
             match n {
                 Notification::Synced if self.count_down_sync() => self.instance.synced_call().await,
                 Notification::Synced => {}
-                n => self.handle(&n).await,
+                n => self.handle(n).await,
             }
         }))
     }
@@ -264,7 +287,10 @@ impl EventHandler for InstanceEventHandler {
             if let Some(gate) = &self.gate {
                 gate.wait().await;
             }
-            self.instance.deliver_batch(self.watch, &batch).await
+            let batch: Vec<Notification> = batch.into_iter().filter_map(|n| self.scoped(n)).collect();
+            if !batch.is_empty() {
+                self.instance.deliver_batch(self.watch, &batch).await
+            }
         }))
     }
 }
@@ -281,6 +307,8 @@ pub(super) struct Resolution {
     pub(super) missing: Missing,
     /// The plugin's work queue, when it registers one.
     pub(super) queue: Option<reconciling::Wanted>,
+    /// Where the operator lets it apply.
+    pub(super) scope: Option<crate::scope::Scope>,
 }
 
 /// The writes a registration declares.
@@ -392,6 +420,7 @@ impl PluginManager {
             permissions,
             missing,
         } = super::allowed(&grants, plugin, registration).map_err(anyhow::Error::msg)?;
+        let scope = self.scope_for(plugin, &grants).await?;
         let mut wanted = Vec::new();
         for (
             gvk,
@@ -453,6 +482,7 @@ impl PluginManager {
             wanted,
             permissions,
             missing,
+            scope,
             queue: registration.queue.as_ref().map(|q| reconciling::Wanted {
                 config: super::naming::queue_config(q),
                 api_version: q.resource.api_version.clone(),
@@ -475,8 +505,11 @@ impl PluginManager {
             permissions,
             wait_for_sync,
             queue,
+            scope,
             ..
         } = resolution;
+        let scoped = scope.is_some();
+        instance.cache_scope().scope().set(scope);
         let gate = wait_for_sync.then(|| {
             Arc::new(SyncGate {
                 informers: wanted.iter().map(|w| w.informer.clone()).collect(),
@@ -518,6 +551,8 @@ impl PluginManager {
                 handles_events: w.handles_events,
                 leadership: self.options.leadership.clone(),
                 reconciling: reconciling.clone(),
+                tracker: (scoped && w.handles_events)
+                    .then(|| Arc::new(crate::scope::Tracker::new(instance.cache_scope().scope().clone()))),
             });
             let feeder = reconciling
                 .as_ref()
@@ -532,8 +567,10 @@ impl PluginManager {
                         },
                         filter: handler.filter.clone(),
                         leadership: self.options.leadership.clone(),
+                        scope: instance.cache_scope().scope().clone(),
                     })
                 });
+            let tracker = handler.tracker.clone();
             let mut listen = |handler: Arc<dyn EventHandler>, feeds: bool, resync| {
                 let old = previous
                     .iter()
@@ -545,10 +582,19 @@ impl PluginManager {
                             .swap_listener(old.listener_id, instance.name(), handler.clone(), resync)
                     })
                     .unwrap_or_else(|| w.informer.add_listener(instance.name(), handler, resync));
+                let rescope = tracker
+                    .clone()
+                    .filter(|_| !feeds)
+                    .map(|tracker| super::scoping::Rescope {
+                        listener: listener.clone(),
+                        tracker,
+                        store: w.informer.store().clone(),
+                    });
                 registered.push(Registered {
                     spec: w.spec.clone(),
                     listener_id: listener.id(),
                     feeds,
+                    rescope,
                 });
             };
             listen(handler, false, w.resync);

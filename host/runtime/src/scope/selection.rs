@@ -88,7 +88,9 @@ impl Selector {
             let at = format!("{at}.matchExpressions[{i}]");
             text(&r.key, &format!("{at}.key"))?;
             if r.values.len() > MAX_ITEMS || r.values.iter().any(|v| v.len() > MAX_TEXT) {
-                return Err(format!("{at}.values: at most {MAX_ITEMS} of at most {MAX_TEXT} characters"));
+                return Err(format!(
+                    "{at}.values: at most {MAX_ITEMS} of at most {MAX_TEXT} characters"
+                ));
             }
             match (r.operator, r.values.is_empty()) {
                 (Operator::In | Operator::NotIn, true) => {
@@ -150,7 +152,10 @@ impl Selection {
         for (field, list) in [("namespaces", &self.namespaces), ("kinds", &self.kinds)] {
             let Some(list) = list else { continue };
             if list.len() > MAX_ITEMS {
-                return Err(format!("{at}.{field}: {} items (at most {MAX_ITEMS})", list.len()));
+                return Err(format!(
+                    "{at}.{field}: {} items (at most {MAX_ITEMS})",
+                    list.len()
+                ));
             }
             for item in list {
                 text(item, &format!("{at}.{field}"))?;
@@ -198,13 +203,16 @@ mod tests {
         let labels = |l: &'static [(&'static str, &'static str)]| {
             move |k: &str| l.iter().find(|(key, _)| *key == k).map(|(_, v)| *v)
         };
-        let s = selector("{matchLabels: {enforce: 'yes'}, matchExpressions: [{key: tier, operator: NotIn, values: [db]}]}");
+        let s = selector(
+            "{matchLabels: {enforce: 'yes'}, matchExpressions: [{key: tier, operator: NotIn, values: [db]}]}",
+        );
         assert!(s.matches(labels(&[("enforce", "yes")])));
         assert!(s.matches(labels(&[("enforce", "yes"), ("tier", "web")])));
         assert!(!s.matches(labels(&[("enforce", "yes"), ("tier", "db")])));
         assert!(!s.matches(labels(&[("enforce", "no")])));
         assert!(!s.matches(labels(&[])));
-        let exists = selector("{matchExpressions: [{key: a, operator: Exists}, {key: b, operator: DoesNotExist}]}");
+        let exists =
+            selector("{matchExpressions: [{key: a, operator: Exists}, {key: b, operator: DoesNotExist}]}");
         assert!(exists.matches(labels(&[("a", "")])));
         assert!(!exists.matches(labels(&[("a", ""), ("b", "")])));
         assert!(Selector::default().matches(labels(&[])));
@@ -220,7 +228,11 @@ mod tests {
                 .and_then(|s| s.check("match"))
         };
         assert!(check("{namespaces: [a], kinds: [Pod, apps/v1/Deployment]}").is_ok());
-        assert!(check("{namespaceSelector: {matchLabel: {}}}").unwrap_err().contains("unknown field"));
+        assert!(
+            check("{namespaceSelector: {matchLabel: {}}}")
+                .unwrap_err()
+                .contains("unknown field")
+        );
         assert!(
             check("{objectSelector: {matchExpressions: [{key: a, operator: In}]}}")
                 .unwrap_err()
@@ -231,8 +243,16 @@ mod tests {
                 .unwrap_err()
                 .contains("takes no values")
         );
-        assert!(check("{namespaces: ['']}").unwrap_err().contains("match.namespaces"));
-        assert!(check("{kinds: [core/v1/Pod]}").unwrap_err().contains("match.kinds"));
+        assert!(
+            check("{namespaces: ['']}")
+                .unwrap_err()
+                .contains("match.namespaces")
+        );
+        assert!(
+            check("{kinds: [core/v1/Pod]}")
+                .unwrap_err()
+                .contains("match.kinds")
+        );
         let many = format!("{{namespaces: [{}]}}", vec!["a"; MAX_ITEMS + 1].join(","));
         assert!(check(&many).unwrap_err().contains("at most"));
     }

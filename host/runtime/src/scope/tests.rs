@@ -52,7 +52,10 @@ fn namespace_selectors_read_the_namespace_labels_at_each_decision() {
     let pod = |ns: &str| object("v1", "Pod", Some(ns), "p", 1, &[]);
     assert!(s.admits(&pod("a")));
     assert!(!s.admits(&pod("b")));
-    assert!(!s.admits(&pod("unknown")), "a namespace not (yet) cached has no labels");
+    assert!(
+        !s.admits(&pod("unknown")),
+        "a namespace not (yet) cached has no labels"
+    );
     assert!(s.admits_namespace("v1", "Pod", "a"));
     assert!(!s.admits_namespace("v1", "Pod", "b"));
     // Cluster-scoped objects pass the namespace fields; a Namespace is
@@ -73,7 +76,8 @@ fn namespace_selectors_read_the_namespace_labels_at_each_decision() {
 fn relabelling_a_namespace_moves_its_objects() {
     let writer = wink_informer::store::Writer::new();
     writer.upsert(object("v1", "Namespace", None, "a", 1, &[]));
-    let s = scope("{namespaceSelector: {matchLabels: {enforce: 'yes'}}}", "").with_namespaces(writer.reader());
+    let s =
+        scope("{namespaceSelector: {matchLabels: {enforce: 'yes'}}}", "").with_namespaces(writer.reader());
     let pod = object("v1", "Pod", Some("a"), "p", 1, &[]);
     assert!(!s.admits(&pod));
     writer.upsert(object("v1", "Namespace", None, "a", 2, &[("enforce", "yes")]));
@@ -86,8 +90,12 @@ fn match_and_exclude_combine_every_field() {
         "{namespaces: [a, b], kinds: [Pod, apps/v1/Deployment]}",
         "{namespaces: [b], objectSelector: {matchLabels: {skip: 'true'}}}",
     );
-    let obj = |kind: &str, v: &str, ns: &str, labels: &[(&str, &str)]| object(v, kind, Some(ns), "x", 1, labels);
-    assert!(s.admits(&obj("Pod", "v1", "a", &[("skip", "true")])), "exclude needs both its fields");
+    let obj =
+        |kind: &str, v: &str, ns: &str, labels: &[(&str, &str)]| object(v, kind, Some(ns), "x", 1, labels);
+    assert!(
+        s.admits(&obj("Pod", "v1", "a", &[("skip", "true")])),
+        "exclude needs both its fields"
+    );
     assert!(s.admits(&obj("Pod", "v1", "b", &[])));
     assert!(!s.admits(&obj("Pod", "v1", "b", &[("skip", "true")])));
     assert!(!s.admits(&obj("Pod", "v1", "c", &[])));
@@ -99,7 +107,10 @@ fn match_and_exclude_combine_every_field() {
     let ex = scope("", "{namespaces: [kube-system]}");
     assert!(!ex.admits(&obj("Pod", "v1", "kube-system", &[])));
     assert!(ex.admits(&obj("Pod", "v1", "default", &[])));
-    assert!(Scope::new(None, Some(&Selection::default())).is_none(), "nothing to narrow");
+    assert!(
+        Scope::new(None, Some(&Selection::default())).is_none(),
+        "nothing to narrow"
+    );
 }
 
 #[test]

@@ -48,7 +48,10 @@ impl Tracker {
             .into_iter()
             .map(|o| {
                 rescoping.insert(o.key());
-                Notification::Update { old: o.clone(), new: o }
+                Notification::Update {
+                    old: o.clone(),
+                    new: o,
+                }
             })
             .collect()
     }
@@ -148,7 +151,11 @@ mod tests {
             obj: c.clone(),
             final_state_unknown: false,
         };
-        assert_eq!(kind(&t.map(gone)), "-", "a delete of what it never saw is not told");
+        assert_eq!(
+            kind(&t.map(gone)),
+            "-",
+            "a delete of what it never saw is not told"
+        );
         assert_eq!(t.known(), 0);
         // The scope changes: markers move only what changed side.
         assert_eq!(kind(&t.map(update(&b, &b))), "add");
