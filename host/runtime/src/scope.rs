@@ -13,6 +13,7 @@
 
 pub mod selection;
 pub mod tracker;
+pub mod webhook;
 
 pub use selection::{Operator, Requirement, Selection, Selector};
 pub use tracker::Tracker;
