@@ -64,6 +64,7 @@ mod runtime_limits;
 mod runtime_recovery;
 mod runtime_tier_up;
 mod sandbox;
+mod scope;
 mod sdk_rust;
 mod sim_admission;
 mod sim_builtins;

@@ -78,10 +78,16 @@ pub fn allowed(
         Ok(allowed) => allowed,
         Err(why) => return refused(why),
     };
-    let reads = sources
+    let mut reads: Vec<_> = sources
         .into_iter()
         .map(|(gvk, source)| (gvk.api_version(), gvk.kind, source.namespace.clone()))
         .collect();
+    // A scope with a namespace selector reads the Namespace informer.
+    match grants.scope(name) {
+        Err(why) => return refused(why),
+        Ok(Some(scope)) if scope.needs_namespaces() => reads.push(("v1".into(), "Namespace".into(), None)),
+        Ok(_) => {}
+    }
     let mut warnings = Vec::new();
     if !missing.is_empty() {
         warnings.push(format!(

@@ -1,0 +1,178 @@
+//! End-to-end: the operator scopes a plugin. `pod-security` under the
+//! grants of the worked example of `docs/src/running/scope.md` (its
+//! `match.namespaceSelector` is `enforce: "yes"`) refuses a privileged Pod
+//! only in labelled namespaces, reports only their Pods, and a namespace
+//! relabelled moves in or out of the scope within seconds, with no
+//! restart: on the simulated API server here, on a real one in
+//! `real_scope.rs`. The assertions read which namespaces are refused and
+//! reported, never the plugin's rule names.
+
+use crate::cache_support::*;
+use crate::report_support::*;
+use k8s_openapi::api::core::v1::{Namespace, Pod};
+use kube::api::{Api, Patch, PatchParams, PostParams};
+use serde_json::{Value, json};
+use std::collections::BTreeSet;
+use std::time::{Duration, Instant};
+
+/// How soon a relabelled namespace must have moved.
+pub const MOVED_WITHIN: Duration = Duration::from_secs(10);
+
+/// The grants file of the worked example in `docs/src/running/scope.md`.
+pub fn example_grants() -> String {
+    let page = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/src/running/scope.md"),
+    )
+    .unwrap();
+    let (_, after) = page
+        .split_once("<!-- grants: applied by tests/tests/scope.rs -->\n```yaml\n")
+        .expect("the worked example's grants");
+    after.split_once("```").unwrap().0.to_string()
+}
+
+/// Label namespace `name` `enforce: "yes"`, or take the label away.
+pub async fn enforce(client: &kube::Client, name: &str, on: bool) {
+    let label = if on { json!("yes") } else { Value::Null };
+    let patch = json!({"metadata": {"labels": {"enforce": label}}});
+    Api::<Namespace>::all(client.clone())
+        .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .unwrap();
+}
+
+/// Whether a privileged Pod `name` is let into `ns` (a denial by
+/// pod-security's webhook is `false`; anything else fails the test). A Pod
+/// let in is deleted again.
+pub async fn admitted(client: &kube::Client, ns: &str, name: &str) -> bool {
+    let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
+    let pod: Pod = from_json(violating_pod(ns, name, 1));
+    match pods.create(&PostParams::default(), &pod).await {
+        Ok(_) => {
+            pods.delete(name, &Default::default()).await.unwrap();
+            true
+        }
+        Err(kube::Error::Api(s)) if s.message.contains("pod-security.validate.wink.dev") => false,
+        Err(e) => panic!("creating {ns}/{name}: {e}"),
+    }
+}
+
+/// Wait until a privileged Pod is refused exactly in `refused` of `all`
+/// (each asked with a new name).
+pub async fn until_refused(client: &kube::Client, all: &[&str], refused: &[&str], within: Duration) {
+    let deadline = Instant::now() + within;
+    let mut n = 0;
+    loop {
+        let mut got = Vec::new();
+        for ns in all {
+            n += 1;
+            if !admitted(client, ns, &format!("probe-{n}")).await {
+                got.push(*ns);
+            }
+        }
+        if got == refused {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "privileged Pods refused in {got:?}, not {refused:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// The namespaces whose Pods the reports of `client`'s server hold results about.
+pub async fn reported(client: &kube::Client) -> BTreeSet<String> {
+    let reports = reports_of(client, wink::reports::ReportApi::Wgpolicyk8s).await;
+    rows(&reports).into_iter().map(|r| r.0).collect()
+}
+
+/// Wait until the reports hold results about the Pods of `want` alone.
+pub async fn until_reported(client: &kube::Client, want: &[&str], within: Duration) {
+    let want: BTreeSet<String> = want.iter().map(|s| s.to_string()).collect();
+    let deadline = Instant::now() + within;
+    loop {
+        let got = reported(client).await;
+        if got == want {
+            return;
+        }
+        assert!(Instant::now() < deadline, "reports about {got:?}, not {want:?}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// The namespace selector of wink's validating webhook for pod-security.
+pub async fn webhook_selector(client: &kube::Client) -> Value {
+    use k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration;
+    let api: Api<ValidatingWebhookConfiguration> = Api::all(client.clone());
+    let deadline = Instant::now() + WAIT;
+    loop {
+        if let Ok(c) = api.get("wink").await {
+            let c = serde_json::to_value(c).unwrap();
+            let found = c["webhooks"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .find(|w| w["name"] == "pod-security.validate.wink.dev");
+            if let Some(w) = found {
+                return w["namespaceSelector"].clone();
+            }
+        }
+        assert!(Instant::now() < deadline, "no webhook for pod-security");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_namespace_selector_scopes_the_door_and_the_reports_and_follows_relabels() {
+    let sim = wink_sim::Sim::start(wink_sim::SimConfig::default())
+        .await
+        .unwrap();
+    let client = sim.client();
+    for ns in ["strict", "relaxed"] {
+        namespace(&sim, ns).await;
+        sim.insert(violating_pod(ns, "old", 1)).unwrap();
+    }
+    enforce(&client, "strict", true).await;
+    let s = Setup::new("scope_pod_security", &sim);
+    s.install("pod_security", "pod-security", None);
+    let grants = s.plugins.parent().unwrap().join("grants.yaml");
+    std::fs::write(&grants, example_grants()).unwrap();
+    let port = free_port();
+    let (addr, url) = (format!("127.0.0.1:{port}"), format!("https://127.0.0.1:{port}"));
+    let wink = s.run(&[
+        "--grants",
+        grants.to_str().unwrap(),
+        "--admission-addr",
+        &addr,
+        "--admission-webhook-url",
+        &url,
+        "--report-batch-ms",
+        "200",
+    ]);
+    wait_synced(&wink, "pod-security");
+
+    // The webhook carries the operator's selector beside wink's own exclusions.
+    let selector = webhook_selector(&client).await.to_string();
+    assert!(
+        selector.contains(r#""key":"enforce","operator":"In","values":["yes"]"#),
+        "{selector}"
+    );
+    let all = ["strict", "relaxed"];
+    until_refused(&client, &all, &["strict"], WAIT).await;
+    until_reported(&client, &["strict"], WAIT).await;
+
+    // Relabelled both ways: moved within seconds, wink not restarted.
+    enforce(&client, "relaxed", true).await;
+    enforce(&client, "strict", false).await;
+    let moved = Instant::now();
+    until_reported(&client, &["relaxed"], MOVED_WITHIN).await;
+    until_refused(&client, &all, &["relaxed"], MOVED_WITHIN).await;
+    eprintln!("scope moved in {:?}", moved.elapsed());
+    assert!(
+        wink.lines()
+            .iter()
+            .filter(|l| l.contains("plugin loaded"))
+            .count()
+            == 1
+    );
+}
