@@ -54,6 +54,7 @@ mod real_differential;
 mod real_leader;
 mod real_reconcile;
 mod real_reports;
+mod real_scope;
 mod real_winkplugins;
 mod real_writes;
 mod reconcile;
