@@ -63,8 +63,5 @@ async fn a_namespace_selector_scopes_the_door_and_the_reports_on_a_real_server()
     until_refused(&client, &all, &[&relaxed], MOVED_WITHIN).await;
     eprintln!("scope moved in {:?}", moved.elapsed());
     let lines = wink.lines();
-    assert!(
-        !lines.iter().any(|l| l.contains("forbidden")),
-        "{lines:#?}"
-    );
+    assert!(!lines.iter().any(|l| l.contains("forbidden")), "{lines:#?}");
 }
