@@ -176,3 +176,89 @@ async fn a_namespace_selector_scopes_the_door_and_the_reports_and_follows_relabe
             == 1
     );
 }
+
+/// Label namespace `name` `scope: in`, or take the label away.
+async fn scope_label(client: &kube::Client, name: &str, on: bool) {
+    let label = if on { json!("in") } else { Value::Null };
+    let patch = json!({"metadata": {"labels": {"scope": label}}});
+    Api::<Namespace>::all(client.clone())
+        .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cache_queries_and_events_see_only_the_scope_and_follow_a_relabel() {
+    use k8s_openapi::api::core::v1::ConfigMap;
+    let sim = wink_sim::Sim::start(wink_sim::SimConfig::default())
+        .await
+        .unwrap();
+    let client = sim.client();
+    let pp = PostParams::default();
+    for (ns, app) in [("inside", "web"), ("outside", "db")] {
+        namespace(&sim, ns).await;
+        Api::<ConfigMap>::namespaced(client.clone(), ns)
+            .create(&pp, &config_map(ns, "cm", json!({"app": app})))
+            .await
+            .unwrap();
+    }
+    scope_label(&client, "inside", true).await;
+    let cm = |q: Value| {
+        let mut q = q;
+        q["api_version"] = json!("v1");
+        q["kind"] = json!("ConfigMap");
+        q
+    };
+    let queries = json!([
+        cm(json!({"op": "list"})),
+        cm(json!({"op": "get", "key": "outside/cm"})),
+        cm(json!({"op": "get", "key": "inside/cm"})),
+        cm(json!({"op": "first", "namespace": "outside"})),
+        cm(json!({"op": "by-index", "index": "app", "value": "db"})),
+        cm(json!({"op": "index-keys", "index": "app", "value": "db"})),
+        cm(json!({"op": "list-index-values", "index": "app"})),
+    ]);
+    let config = json!({"watches": [{"api_version": "v1", "kind": "ConfigMap", "indexes": {"app": "label:app"}}],
+        "trigger": "probe", "queries": queries, "log_events": true});
+    let s = Setup::new("scope_cache", &sim);
+    s.install("cache_probe", "probe", Some(&config));
+    let grants = s.plugins.parent().unwrap().join("grants.yaml");
+    std::fs::write(
+        &grants,
+        "plugins:\n  probe:\n    match:\n      namespaceSelector: {matchLabels: {scope: in}}\n",
+    )
+    .unwrap();
+    let wink = s.run(&["--grants", grants.to_str().unwrap()]);
+    wait_synced(&wink, "probe");
+    Api::<ConfigMap>::namespaced(client.clone(), "inside")
+        .create(&pp, &config_map("inside", "probe", json!({})))
+        .await
+        .unwrap();
+    wink.wait_for_line("[probe] probe done", WAIT);
+    let answers = lines_starting(&wink, "probe", "query ");
+    assert_eq!(
+        answers,
+        [
+            "query 0 list ConfigMap: ok [inside/cm inside/probe]",
+            "query 1 get ConfigMap: ok [none]",
+            "query 2 get ConfigMap: ok [inside/cm]",
+            "query 3 first ConfigMap: ok []",
+            "query 4 by-index ConfigMap: ok []",
+            "query 5 index-keys ConfigMap: ok []",
+            "query 6 list-index-values ConfigMap: ok [web]",
+        ]
+    );
+    let events = || lines_starting(&wink, "probe", "event ");
+    assert!(
+        events().iter().any(|l| l.starts_with("event add inside/cm ")),
+        "{:?}",
+        events()
+    );
+    assert!(!events().iter().any(|l| l.contains("outside/")), "{:?}", events());
+
+    // Relabelled in: an add; relabelled out again: a delete.
+    scope_label(&client, "outside", true).await;
+    wink.wait_for_line("[probe] event add outside/cm watch=0 initial=false", MOVED_WITHIN);
+    scope_label(&client, "outside", false).await;
+    wink.wait_for_line("[probe] event delete outside/cm watch=0", MOVED_WITHIN);
+}
