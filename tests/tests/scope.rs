@@ -262,3 +262,84 @@ async fn cache_queries_and_events_see_only_the_scope_and_follow_a_relabel() {
     scope_label(&client, "outside", false).await;
     wink.wait_for_line("[probe] event delete outside/cm watch=0", MOVED_WITHIN);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn writes_outside_the_scope_are_refused_and_said() {
+    use k8s_openapi::api::core::v1::ConfigMap;
+    let sim = wink_sim::Sim::start(wink_sim::SimConfig::default())
+        .await
+        .unwrap();
+    let client = sim.client();
+    let pp = PostParams::default();
+    for ns in ["inside", "outside"] {
+        namespace(&sim, ns).await;
+        Api::<ConfigMap>::namespaced(client.clone(), ns)
+            .create(&pp, &config_map(ns, "cm", json!({})))
+            .await
+            .unwrap();
+    }
+    let op = |op: &str, ns: &str| {
+        let mut o = json!({"op": op, "api_version": "v1", "kind": "ConfigMap", "key": format!("{ns}/cm")});
+        match op {
+            "patch" => {
+                o["type"] = json!("merge");
+                o["body"] = json!({"metadata": {"labels": {"patched": "yes"}}});
+            }
+            "create" => o["body"] = json!({"metadata": {"name": "new", "namespace": ns}}),
+            _ => {}
+        }
+        o
+    };
+    let ops = json!([
+        op("patch", "outside"),
+        op("create", "outside"),
+        op("delete", "outside"),
+        op("patch", "inside"),
+        op("create", "inside"),
+    ]);
+    let config = json!({"writes": [{"api_version": "v1", "kind": "ConfigMap", "verbs": ["create", "patch", "delete"]}],
+        "ops": ops});
+    let s = Setup::new("scope_writes", &sim);
+    s.install("write_probe", "writer", Some(&config));
+    let grants = s.plugins.parent().unwrap().join("grants.yaml");
+    std::fs::write(
+        &grants,
+        "plugins:\n  writer:\n    writes: [{apiVersion: v1, kind: ConfigMap, verbs: [create, patch, delete]}]\n    match: {namespaces: [inside]}\n",
+    )
+    .unwrap();
+    let wink = s.run(&["--grants", grants.to_str().unwrap()]);
+    wait_synced(&wink, "writer");
+    Api::<ConfigMap>::namespaced(client.clone(), "inside")
+        .create(&pp, &config_map("inside", "trigger", json!({})))
+        .await
+        .unwrap();
+    wink.wait_for_line("[writer] probe done", WAIT);
+    let answers = lines_starting(&wink, "writer", "write ");
+    let outside = "error not-permitted: ConfigMap outside/";
+    for (i, line) in answers.iter().enumerate().take(3) {
+        assert!(
+            line.contains(outside) && line.contains("outside this plugin's scope"),
+            "{i}: {answers:#?}"
+        );
+    }
+    assert!(answers[3].contains(": ok inside/cm"), "{answers:#?}");
+    assert!(answers[4].contains(": ok inside/new"), "{answers:#?}");
+    // Nothing happened outside.
+    let cm = Api::<ConfigMap>::namespaced(client.clone(), "outside")
+        .get("cm")
+        .await
+        .unwrap();
+    assert!(cm.metadata.labels.is_none());
+    assert!(
+        Api::<ConfigMap>::namespaced(client, "outside")
+            .get_opt("new")
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert!(
+        wink.lines()
+            .iter()
+            .any(|l| l.contains("refused") && l.contains("outside this plugin's scope"))
+    );
+}
