@@ -343,3 +343,56 @@ async fn writes_outside_the_scope_are_refused_and_said() {
             .any(|l| l.contains("refused") && l.contains("outside this plugin's scope"))
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_scope_changed_in_the_grants_file_is_in_force_at_once() {
+    use k8s_openapi::api::core::v1::ConfigMap;
+    let sim = wink_sim::Sim::start(wink_sim::SimConfig::default())
+        .await
+        .unwrap();
+    let client = sim.client();
+    for ns in ["one", "two"] {
+        namespace(&sim, ns).await;
+        Api::<ConfigMap>::namespaced(client.clone(), ns)
+            .create(&PostParams::default(), &config_map(ns, "cm", json!({})))
+            .await
+            .unwrap();
+    }
+    let config = json!({"watches": [{"api_version": "v1", "kind": "ConfigMap"}], "log_events": true});
+    let s = Setup::new("scope_regrant", &sim);
+    s.install("cache_probe", "probe", Some(&config));
+    let grants = s.plugins.parent().unwrap().join("grants.yaml");
+    let scoped = |ns: &str| format!("plugins:\n  probe:\n    match: {{namespaces: [{ns}]}}\n");
+    std::fs::write(&grants, scoped("one")).unwrap();
+    let wink = s.run(&["--grants", grants.to_str().unwrap()]);
+    wait_synced(&wink, "probe");
+    wink.wait_for_line("[probe] event add one/cm watch=0 initial=true", WAIT);
+    // Another scope: what leaves is deleted, what enters added.
+    let tmp = grants.with_extension("tmp");
+    std::fs::write(&tmp, scoped("two")).unwrap();
+    std::fs::rename(&tmp, &grants).unwrap();
+    wink.wait_for_line("[probe] event delete one/cm watch=0", WAIT);
+    wink.wait_for_line("[probe] event add two/cm watch=0 initial=false", WAIT);
+    assert!(
+        !wink
+            .lines()
+            .iter()
+            .any(|l| l.contains("event add two/cm watch=0 initial=true"))
+    );
+    // No scope at all: loaded again, everything listed.
+    std::fs::write(&tmp, "plugins: {}\n").unwrap();
+    std::fs::rename(&tmp, &grants).unwrap();
+    wink.wait_for_line("the plugin gains or loses a scope", WAIT);
+    wink.wait_for_line("[probe] event add one/cm watch=0 initial=true", WAIT);
+    let adds = |key: &str| {
+        wink.lines()
+            .iter()
+            .filter(|l| l.contains(&format!("[probe] event add {key} watch=0 initial=true")))
+            .count()
+    };
+    let deadline = Instant::now() + WAIT;
+    while adds("two/cm") < 1 || adds("one/cm") < 2 {
+        assert!(Instant::now() < deadline, "{:#?}", wink.lines());
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}

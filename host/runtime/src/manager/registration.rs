@@ -10,7 +10,7 @@
 //! informer's listeners do, through [`InstanceEventHandler`]).
 
 use super::PluginManager;
-use super::enqueueing::Feed;
+use super::enqueueing::{Feed, FeedHandler};
 use super::reconciling::{self, Reconciling};
 use crate::bindings::types::{Enqueue, IndexBy, Registration, Verb as WitVerb};
 use crate::capabilities::WriteAccess;
@@ -72,75 +72,6 @@ struct InstanceEventHandler {
     /// With a scope: what the plugin was told of, so leaving the scope is
     /// a delete and entering an add.
     tracker: Option<Arc<crate::scope::Tracker>>,
-}
-
-/// The informer-side handler that feeds a plugin's work queue from one
-/// watch: a listener of its own, so the keys of events that arrive while
-/// the plugin is busy (a reconcile holds its instance) are added at once,
-/// as client-go's handlers add them, not one per call the instance makes.
-struct FeedHandler {
-    instance: Arc<PluginInstance>,
-    feed: Feed,
-    filter: UpdateFilter,
-    leadership: Leadership,
-    scope: crate::scope::ScopeCell,
-}
-
-impl FeedHandler {
-    /// Whether `n` adds a key. An initial list (or the cache replayed to a
-    /// new instance) adds nothing here: every key of the queue's resource
-    /// is enqueued once the plugin has synced.
-    fn passes(&self, n: &Notification) -> bool {
-        let admits = |o: &ObjRef| self.scope.admits(o);
-        match n {
-            Notification::Update { old, new } => {
-                self.filter.delivers(old, new) && (admits(new) || admits(old))
-            }
-            Notification::Add { in_initial_list, obj } => !in_initial_list && admits(obj),
-            Notification::Synced => false,
-            Notification::Delete { obj, .. } => admits(obj),
-        }
-    }
-
-    async fn handle(&self, n: &Notification) {
-        if self.passes(n) && self.leadership.is_leading() {
-            self.feed.notified(&self.instance, n).await;
-        }
-    }
-}
-
-impl EventHandler for FeedHandler {
-    fn on_add(&self, obj: &ObjRef, in_initial_list: bool) {
-        let n = Notification::Add {
-            obj: obj.clone(),
-            in_initial_list,
-        };
-        futures::executor::block_on(self.handle(&n))
-    }
-    fn on_update(&self, old: &ObjRef, new: &ObjRef) {
-        let n = Notification::Update {
-            old: old.clone(),
-            new: new.clone(),
-        };
-        futures::executor::block_on(self.handle(&n))
-    }
-    fn on_delete(&self, obj: &ObjRef, final_state_unknown: bool) {
-        let n = Notification::Delete {
-            obj: obj.clone(),
-            final_state_unknown,
-        };
-        futures::executor::block_on(self.handle(&n))
-    }
-    fn on_synced(&self) {}
-    fn is_async(&self) -> bool {
-        true
-    }
-    fn wants(&self, n: &Notification) -> bool {
-        self.passes(n)
-    }
-    fn deliver_async(self: Arc<Self>, n: Notification) -> Option<DeliveryFuture> {
-        Some(Box::pin(async move { self.handle(&n).await }))
-    }
 }
 
 impl InstanceEventHandler {
