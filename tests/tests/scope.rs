@@ -25,7 +25,7 @@ pub fn example_grants() -> String {
     )
     .unwrap();
     let (_, after) = page
-        .split_once("<!-- grants: applied by tests/tests/scope.rs -->\n```yaml\n")
+        .split_once("<!-- grants: applied by tests/tests/scope.rs -->\n```yaml,grants\n")
         .expect("the worked example's grants");
     after.split_once("```").unwrap().0.to_string()
 }
