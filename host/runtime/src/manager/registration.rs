@@ -352,6 +352,23 @@ impl PluginManager {
             missing,
         } = super::allowed(&grants, plugin, registration).map_err(anyhow::Error::msg)?;
         let scope = self.scope_for(plugin, &grants).await?;
+        if let Some(kinds) = scope.as_ref().and_then(|s| s.include().kinds.as_ref()) {
+            for kind in kinds {
+                let (v, k) = crate::scope::selection::split_kind(kind);
+                let watched = sources.iter().any(|(gvk, _)| {
+                    gvk.kind == k
+                        && v.is_none_or(|v| {
+                            wink_informer::canonical::same_type((v, k), (&gvk.api_version(), &gvk.kind))
+                        })
+                });
+                if !watched {
+                    tracing::warn!(
+                        plugin,
+                        "the scope's kind {kind:?} is none the plugin watches or reads: it matches nothing"
+                    );
+                }
+            }
+        }
         let mut wanted = Vec::new();
         for (
             gvk,
