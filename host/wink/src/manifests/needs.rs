@@ -206,4 +206,18 @@ mod tests {
         assert!(role["rules"].to_string().contains("secrets"));
         assert!(mentions_secrets(&docs));
     }
+
+    #[test]
+    fn a_scope_reading_namespace_labels_gets_the_namespaces_read() {
+        let scoped = Grants::parse(b"plugins: {pods: {match: {namespaceSelector: {matchLabels: {enforce: 'yes'}}}}}").unwrap();
+        let names = Grants::parse(b"plugins: {pods: {match: {namespaces: [a]}}}").unwrap();
+        let reads_namespaces = |grants: &Grants| {
+            let (docs, warnings) = rendered(grants, &[("pods", watching("v1", "Pod", None))]);
+            assert!(warnings.is_empty(), "{warnings:#?}");
+            let cluster = docs.iter().find(|d| d["kind"] == "ClusterRole").unwrap();
+            cluster["rules"].to_string().contains("\"namespaces\"")
+        };
+        assert!(reads_namespaces(&scoped));
+        assert!(!reads_namespaces(&names), "names need no Namespace informer");
+    }
 }
