@@ -161,6 +161,24 @@ async fn a_namespace_selector_scopes_the_door_and_the_reports_and_follows_relabe
     until_refused(&client, &all, &["strict"], WAIT).await;
     until_reported(&client, &["strict"], WAIT).await;
 
+    // A review the API server would not send (outside the scope) is
+    // answered without the plugin: allowed; the same review inside is not.
+    let ca = crate::admission::ca_pem(&sim).await;
+    let asked = |ns: &str| {
+        let pod = violating_pod(ns, "direct", 1);
+        json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {
+            "uid": format!("uid-{ns}"), "kind": {"group": "", "version": "v1", "kind": "Pod"},
+            "resource": {"group": "", "version": "v1", "resource": "pods"},
+            "name": "direct", "namespace": ns, "operation": "CREATE",
+            "userInfo": {"username": "tester"}, "object": pod, "dryRun": false}})
+        .to_string()
+    };
+    let path = "/admission/pod-security/validate";
+    let outside = crate::admission::ask(port, &ca, path, &asked("relaxed")).await;
+    assert_eq!(outside["allowed"], true, "{outside}");
+    let inside = crate::admission::ask(port, &ca, path, &asked("strict")).await;
+    assert_eq!(inside["allowed"], false, "{inside}");
+
     // Relabelled both ways: moved within seconds, wink not restarted.
     enforce(&client, "relaxed", true).await;
     enforce(&client, "strict", false).await;

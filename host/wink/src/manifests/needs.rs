@@ -209,7 +209,9 @@ mod tests {
 
     #[test]
     fn a_scope_reading_namespace_labels_gets_the_namespaces_read() {
-        let scoped = Grants::parse(b"plugins: {pods: {match: {namespaceSelector: {matchLabels: {enforce: 'yes'}}}}}").unwrap();
+        let scoped =
+            Grants::parse(b"plugins: {pods: {match: {namespaceSelector: {matchLabels: {enforce: 'yes'}}}}}")
+                .unwrap();
         let names = Grants::parse(b"plugins: {pods: {match: {namespaces: [a]}}}").unwrap();
         let reads_namespaces = |grants: &Grants| {
             let (docs, warnings) = rendered(grants, &[("pods", watching("v1", "Pod", None))]);
