@@ -21,6 +21,7 @@ mod https;
 mod moved_tag;
 mod replicas;
 mod report_results;
+mod scoped;
 mod status_writes;
 mod support;
 

@@ -15,6 +15,10 @@
 //!         verbs: [patch]       # create, update, patch, delete
 //!         namespaces: [default] # omitted: every namespace
 //!     rate: {qps: 10, burst: 20}
+//!     match:                   # where it applies (every field ANDed; crate::scope)
+//!       namespaceSelector: {matchLabels: {enforce: "yes"}}
+//!     exclude:                 # where it does not
+//!       namespaces: [kube-system]
 //! daemon:
 //!   rate: {qps: 50, burst: 100}  # every plugin's writes together
 //! ```
@@ -111,6 +115,31 @@ pub struct PluginGrant {
     pub writes: Vec<WriteGrant>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rate: Option<Rate>,
+    /// Where the plugin applies ([`crate::scope`]); none: everywhere.
+    #[serde(rename = "match", skip_serializing_if = "Option::is_none")]
+    pub match_: Option<crate::scope::Selection>,
+    /// Where it does not.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub exclude: Option<crate::scope::Selection>,
+}
+
+impl PluginGrant {
+    /// The scope this grant sets, checked; none when it narrows nothing.
+    pub fn scope(&self) -> Result<Option<crate::scope::Scope>, String> {
+        if let Some(m) = &self.match_ {
+            m.check("match")?;
+        }
+        if let Some(e) = &self.exclude {
+            e.check("exclude")?;
+            if e.is_empty() {
+                return Err("exclude: name at least one of namespaceSelector, objectSelector, namespaces, kinds (an empty exclude would exclude everything)".into());
+            }
+        }
+        Ok(crate::scope::Scope::new(
+            self.match_.as_ref(),
+            self.exclude.as_ref(),
+        ))
+    }
 }
 
 /// The daemon-wide part of the grants.
@@ -297,6 +326,17 @@ impl Grants {
             rate: grant.rate,
         };
         (permissions, missing)
+    }
+
+    /// The scope of `plugin`'s grant (none: everywhere); a grant whose
+    /// scope does not check is an error naming the field.
+    pub fn scope(&self, plugin: &str) -> Result<Option<crate::scope::Scope>, String> {
+        if self.grant_declared && self.for_plugin(plugin).is_none() {
+            return Ok(None);
+        }
+        self.for_plugin(plugin)
+            .map_or(Ok(None), PluginGrant::scope)
+            .map_err(|e| format!("the grant of plugin {plugin}: {e}"))
     }
 
     /// Whether `plugin` may watch or read Secrets.

@@ -13,6 +13,7 @@
 //! - [`reload`]: the reload watcher on the plugin directory;
 //! - [`reports`]: what plugins report, aggregated and written as PolicyReports
 //!   or OpenReports Reports;
+//! - [`scope`]: where the operator lets a plugin apply (`match`, `exclude`);
 //! - [`leadership`]: whether this replica leads (deliveries and writes read it);
 //! - [`text_log`]: the text log's escaping of what plugins control;
 //! - [`workqueue`]: client-go's workqueue for the keys plugins reconcile.
@@ -39,6 +40,7 @@ pub mod precompiled;
 pub mod rate;
 pub mod reload;
 pub mod reports;
+pub mod scope;
 pub mod stdio;
 pub mod text_log;
 pub mod ticker;

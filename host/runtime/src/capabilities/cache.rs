@@ -1,7 +1,9 @@
 //! The `cache` import: read-only queries of the informers' stores, scoped
 //! to the resources the plugin watches or reads ([`CacheScope`]). Answers
 //! are handles to the cached versions; nothing here reaches the API server.
-//! Errors are values, never traps.
+//! Errors are values, never traps. Objects outside the plugin's scope
+//! ([`crate::scope`]) are not there: a `get` does not find them, lists and
+//! index lookups leave them out.
 
 use super::{HostState, ObjectHandle};
 use crate::bindings::types::{Answer, CacheError, ResourceType as Resource_};
@@ -19,6 +21,8 @@ use wink_informer::{ObjRef, Store};
 #[derive(Clone, Default)]
 pub struct CacheScope {
     stores: Arc<RwLock<Vec<Granted>>>,
+    /// Where the plugin applies: what is outside is not there for it.
+    scope: crate::scope::ScopeCell,
     /// Queries answered, by (operation, result).
     queries: Arc<std::sync::Mutex<std::collections::BTreeMap<(&'static str, &'static str), u64>>>,
 }
@@ -34,6 +38,11 @@ impl CacheScope {
             Some(granted) => granted.2 = store,
             None => stores.push((api_version.to_string(), kind.to_string(), store)),
         }
+    }
+
+    /// The plugin's scope, shared by everything that enforces it.
+    pub fn scope(&self) -> &crate::scope::ScopeCell {
+        &self.scope
     }
 
     /// The store granted for (`api_version`, `kind`), in their canonical
@@ -100,7 +109,7 @@ impl HostState {
             Ok(store) => store,
             Err(e) => return Ok(Err(e)),
         };
-        let found = store.get(&key);
+        let found = store.get(&key).filter(|o| self.cache.scope.admits(o));
         Ok(Ok(match found {
             Some(obj) => Some(self.push_object(&obj)?),
             None => None,
@@ -127,7 +136,13 @@ impl HostState {
         label_selector: Option<String>,
     ) -> Reply<Option<Resource<ObjectHandle>>> {
         let found = match self.selection(&resource, label_selector) {
-            Ok((store, selector)) => store.first(namespace.as_deref(), selector.as_ref()),
+            Ok((store, selector)) => match self.cache.scope.get() {
+                None => store.first(namespace.as_deref(), selector.as_ref()),
+                Some(scope) => store
+                    .list(namespace.as_deref(), selector.as_ref())
+                    .into_iter()
+                    .find(|o| scope.admits(o)),
+            },
             Err(e) => return Ok(Err(e)),
         };
         Ok(Ok(match found {
@@ -141,7 +156,7 @@ impl HostState {
             .refuse_logged(self.cache.store(&resource))
             .and_then(|store| store.by_index(&index, &value).map_err(store_error))
         {
-            Ok(objects) => objects,
+            Ok(objects) => self.in_scope(objects),
             Err(e) => return Ok(Err(e)),
         };
         Ok(Ok(self.answer(objects)?))
@@ -150,7 +165,19 @@ impl HostState {
     fn query_index_keys(&mut self, resource: Resource_, index: String, value: String) -> Reply<String> {
         Ok(self
             .refuse_logged(self.cache.store(&resource))
-            .and_then(|store| store.index_keys(&index, &value).map_err(store_error))
+            .and_then(|store| match self.cache.scope.get() {
+                None => store.index_keys(&index, &value).map_err(store_error),
+                Some(scope) => store
+                    .by_index(&index, &value)
+                    .map_err(store_error)
+                    .map(|objects| {
+                        objects
+                            .into_iter()
+                            .filter(|o| scope.admits(o))
+                            .map(|o| o.key())
+                            .collect()
+                    }),
+            })
             .map(|keys| {
                 let mut text = String::with_capacity(keys.iter().map(|k| k.len() + 1).sum());
                 for k in keys {
@@ -162,9 +189,25 @@ impl HostState {
     }
 
     fn query_list_index_values(&mut self, resource: Resource_, index: String) -> Reply<Vec<String>> {
-        Ok(self
-            .refuse_logged(self.cache.store(&resource))
-            .and_then(|store| store.list_index_values(&index).map_err(store_error)))
+        Ok(self.refuse_logged(self.cache.store(&resource)).and_then(|store| {
+            let values = store.list_index_values(&index).map_err(store_error)?;
+            let Some(scope) = self.cache.scope.get() else {
+                return Ok(values);
+            };
+            // A value is there when an object in scope has it.
+            let mut kept = Vec::with_capacity(values.len());
+            for v in values {
+                if store
+                    .by_index(&index, &v)
+                    .map_err(store_error)?
+                    .iter()
+                    .any(|o| scope.admits(o))
+                {
+                    kept.push(v);
+                }
+            }
+            Ok(kept)
+        }))
     }
 }
 
@@ -218,7 +261,15 @@ impl HostState {
         label_selector: Option<String>,
     ) -> Result<Vec<ObjRef>, CacheError> {
         let (store, selector) = self.selection(resource, label_selector)?;
-        Ok(store.list(namespace.as_deref(), selector.as_ref()))
+        Ok(self.in_scope(store.list(namespace.as_deref(), selector.as_ref())))
+    }
+
+    /// `objects` less those outside the plugin's scope.
+    fn in_scope(&self, mut objects: Vec<ObjRef>) -> Vec<ObjRef> {
+        if let Some(scope) = self.cache.scope.get() {
+            objects.retain(|o| scope.admits(o));
+        }
+        objects
     }
 
     /// The store of `resource` and the parsed `label_selector` (none when

@@ -106,6 +106,14 @@ impl events::Host for HostState {
             let why = "recording Events is not declared and granted".to_string();
             return Ok(Err(access.refuse("record", "events.k8s.io/v1 Event", why)));
         }
+        if !self.cache.scope().admits(&obj) {
+            let why = format!(
+                "{} {} is outside this plugin's scope (set by the operator)",
+                obj.kind(),
+                obj.key()
+            );
+            return Ok(Err(access.refuse("record", "events.k8s.io/v1 Event", why)));
+        }
         if !access.cluster.leadership.is_leading() {
             return Ok(Err(WriteError::NotPermitted(
                 "this replica is not the leader: it records nothing while it stands by".into(),

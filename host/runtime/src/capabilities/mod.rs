@@ -11,6 +11,7 @@
 //! - [`write`] and [`events`]: the `write` and `events` imports, the only
 //!   way a guest reaches the API server, within the operator's grants;
 //!   [`request`] builds their URLs and checks each request as it is sent;
+//!   `scoped.rs` refuses writes outside the plugin's scope;
 //! - [`report`]: the `report` import, policy results handed to the
 //!   aggregator of `crate::reports` (the host writes the reports);
 //! - [`delivery`] and [`queue`]: the `delivery` and `queue` imports.
@@ -25,6 +26,7 @@ mod queue;
 pub mod report;
 pub mod request;
 mod retry;
+mod scoped;
 pub mod write;
 
 pub use cache::CacheScope;

@@ -144,6 +144,13 @@ impl report::Host for HostState {
             name: obj.name().to_string(),
             uid: obj.uid().to_string(),
         };
+        if !self.cache.scope().admits(&obj) {
+            return Ok(Err(format!(
+                "{} {} is outside this plugin's scope (set by the operator): no results for it",
+                obj.kind(),
+                obj.key()
+            )));
+        }
         if subject.uid.is_empty() {
             return Ok(Err(format!(
                 "{} has no uid: results need a stored object",

@@ -6,6 +6,7 @@
 //! spells it and is checked as discovery resolved it; a key's namespace and
 //! name are checked before anything is sent, and a write in audit mode is
 //! refused where it is sent unless it says `dryRun=All` ([`super::request`]).
+//! An object outside the plugin's scope is refused (`scoped.rs`).
 //! A refusal or a failed request is a `write-error` value, never a trap; a
 //! refused write is logged once per (verb, resource).
 //!
@@ -248,6 +249,7 @@ impl HostState {
         verb: Verb,
         resource: &Resource_,
         namespace: Option<&str>,
+        subject: (Option<&str>, Option<&Value>),
         build: impl FnOnce(&Resolved, Option<&str>, &Query) -> Result<Request, WriteError>,
         force: bool,
     ) -> Result<(Vec<u8>, Resolved, DryRun), WriteError> {
@@ -290,6 +292,12 @@ impl HostState {
                     &what,
                     format!("{} of {what}{scope} is not declared and granted", verb.as_str()),
                 ));
+            }
+            if let Some(refused) = self.out_of_scope(ar, namespace, subject.0, subject.1) {
+                let WriteError::NotPermitted(why) = refused else {
+                    return Err(refused);
+                };
+                return Err(access.refuse(verb.as_str(), &what, why));
             }
             let query = access.query(force);
             let request = build(&resolved, namespace, &query)?;
@@ -365,6 +373,7 @@ impl HostState {
             Verb::Update,
             resource,
             ns.as_deref(),
+            (Some(&name), Some(&value)),
             |r, ns, q| {
                 let target = Target {
                     ar: &r.ar,
@@ -399,6 +408,7 @@ impl HostState {
             Verb::Patch,
             resource,
             ns,
+            (Some(name), None),
             |r, ns, q| {
                 let target = Target {
                     ar: &r.ar,
@@ -428,6 +438,7 @@ impl write::Host for HostState {
                 Verb::Create,
                 &resource,
                 ns.as_deref(),
+                (name.as_deref(), Some(&value)),
                 |r, ns, q| {
                     // The name goes in the body only: the server checks it,
                     // and its 422 names the field.
@@ -472,6 +483,7 @@ impl write::Host for HostState {
             Verb::Delete,
             &resource,
             ns,
+            (Some(name), None),
             |r, ns, q| {
                 let mut body = serde_json::json!({"kind": "DeleteOptions", "apiVersion": "v1"});
                 if options.uid.is_some() || options.resource_version.is_some() {

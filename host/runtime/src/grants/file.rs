@@ -67,7 +67,11 @@ impl Grants {
         wink_input::depth::check_yaml(text).map_err(|e| e.to_string())?;
         let tree: Value = serde_norway::from_slice(text).map_err(|e| e.to_string())?;
         no_equal_keys(&tree, &mut Vec::new())?;
-        serde_norway::from_slice(text).map_err(|e| e.to_string())
+        let grants: Grants = serde_norway::from_slice(text).map_err(|e| e.to_string())?;
+        for name in grants.plugins.keys() {
+            grants.scope(name)?;
+        }
+        Ok(grants)
     }
 }
 

@@ -232,3 +232,30 @@ fn an_entry_under_the_other_spelling_of_a_name_is_used_and_named() {
     assert_eq!(g.other_spelling("team-label"), None);
     assert!(g.for_plugin("other").is_none());
 }
+
+#[test]
+fn an_entry_may_scope_its_plugin() {
+    let g = Grants::parse(
+        br#"
+plugins:
+  pod-security:
+    match:
+      namespaceSelector: {matchLabels: {enforce: "yes"}}
+      kinds: [Pod]
+    exclude:
+      namespaces: [kube-system]
+"#,
+    )
+    .unwrap();
+    let scope = g.scope("pod-security").unwrap().expect("a scope");
+    assert!(scope.needs_namespaces());
+    assert_eq!(scope.include().kinds.as_deref(), Some(&["Pod".to_string()][..]));
+    assert!(g.scope("other").unwrap().is_none(), "no entry, no scope");
+    let bad = |text: &str| Grants::parse(text.as_bytes()).unwrap_err();
+    assert!(bad("plugins: {p: {match: {namespace: [a]}}}").contains("unknown field"));
+    assert!(bad("plugins: {p: {exclude: {}}}").contains("the grant of plugin p: exclude: name at least one"));
+    assert!(
+        bad("plugins: {p: {match: {objectSelector: {matchExpressions: [{key: a, operator: In}]}}}}")
+            .contains("match.objectSelector.matchExpressions[0]: In needs values")
+    );
+}

@@ -49,17 +49,23 @@ impl PluginManager {
         Ok(Some((registration.admission.clone(), Arc::new(pool))))
     }
 
-    /// Every plugin's webhooks (for the webhook configurations).
+    /// Every plugin's webhooks (for the webhook configurations), narrowed
+    /// to its scope.
     pub async fn webhooks(&self) -> Vec<PluginWebhooks> {
         let plugins = self.plugins.lock().await;
         plugins
             .iter()
             .filter_map(|(name, p)| {
+                let scope = p.instance.cache_scope().scope().get();
                 p.admission.as_ref().map(|(webhooks, _)| PluginWebhooks {
                     plugin: name.clone(),
                     webhooks: webhooks
                         .iter()
                         .map(|w| self.with_given_policy(name, w.clone()))
+                        .map(|w| match &scope {
+                            Some(s) => crate::scope::webhook::narrow(w, s),
+                            None => w,
+                        })
                         .collect(),
                 })
             })

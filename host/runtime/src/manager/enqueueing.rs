@@ -1,7 +1,9 @@
 //! Enqueueing: which keys of a plugin's queue one event of one of its
 //! watches adds, by the watch's `enqueue` (its own key, its controller
 //! owner's, the queue resource's objects indexing it, or the guest's
-//! `map-to-keys`). Owns only that mapping; the queue and its worker are
+//! `map-to-keys`), through the listener that feeds the queue
+//! ([`FeedHandler`], which keys of objects outside the plugin's scope never
+//! pass). Owns only that mapping; the queue and its worker are
 //! `reconciling`'s, the delivery of the event itself the listener's.
 
 use super::reconciling::Reconciling;
@@ -9,7 +11,8 @@ use crate::bindings::types::Enqueue;
 use crate::instance::PluginInstance;
 use serde::Deserialize;
 use std::sync::Arc;
-use wink_informer::{Notification, ObjRef};
+use wink_informer::processor::DeliveryFuture;
+use wink_informer::{EventHandler, Notification, ObjRef};
 
 /// How one watch feeds its plugin's queue.
 pub(super) struct Feed {
@@ -114,6 +117,75 @@ pub(super) fn controller_owner(obj: &ObjRef, api_version: &str, kind: &str) -> O
         .find(|r| r.controller)?;
     (owner.api_version == api_version && owner.kind == kind && !owner.name.is_empty())
         .then(|| wink_informer::object::key_of(obj.namespace(), &owner.name))
+}
+
+/// The informer-side handler that feeds a plugin's work queue from one
+/// watch: a listener of its own, so the keys of events that arrive while
+/// the plugin is busy (a reconcile holds its instance) are added at once,
+/// as client-go's handlers add them, not one per call the instance makes.
+pub(super) struct FeedHandler {
+    pub(super) instance: Arc<PluginInstance>,
+    pub(super) feed: Feed,
+    pub(super) filter: crate::filter::UpdateFilter,
+    pub(super) leadership: crate::leadership::Leadership,
+    pub(super) scope: crate::scope::ScopeCell,
+}
+
+impl FeedHandler {
+    /// Whether `n` adds a key. An initial list (or the cache replayed to a
+    /// new instance) adds nothing here: every key of the queue's resource
+    /// is enqueued once the plugin has synced.
+    fn passes(&self, n: &Notification) -> bool {
+        let admits = |o: &ObjRef| self.scope.admits(o);
+        match n {
+            Notification::Update { old, new } => {
+                self.filter.delivers(old, new) && (admits(new) || admits(old))
+            }
+            Notification::Add { in_initial_list, obj } => !in_initial_list && admits(obj),
+            Notification::Synced => false,
+            Notification::Delete { obj, .. } => admits(obj),
+        }
+    }
+
+    async fn handle(&self, n: &Notification) {
+        if self.passes(n) && self.leadership.is_leading() {
+            self.feed.notified(&self.instance, n).await;
+        }
+    }
+}
+
+impl EventHandler for FeedHandler {
+    fn on_add(&self, obj: &ObjRef, in_initial_list: bool) {
+        let n = Notification::Add {
+            obj: obj.clone(),
+            in_initial_list,
+        };
+        futures::executor::block_on(self.handle(&n))
+    }
+    fn on_update(&self, old: &ObjRef, new: &ObjRef) {
+        let n = Notification::Update {
+            old: old.clone(),
+            new: new.clone(),
+        };
+        futures::executor::block_on(self.handle(&n))
+    }
+    fn on_delete(&self, obj: &ObjRef, final_state_unknown: bool) {
+        let n = Notification::Delete {
+            obj: obj.clone(),
+            final_state_unknown,
+        };
+        futures::executor::block_on(self.handle(&n))
+    }
+    fn on_synced(&self) {}
+    fn is_async(&self) -> bool {
+        true
+    }
+    fn wants(&self, n: &Notification) -> bool {
+        self.passes(n)
+    }
+    fn deliver_async(self: Arc<Self>, n: Notification) -> Option<DeliveryFuture> {
+        Some(Box::pin(async move { self.handle(&n).await }))
+    }
 }
 
 #[cfg(test)]

@@ -21,6 +21,7 @@ mod recovery;
 mod registration;
 mod regrant;
 mod reporting;
+mod scoping;
 mod takeover;
 mod unloading;
 pub use admitting::PluginWebhooks;
@@ -208,6 +209,8 @@ pub struct PluginManager {
     queues: reconciling::Queues,
     /// Components compiled for loads ([`Self::compilations`]).
     compilations: std::sync::atomic::AtomicU64,
+    /// The Namespace informer scopes read, once one does.
+    namespaces: tokio::sync::OnceCell<Arc<wink_informer::SharedInformer>>,
 }
 
 impl PluginManager {
@@ -266,6 +269,7 @@ impl PluginManager {
             grants,
             queues: Default::default(),
             compilations: Default::default(),
+            namespaces: Default::default(),
         });
         tokio::spawn(Self::supervise(Arc::downgrade(&manager), crash_rx));
         Ok(manager)

@@ -91,13 +91,23 @@ impl Reconciling {
         self.changed.notify_one();
     }
 
-    /// Level-triggered: every key of the queue's resource in the cache, once.
+    /// Level-triggered: every key of the queue's resource in the cache (in
+    /// the plugin's scope), once.
     pub(super) fn enqueue_all(&self, instance: &PluginInstance) {
         let (v, k) = self.resource();
         let Some(store) = instance.cache_scope().granted(v, k) else {
             return;
         };
-        let keys = store.list_keys();
+        // Under a scope, only the keys of objects in it.
+        let keys: Vec<String> = match instance.cache_scope().scope().get() {
+            None => store.list_keys(),
+            Some(scope) => store
+                .list(None, None)
+                .iter()
+                .filter(|o| scope.admits(o))
+                .map(|o| o.key())
+                .collect(),
+        };
         tracing::debug!(plugin = %self.plugin, keys = keys.len(), "every key of the queue's resource enqueued");
         for key in keys {
             self.queue.add(&key);

@@ -10,7 +10,7 @@
 //! informer's listeners do, through [`InstanceEventHandler`]).
 
 use super::PluginManager;
-use super::enqueueing::Feed;
+use super::enqueueing::{Feed, FeedHandler};
 use super::reconciling::{self, Reconciling};
 use crate::bindings::types::{Enqueue, IndexBy, Registration, Verb as WitVerb};
 use crate::capabilities::WriteAccess;
@@ -34,6 +34,8 @@ pub(super) struct Registered {
     /// Whether the listener only feeds the plugin's work queue (beside the
     /// one that delivers the watch's events).
     pub(super) feeds: bool,
+    /// A scoped watch's listener and tracker, to re-decide its objects.
+    pub(super) rescope: Option<super::scoping::Rescope>,
 }
 
 /// The watches (and reads) of `registered`, without the listeners that
@@ -67,71 +69,9 @@ struct InstanceEventHandler {
     /// The plugin's work queue, when it has one: every key of its resource
     /// is enqueued when the plugin syncs.
     reconciling: Option<Arc<Reconciling>>,
-}
-
-/// The informer-side handler that feeds a plugin's work queue from one
-/// watch: a listener of its own, so the keys of events that arrive while
-/// the plugin is busy (a reconcile holds its instance) are added at once,
-/// as client-go's handlers add them, not one per call the instance makes.
-struct FeedHandler {
-    instance: Arc<PluginInstance>,
-    feed: Feed,
-    filter: UpdateFilter,
-    leadership: Leadership,
-}
-
-impl FeedHandler {
-    /// Whether `n` adds a key. An initial list (or the cache replayed to a
-    /// new instance) adds nothing here: every key of the queue's resource
-    /// is enqueued once the plugin has synced.
-    fn passes(&self, n: &Notification) -> bool {
-        match n {
-            Notification::Update { old, new } => self.filter.delivers(old, new),
-            Notification::Add { in_initial_list, .. } => !in_initial_list,
-            Notification::Synced => false,
-            Notification::Delete { .. } => true,
-        }
-    }
-
-    async fn handle(&self, n: &Notification) {
-        if self.passes(n) && self.leadership.is_leading() {
-            self.feed.notified(&self.instance, n).await;
-        }
-    }
-}
-
-impl EventHandler for FeedHandler {
-    fn on_add(&self, obj: &ObjRef, in_initial_list: bool) {
-        let n = Notification::Add {
-            obj: obj.clone(),
-            in_initial_list,
-        };
-        futures::executor::block_on(self.handle(&n))
-    }
-    fn on_update(&self, old: &ObjRef, new: &ObjRef) {
-        let n = Notification::Update {
-            old: old.clone(),
-            new: new.clone(),
-        };
-        futures::executor::block_on(self.handle(&n))
-    }
-    fn on_delete(&self, obj: &ObjRef, final_state_unknown: bool) {
-        let n = Notification::Delete {
-            obj: obj.clone(),
-            final_state_unknown,
-        };
-        futures::executor::block_on(self.handle(&n))
-    }
-    fn on_synced(&self) {}
-    fn is_async(&self) -> bool {
-        true
-    }
-    fn wants(&self, n: &Notification) -> bool {
-        self.passes(n)
-    }
-    fn deliver_async(self: Arc<Self>, n: Notification) -> Option<DeliveryFuture> {
-        Some(Box::pin(async move { self.handle(&n).await }))
-    }
+    /// With a scope: what the plugin was told of, so leaving the scope is
+    /// a delete and entering an add.
+    tracker: Option<Arc<crate::scope::Tracker>>,
 }
 
 impl InstanceEventHandler {
@@ -139,11 +79,22 @@ impl InstanceEventHandler {
         self.handles_events && self.leadership.is_leading()
     }
 
-    /// Whether `n` passes the watch's update filter.
+    /// Whether `n` passes the watch's update filter (an update that moves
+    /// the object in or out of scope always does).
     fn passes(&self, n: &Notification) -> bool {
         match n {
-            Notification::Update { old, new } => self.filter.delivers(old, new),
+            Notification::Update { old, new } => {
+                self.filter.delivers(old, new) || self.tracker.as_ref().is_some_and(|t| t.moves(old, new))
+            }
             _ => true,
+        }
+    }
+
+    /// What the plugin is told of `n` under its scope.
+    fn scoped(&self, n: Notification) -> Option<Notification> {
+        match &self.tracker {
+            Some(t) => t.map(n),
+            None => Some(n),
         }
     }
 }
@@ -192,14 +143,17 @@ impl InstanceEventHandler {
     /// Deliver `n` (when this replica leads), once the plugin's informers
     /// have synced if it waits for them. The watch's filter was asked as
     /// `n` was queued ([`EventHandler::wants`]).
-    async fn handle(&self, n: &Notification) {
+    async fn handle(&self, n: Notification) {
         if !self.delivers() {
             return;
         }
+        let Some(n) = self.scoped(n) else {
+            return;
+        };
         if let Some(gate) = &self.gate {
             gate.wait().await;
         }
-        self.instance.deliver(self.watch, n).await
+        self.instance.deliver(self.watch, &n).await
     }
 }
 
@@ -207,7 +161,7 @@ impl InstanceEventHandler {
     /// Deliver `n` on the calling thread (off the async runtime).
     fn deliver_blocking(&self, n: Notification) {
         if self.delivers() && self.passes(&n) {
-            futures::executor::block_on(self.handle(&n))
+            futures::executor::block_on(self.handle(n))
         }
     }
 }
@@ -249,7 +203,7 @@ impl EventHandler for InstanceEventHandler {
             match n {
                 Notification::Synced if self.count_down_sync() => self.instance.synced_call().await,
                 Notification::Synced => {}
-                n => self.handle(&n).await,
+                n => self.handle(n).await,
             }
         }))
     }
@@ -264,7 +218,10 @@ impl EventHandler for InstanceEventHandler {
             if let Some(gate) = &self.gate {
                 gate.wait().await;
             }
-            self.instance.deliver_batch(self.watch, &batch).await
+            let batch: Vec<Notification> = batch.into_iter().filter_map(|n| self.scoped(n)).collect();
+            if !batch.is_empty() {
+                self.instance.deliver_batch(self.watch, &batch).await
+            }
         }))
     }
 }
@@ -281,6 +238,8 @@ pub(super) struct Resolution {
     pub(super) missing: Missing,
     /// The plugin's work queue, when it registers one.
     pub(super) queue: Option<reconciling::Wanted>,
+    /// Where the operator lets it apply.
+    pub(super) scope: Option<crate::scope::Scope>,
 }
 
 /// The writes a registration declares.
@@ -392,6 +351,24 @@ impl PluginManager {
             permissions,
             missing,
         } = super::allowed(&grants, plugin, registration).map_err(anyhow::Error::msg)?;
+        let scope = self.scope_for(plugin, &grants).await?;
+        if let Some(kinds) = scope.as_ref().and_then(|s| s.include().kinds.as_ref()) {
+            for kind in kinds {
+                let (v, k) = crate::scope::selection::split_kind(kind);
+                let watched = sources.iter().any(|(gvk, _)| {
+                    gvk.kind == k
+                        && v.is_none_or(|v| {
+                            wink_informer::canonical::same_type((v, k), (&gvk.api_version(), &gvk.kind))
+                        })
+                });
+                if !watched {
+                    tracing::warn!(
+                        plugin,
+                        "the scope's kind {kind:?} is none the plugin watches or reads: it matches nothing"
+                    );
+                }
+            }
+        }
         let mut wanted = Vec::new();
         for (
             gvk,
@@ -453,6 +430,7 @@ impl PluginManager {
             wanted,
             permissions,
             missing,
+            scope,
             queue: registration.queue.as_ref().map(|q| reconciling::Wanted {
                 config: super::naming::queue_config(q),
                 api_version: q.resource.api_version.clone(),
@@ -475,8 +453,11 @@ impl PluginManager {
             permissions,
             wait_for_sync,
             queue,
+            scope,
             ..
         } = resolution;
+        let scoped = scope.is_some();
+        instance.cache_scope().scope().set(scope);
         let gate = wait_for_sync.then(|| {
             Arc::new(SyncGate {
                 informers: wanted.iter().map(|w| w.informer.clone()).collect(),
@@ -518,6 +499,8 @@ impl PluginManager {
                 handles_events: w.handles_events,
                 leadership: self.options.leadership.clone(),
                 reconciling: reconciling.clone(),
+                tracker: (scoped && w.handles_events)
+                    .then(|| Arc::new(crate::scope::Tracker::new(instance.cache_scope().scope().clone()))),
             });
             let feeder = reconciling
                 .as_ref()
@@ -532,8 +515,10 @@ impl PluginManager {
                         },
                         filter: handler.filter.clone(),
                         leadership: self.options.leadership.clone(),
+                        scope: instance.cache_scope().scope().clone(),
                     })
                 });
+            let tracker = handler.tracker.clone();
             let mut listen = |handler: Arc<dyn EventHandler>, feeds: bool, resync| {
                 let old = previous
                     .iter()
@@ -545,10 +530,19 @@ impl PluginManager {
                             .swap_listener(old.listener_id, instance.name(), handler.clone(), resync)
                     })
                     .unwrap_or_else(|| w.informer.add_listener(instance.name(), handler, resync));
+                let rescope = tracker
+                    .clone()
+                    .filter(|_| !feeds)
+                    .map(|tracker| super::scoping::Rescope {
+                        listener: listener.clone(),
+                        tracker,
+                        store: w.informer.store().clone(),
+                    });
                 registered.push(Registered {
                     spec: w.spec.clone(),
                     listener_id: listener.id(),
                     feeds,
+                    rescope,
                 });
             };
             listen(handler, false, w.resync);

@@ -4,7 +4,7 @@
 //! every loaded plugin: writes, Events, mode and rate re-granted, and a
 //! plugin whose watches or reads the new grants refuse (Secrets without a
 //! grant) unloaded, with the same decision as at load
-//! ([`Grants::may_read`]). A file that does not read or parse keeps the
+//! ([`Grants::may_read`]); a changed scope is put in force (`scoping.rs`). A file that does not read or parse keeps the
 //! grants in force, said once per distinct error.
 //!
 //! Owns [`LiveGrants`] and the advice that names what to grant; the
@@ -147,6 +147,7 @@ impl PluginManager {
     /// Put `grants` in force for every loaded plugin.
     async fn apply_grants(&self, grants: &Grants) {
         let mut refused = Vec::new();
+        let mut reload = Vec::new();
         {
             let plugins = self.plugins.lock().await;
             for (name, p) in plugins.iter() {
@@ -168,6 +169,16 @@ impl PluginManager {
                 if !missing.is_empty() {
                     tracing::warn!(plugin = %name, "{}", self.grant_advice(name, &missing));
                 }
+                if self.rescope_plugin(p, grants).await {
+                    reload.push((name.clone(), p.path.clone()));
+                }
+            }
+        }
+        for (name, path) in reload {
+            tracing::info!(plugin = %name, "the plugin gains or loses a scope: it is loaded again under it");
+            self.unload(&name).await;
+            if let Err(e) = self.load_file(&path).await {
+                tracing::error!(plugin = %name, "plugin not loaded again under its new scope: {e:#}");
             }
         }
         for (name, why) in refused {

@@ -8,7 +8,12 @@
 //! server's to apply (wink may not know a namespace's labels), so they are
 //! not checked here.
 //!
-//! Owns only that decision; the server answers.
+//! So is a review about an object outside the plugin's scope set by the
+//! operator ([`in_scope`]): its webhook's selectors carry the scope, and
+//! what they cannot say (kinds, an exclude of several fields) is decided
+//! here, with the namespace labels wink's Namespace informer holds.
+//!
+//! Owns only those decisions; the server answers.
 
 use super::configurations::EXCLUDED;
 use serde_json::Value;
@@ -89,6 +94,46 @@ pub fn sent(webhook: &Webhook, request: &Value) -> Result<(), String> {
     Ok(())
 }
 
+/// Whether the review `request` is about an object in the plugin's scope
+/// set by the operator (an update: either version, as the API server
+/// matches an object selector); else why not. Namespace labels are the
+/// scope's own (the shared Namespace informer's).
+pub fn in_scope(scope: &wink_runtime::scope::Scope, request: &Value) -> Result<(), String> {
+    let group = str_at(request, &["kind", "group"]);
+    let version = str_at(request, &["kind", "version"]);
+    let kind = str_at(request, &["kind", "kind"]);
+    let api_version = match group {
+        "" => version.to_string(),
+        g => format!("{g}/{version}"),
+    };
+    let namespace = Some(str_at(request, &["namespace"])).filter(|n| !n.is_empty());
+    let name = str_at(request, &["name"]);
+    let admits = |obj: Option<&Value>| {
+        let labels = obj
+            .and_then(|o| o.pointer("/metadata/labels"))
+            .and_then(Value::as_object);
+        scope.admits_parts(&api_version, kind, namespace, |k| match k {
+            wink_runtime::scope::NAME_LABEL if kind == "Namespace" && namespace.is_none() => Some(name),
+            k => labels.and_then(|l| l.get(k)).and_then(Value::as_str),
+        })
+    };
+    let versions: Vec<&Value> = ["object", "oldObject"]
+        .iter()
+        .filter_map(|k| request.get(*k).filter(|v| v.is_object()))
+        .collect();
+    let inside = match versions.is_empty() {
+        true => admits(None),
+        false => versions.into_iter().any(|v| admits(Some(v))),
+    };
+    match inside {
+        true => Ok(()),
+        false => Err(format!(
+            "{kind} {} is outside the plugin's scope (set by the operator)",
+            namespace.map_or(name.to_string(), |ns| format!("{ns}/{name}"))
+        )),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -144,6 +189,31 @@ mod tests {
             let err = sent(&w, &r).unwrap_err();
             assert!(err.contains(why), "{r}: {err}");
         }
+    }
+
+    #[test]
+    fn a_review_outside_the_scope_is_said_so() {
+        let m: wink_runtime::scope::Selection =
+            serde_json::from_value(json!({"namespaces": ["team"], "kinds": ["Pod"]})).unwrap();
+        let e: wink_runtime::scope::Selection =
+            serde_json::from_value(json!({"objectSelector": {"matchLabels": {"skip": "y"}}})).unwrap();
+        let scope = wink_runtime::scope::Scope::new(Some(&m), Some(&e)).unwrap();
+        let review = |ns: &str, kind: &str, labels: Value, old: Value| {
+            json!({"namespace": ns, "name": "x", "kind": {"group": "", "version": "v1", "kind": kind},
+                   "object": {"metadata": {"labels": labels}}, "oldObject": old})
+        };
+        assert!(in_scope(&scope, &review("team", "Pod", json!({}), Value::Null)).is_ok());
+        assert!(in_scope(&scope, &review("other", "Pod", json!({}), Value::Null)).is_err());
+        assert!(in_scope(&scope, &review("team", "ConfigMap", json!({}), Value::Null)).is_err());
+        let skipped = review("team", "Pod", json!({"skip": "y"}), Value::Null);
+        assert!(
+            in_scope(&scope, &skipped)
+                .unwrap_err()
+                .contains("team/x is outside")
+        );
+        // An update is sent when either version is in scope.
+        let leaving = review("team", "Pod", json!({"skip": "y"}), json!({"metadata": {}}));
+        assert!(in_scope(&scope, &leaving).is_ok());
     }
 
     #[test]

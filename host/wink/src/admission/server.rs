@@ -436,6 +436,12 @@ async fn decide(
         tracing::debug!(plugin, "review answered without the plugin: {why}");
         return Decision::allow();
     }
+    if let Some(scope) = manager.scope_of(plugin).await
+        && let Err(why) = super::scope::in_scope(&scope, request.fields())
+    {
+        tracing::debug!(plugin, "review answered without the plugin: {why}");
+        return Decision::allow();
+    }
     let registered = webhook.as_ref().map_or(10, |w| w.timeout_seconds);
     let within = deadline(asked_within.map_or(registered, |t| t.min(registered)));
     let Some(place) = served.place(plugin) else {

@@ -78,10 +78,16 @@ pub fn allowed(
         Ok(allowed) => allowed,
         Err(why) => return refused(why),
     };
-    let reads = sources
+    let mut reads: Vec<_> = sources
         .into_iter()
         .map(|(gvk, source)| (gvk.api_version(), gvk.kind, source.namespace.clone()))
         .collect();
+    // A scope with a namespace selector reads the Namespace informer.
+    match grants.scope(name) {
+        Err(why) => return refused(why),
+        Ok(Some(scope)) if scope.needs_namespaces() => reads.push(("v1".into(), "Namespace".into(), None)),
+        Ok(_) => {}
+    }
     let mut warnings = Vec::new();
     if !missing.is_empty() {
         warnings.push(format!(
@@ -199,5 +205,21 @@ mod tests {
             .expect("a Role in kube-system");
         assert!(role["rules"].to_string().contains("secrets"));
         assert!(mentions_secrets(&docs));
+    }
+
+    #[test]
+    fn a_scope_reading_namespace_labels_gets_the_namespaces_read() {
+        let scoped =
+            Grants::parse(b"plugins: {pods: {match: {namespaceSelector: {matchLabels: {enforce: 'yes'}}}}}")
+                .unwrap();
+        let names = Grants::parse(b"plugins: {pods: {match: {namespaces: [a]}}}").unwrap();
+        let reads_namespaces = |grants: &Grants| {
+            let (docs, warnings) = rendered(grants, &[("pods", watching("v1", "Pod", None))]);
+            assert!(warnings.is_empty(), "{warnings:#?}");
+            let cluster = docs.iter().find(|d| d["kind"] == "ClusterRole").unwrap();
+            cluster["rules"].to_string().contains("\"namespaces\"")
+        };
+        assert!(reads_namespaces(&scoped));
+        assert!(!reads_namespaces(&names), "names need no Namespace informer");
     }
 }

@@ -1,7 +1,7 @@
 //! The `WinkPlugin` CustomResourceDefinition (`wink.dev/v1alpha1`,
 //! cluster-scoped, plural `winkplugins`, short name `wp`): a structural
-//! schema of the spec (source, config, grant, admission, pull Secret,
-//! cosign key) and status, the status subresource and the printer
+//! schema of the spec (source, config, grant, scope, admission, pull
+//! Secret, cosign key) and status, the status subresource and the printer
 //! columns `kubectl get winkplugins` shows (language and compiler with
 //! `-o wide`). Installed by `wink run` when a
 //! cluster lacks it; `wink manifests` ships the same definition.
@@ -52,6 +52,44 @@ fn grant() -> Value {
     })
 }
 
+/// A label selector, as `metav1.LabelSelector`.
+fn selector() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "matchLabels": {"type": "object", "additionalProperties": {"type": "string"}},
+            "matchExpressions": {
+                "type": "array",
+                "maxItems": 256,
+                "items": {
+                    "type": "object",
+                    "required": ["key", "operator"],
+                    "properties": {
+                        "key": {"type": "string"},
+                        "operator": {"type": "string", "enum": ["In", "NotIn", "Exists", "DoesNotExist"]},
+                        "values": {"type": "array", "items": {"type": "string"}}
+                    }
+                }
+            }
+        }
+    })
+}
+
+/// `match` or `exclude`: a [`wink_runtime::scope::Selection`].
+fn selection(description: &str) -> Value {
+    let strings = json!({"type": "array", "maxItems": 256, "items": {"type": "string"}});
+    json!({
+        "type": "object",
+        "description": description,
+        "properties": {
+            "namespaceSelector": selector(),
+            "objectSelector": selector(),
+            "namespaces": strings,
+            "kinds": strings
+        }
+    })
+}
+
 fn spec() -> Value {
     json!({
         "type": "object",
@@ -71,6 +109,8 @@ fn spec() -> Value {
                 "x-kubernetes-preserve-unknown-fields": true
             },
             "grant": grant(),
+            "match": selection("Where the plugin applies (every field given must hold): its events, cache, writes, Events, reports and webhooks see only objects that match."),
+            "exclude": selection("Where the plugin does not apply (every field given must hold)."),
             "admission": {
                 "type": "object",
                 "properties": {"failurePolicy": {"type": "string", "enum": ["Fail", "Ignore"]}}

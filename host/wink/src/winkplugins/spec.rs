@@ -1,5 +1,5 @@
 //! A WinkPlugin's spec, read and checked: the source of its component, its
-//! config text, its grant (parsed by the grants file's own types, strict:
+//! config text, its grant with its scope (`match`, `exclude`; parsed by the grants file's own types, strict:
 //! an unknown field is an error, so the two never drift), its admission
 //! failure policy, its pull Secret and the cosign key its OCI source must
 //! be signed by. A spec that does not read is an error with the field it
@@ -9,6 +9,7 @@ use serde::Deserialize;
 use serde_json::Value;
 use wink_oci::cosign::{MAX_KEY_BYTES, PublicKey};
 use wink_runtime::grants::PluginGrant;
+use wink_runtime::scope::Selection;
 
 /// The largest config handed to a plugin (as a config file's cap).
 pub const MAX_CONFIG_BYTES: usize = 1 << 20;
@@ -89,6 +90,10 @@ struct RawSpec {
     pull_secret: Option<String>,
     #[serde(default)]
     verify: Option<RawVerify>,
+    #[serde(default, rename = "match")]
+    match_: Option<Value>,
+    #[serde(default)]
+    exclude: Option<Value>,
 }
 
 /// Read the spec of a WinkPlugin object.
@@ -135,10 +140,21 @@ pub fn parse(object: &Value) -> anyhow::Result<Spec> {
         "spec.config: {} bytes (at most {MAX_CONFIG_BYTES})",
         config.len()
     );
-    let grant: PluginGrant = match raw.grant {
+    let mut grant: PluginGrant = match raw.grant {
         None => PluginGrant::default(),
         Some(g) => serde_json::from_value(g).map_err(|e| anyhow::anyhow!("spec.grant: {e}"))?,
     };
+    anyhow::ensure!(
+        grant.match_.is_none() && grant.exclude.is_none(),
+        "spec.grant: the scope is spec.match and spec.exclude"
+    );
+    let selection = |v: Option<Value>, at: &str| -> anyhow::Result<Option<Selection>> {
+        v.map(|v| serde_json::from_value(v).map_err(|e| anyhow::anyhow!("spec.{at}: {e}")))
+            .transpose()
+    };
+    grant.match_ = selection(raw.match_, "match")?;
+    grant.exclude = selection(raw.exclude, "exclude")?;
+    grant.scope().map_err(|e| anyhow::anyhow!("spec.{e}"))?;
     let failure_policy = raw.admission.and_then(|a| a.failure_policy);
     if let Some(p) = &failure_policy {
         anyhow::ensure!(
@@ -214,6 +230,30 @@ B4eoQEfMyATbmtm3UPNroM/GUPFlWlwy1XQ1iM4otHteLqNFzlAL0Ag9SQ==
         assert_eq!(key, PublicKey::from_pem(PUB).unwrap());
         let none = json!({"spec": {"source": {"oci": "x:v1"}}});
         assert!(parse(&none).unwrap().cosign_key.is_none());
+    }
+
+    #[test]
+    fn the_scope_is_the_grants_own() {
+        let o = json!({"spec": {"source": {"oci": "x:v1"},
+            "match": {"namespaceSelector": {"matchLabels": {"enforce": "yes"}}},
+            "exclude": {"namespaces": ["kube-system"]}}});
+        let s = parse(&o).unwrap();
+        let scope = s.grant.scope().unwrap().expect("a scope");
+        assert!(scope.needs_namespaces());
+        assert_eq!(s.grant.exclude.unwrap().namespaces.unwrap(), ["kube-system"]);
+        let bad = |spec: Value| format!("{:#}", parse(&json!({"spec": spec})).unwrap_err());
+        assert!(
+            bad(json!({"source": {"oci": "x:v1"}, "grant": {"match": {"namespaces": ["a"]}}}))
+                .contains("the scope is spec.match")
+        );
+        assert!(
+            bad(json!({"source": {"oci": "x:v1"}, "exclude": {}}))
+                .contains("spec.exclude: name at least one")
+        );
+        assert!(
+            bad(json!({"source": {"oci": "x:v1"}, "match": {"objectSelector": {"matchExpressions": [{"key": "a", "operator": "In"}]}}}))
+                .contains("spec.match.objectSelector.matchExpressions[0]: In needs values")
+        );
     }
 
     #[test]
