@@ -289,6 +289,8 @@ async fn manifests_ship_the_crd_and_the_controllers_rights() {
             .unwrap()
             .contains(&json!("update"))
     );
+    // A WinkPlugin's scope may select namespaces by label.
+    assert_eq!(rule("namespaces").unwrap()["verbs"], json!(["list", "watch"]));
     let secrets = docs
         .iter()
         .find(|d| d["kind"] == "Role" && d["metadata"]["name"] == "wink-winkplugins")

@@ -2,7 +2,10 @@
 //! rights the controller needs: get, list and watch WinkPlugins, update
 //! and patch their status, and read Secrets in wink's own namespace (the
 //! pull Secrets WinkPlugins name; which ones is the objects' to say, so
-//! the Role is on that namespace only). wink's default `--winkplugins=auto`
+//! the Role is on that namespace only), and list and watch Namespaces (a
+//! WinkPlugin's `spec.match`/`spec.exclude` may select namespaces by label,
+//! which one shared Namespace informer serves; the objects are not known
+//! when the manifests are rendered). wink's default `--winkplugins=auto`
 //! then watches them.
 
 use super::crd;
@@ -21,7 +24,8 @@ pub fn documents(namespace: &str) -> Vec<Value> {
         "rules": [
             {"apiGroups": [crd::GROUP], "resources": [crd::PLURAL], "verbs": ["get", "list", "watch"]},
             {"apiGroups": [crd::GROUP], "resources": [format!("{}/status", crd::PLURAL)], "verbs": ["get", "patch", "update"]},
-            {"apiGroups": ["apiextensions.k8s.io"], "resources": ["customresourcedefinitions"], "resourceNames": [crd::CRD_NAME], "verbs": ["get"]}
+            {"apiGroups": ["apiextensions.k8s.io"], "resources": ["customresourcedefinitions"], "resourceNames": [crd::CRD_NAME], "verbs": ["get"]},
+            {"apiGroups": [""], "resources": ["namespaces"], "verbs": ["list", "watch"]}
         ]}),
         json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
             "metadata": {"name": name, "labels": labels},
