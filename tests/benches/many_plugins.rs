@@ -253,6 +253,12 @@ fn cpu_part(bench: &mut Bench) {
         &consumers,
         repeats,
         env_num("MANY_RATE", 1000) as f64,
+        match (real_server(), spin != 0) {
+            (true, true) => "the real API server's stream, a spinning process beside",
+            (true, false) => "the real API server's stream (it and etcd on the same 2 cores)",
+            (false, true) => "a spinning process on the other core",
+            (false, false) => "nothing else running",
+        },
     );
 }
 

@@ -73,10 +73,11 @@ pub fn cpu_table(
     consumers: &[String],
     repeats: usize,
     rate: f64,
+    load: &str,
 ) {
     println!();
     println!(
-        "CPU of the whole consumer process per stream event, a spinning process on the other core; median of {repeats} runs (each run's value after it)"
+        "CPU of the whole consumer process per stream event, {load}; median of {repeats} runs (each run's value after it)"
     );
     println!();
     println!(
@@ -174,7 +175,7 @@ fn goals(runs: &Runs, repeats: usize, rate: f64) {
         if let Some(xs) = marginal {
             let m = median(&xs);
             println!(
-                "goal: burst, {set} set, N = 10, second core busy: marginal CPU per (event x plugin) {m:.2} µs, goal <= 3 µs: {}",
+                "goal: burst, {set} set, N = 10, {load}: marginal CPU per (event x plugin) {m:.2} µs, goal <= 3 µs: {}",
                 if m <= 3.0 { "met" } else { "not met" }
             );
         }
