@@ -19,6 +19,7 @@ pub mod https;
 pub mod plugins;
 pub mod registry;
 pub mod store;
+pub mod wire;
 
 pub use digest::Digest;
 pub use fetch::{Fetched, Fetcher};
