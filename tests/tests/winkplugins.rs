@@ -13,7 +13,8 @@
 //! reload. `wink manifests --winkplugins` ships the CRD (which the
 //! simulator serves) and the controller's rights. A moved tag, a real
 //! https download, two replicas, what is written of the status, and
-//! when, cosign signatures, and a deleted one's policy report results are
+//! when, cosign signatures, a deleted one's policy report results and a registry
+//! that dribbles bytes are
 //! the modules beside this one's.
 
 mod cosign;
@@ -21,6 +22,7 @@ mod https;
 mod moved_tag;
 mod replicas;
 mod report_results;
+mod slow_registry;
 mod status_writes;
 mod support;
 

@@ -65,9 +65,27 @@ fn pull_reason(error: &str) -> &'static str {
     }
 }
 
+/// What a pull found: the outcome so far, and the spec and stored
+/// component to load.
+pub struct Pulled {
+    pub outcome: Outcome,
+    pub spec: Spec,
+    pub component: Digest,
+}
+
 /// One pass over the object `object`, named `name`: what it found. With
 /// `Ok`, the plugin runs from this spec (the caller remembers it).
 pub async fn apply(cx: &Context_, name: &str, object: &Value) -> (Outcome, Option<Spec>) {
+    match pull(cx, name, object).await {
+        Ok(pulled) => finish(cx, name, pulled).await,
+        Err(outcome) => (*outcome, None),
+    }
+}
+
+/// The first half of a pass, the one that speaks to registries: read the
+/// spec, fetch the component into the store (verified). A failure is the
+/// outcome to report.
+pub async fn pull(cx: &Context_, name: &str, object: &Value) -> Result<Pulled, Box<Outcome>> {
     let mut outcome = Outcome {
         generation: object["metadata"]["generation"].as_i64().unwrap_or(0),
         ..Outcome::default()
@@ -77,7 +95,7 @@ pub async fn apply(cx: &Context_, name: &str, object: &Value) -> (Outcome, Optio
         o.conditions
             .push(Condition::new(kind, Some(false), reason, e.clone()));
         o.last_error = Some(e);
-        (o, None)
+        Err(Box::new(o))
     };
     let spec = match spec::parse(object) {
         Ok(s) => s,
@@ -121,6 +139,21 @@ pub async fn apply(cx: &Context_, name: &str, object: &Value) -> (Outcome, Optio
         "Pulled",
         format!("{} is {manifest}", spec.source.describe()),
     ));
+    Ok(Pulled {
+        outcome,
+        spec,
+        component,
+    })
+}
+
+/// The second half of a pass, with no registry: load what [`pull`] put in
+/// the store.
+pub async fn finish(cx: &Context_, name: &str, pulled: Pulled) -> (Outcome, Option<Spec>) {
+    let Pulled {
+        mut outcome,
+        spec,
+        component,
+    } = pulled;
     match load(cx, name, &spec, component).await {
         Ok(()) => {
             outcome.conditions.push(Condition::new(
@@ -131,7 +164,14 @@ pub async fn apply(cx: &Context_, name: &str, object: &Value) -> (Outcome, Optio
             ));
             (outcome, Some(spec))
         }
-        Err(e) => fail(outcome, "Loaded", "LoadFailed", short_anyhow(&e)),
+        Err(e) => {
+            let e = short_anyhow(&e);
+            outcome
+                .conditions
+                .push(Condition::new("Loaded", Some(false), "LoadFailed", e.clone()));
+            outcome.last_error = Some(e);
+            (outcome, None)
+        }
     }
 }
 
