@@ -13,8 +13,8 @@
 //! reload. `wink manifests --winkplugins` ships the CRD (which the
 //! simulator serves) and the controller's rights. A moved tag, a real
 //! https download, two replicas, what is written of the status, and
-//! when, cosign signatures, a deleted one's policy report results and a registry
-//! that dribbles bytes are
+//! when, cosign signatures, a deleted one's policy report results, a registry
+//! that dribbles bytes and what the store keeps are
 //! the modules beside this one's.
 
 mod cosign;
@@ -24,6 +24,7 @@ mod replicas;
 mod report_results;
 mod slow_registry;
 mod status_writes;
+mod store_sharing;
 mod support;
 
 use crate::cache_support::{Setup, WAIT, deployment, wait_synced};

@@ -12,6 +12,7 @@
 pub mod artifact;
 pub mod auth;
 pub mod cli;
+pub mod collect;
 pub mod cosign;
 pub mod digest;
 pub mod fetch;

@@ -39,7 +39,7 @@ pub struct Context_ {
 }
 
 /// The pins of WinkPlugins are kept apart from `--plugin-ref`'s.
-fn pin_key(name: &str) -> String {
+pub fn pin_key(name: &str) -> String {
     format!("winkplugin.{name}")
 }
 
@@ -109,7 +109,8 @@ pub async fn pull(cx: &Context_, name: &str, object: &Value) -> Result<Pulled, B
     if let Some(why) = (cx.taken)(name) {
         return fail(outcome, "Loaded", "NameClash", why);
     }
-    let (manifest, component, verified) = match fetch(cx, name, &spec).await {
+    let uid = object["metadata"]["uid"].as_str();
+    let (manifest, component, verified) = match fetch(cx, name, uid, &spec).await {
         Ok(d) => d,
         Err(e) => {
             if let Some(v) = e.downcast_ref::<VerifyError>() {
@@ -218,7 +219,12 @@ async fn registry(cx: &Context_, spec: &Spec) -> anyhow::Result<Option<Registry>
 
 /// Fetch the component of `spec`: (the manifest digest, the component's,
 /// the ids of the cosign keys it was verified under).
-async fn fetch(cx: &Context_, name: &str, spec: &Spec) -> anyhow::Result<(String, Digest, Vec<String>)> {
+async fn fetch(
+    cx: &Context_,
+    name: &str,
+    uid: Option<&str>,
+    spec: &Spec,
+) -> anyhow::Result<(String, Digest, Vec<String>)> {
     let raw = match &spec.source {
         Source::Oci(r) => r,
         Source::Https { url, sha256 } => {
@@ -247,7 +253,12 @@ async fn fetch(cx: &Context_, name: &str, spec: &Spec) -> anyhow::Result<(String
     let reference = parse_reference(raw)?;
     let store = &cx.fetcher.store;
     let key = pin_key(name);
-    let pinned = store.pins()?.remove(&key).filter(|p| &p.reference == raw);
+    // A pin made for another object of this name (deleted, created anew)
+    // is not taken: its tag is resolved again.
+    let pinned = store
+        .pins()?
+        .remove(&key)
+        .filter(|p| &p.reference == raw && (p.uid.is_none() || p.uid.as_deref() == uid));
     let expected = pinned.map(|p| Digest::parse(&p.digest)).transpose()?;
     let keys: Vec<_> = spec.cosign_key.iter().cloned().collect();
     let fetched = match registry(cx, spec).await? {
@@ -266,6 +277,7 @@ async fn fetch(cx: &Context_, name: &str, spec: &Spec) -> anyhow::Result<(String
         Pin {
             reference: raw.clone(),
             digest: fetched.manifest.to_string(),
+            uid: uid.map(str::to_string),
         },
     )?;
     tracing::info!(

@@ -13,7 +13,9 @@
 //! place, loaded as a file is,
 //! so an edit of config, grant or source swaps that plugin alone with the
 //! guarantees of a file reload; a deleted object's plugin is unloaded and
-//! its grant taken back. A failed pass leaves what runs running and is
+//! its grant taken back, its pin and plugin file forgotten and the store
+//! collected (also each [`COLLECT_EVERY`], which forgets WinkPlugins
+//! deleted while wink did not run). A failed pass leaves what runs running and is
 //! tried again with backoff ([`RETRY_FIRST`] doubling to [`RETRY_MAX`]); a
 //! generation already applied is not applied again. Every replica loads;
 //! only the leader writes status ([`status`]): compared each [`REFRESH`]
@@ -55,6 +57,9 @@ pub const REFRESH: Duration = Duration::from_secs(1);
 pub const COUNTERS_REFRESH: Duration = Duration::from_secs(60);
 /// At most this many WinkPlugins are run.
 pub const MAX_WINKPLUGINS: usize = 1024;
+/// How often the store is collected besides at each deletion (blobs no
+/// plugin names, pins of WinkPlugins deleted while wink did not run).
+pub const COLLECT_EVERY: Duration = Duration::from_secs(60);
 /// At most this many pulls (registry or https) run at once; the others
 /// wait their turn (client-go controllers' default worker count is
 /// smaller; pulls are mostly waiting on the network).
@@ -223,6 +228,7 @@ pub async fn start(
         hosts: BTreeMap::new(),
         in_flight: BTreeMap::new(),
         done,
+        collected: Instant::now(),
         _factory: factory,
     };
     tokio::spawn(controller.run(rx, pulled));
@@ -258,6 +264,8 @@ struct Controller {
     /// The pulls under way, per WinkPlugin.
     in_flight: BTreeMap<String, Flight>,
     done: mpsc::UnboundedSender<Done>,
+    /// When the store was last collected.
+    collected: Instant,
     _factory: Arc<SharedInformerFactory>,
 }
 
@@ -287,6 +295,9 @@ impl Controller {
                         self.reconcile(&name, true).await;
                     }
                     self.write_statuses().await;
+                    if self.collected.elapsed() >= COLLECT_EVERY {
+                        self.collect();
+                    }
                 }
             }
         }
@@ -307,6 +318,10 @@ impl Controller {
             }
             self.cx.manager.give_grant(name, None).await;
             self.cx.manager.give_failure_policy(name, None);
+            if !self.in_flight.contains_key(name) {
+                self.forget(name);
+                self.collect();
+            }
             return;
         };
         let generation = object["metadata"]["generation"].as_i64().unwrap_or(0);
@@ -347,6 +362,44 @@ impl Controller {
             let result = apply::pull(&cx, &name, &object).await;
             let _ = done.send(Done { name, flight, result });
         });
+    }
+
+    /// Forget what the store keeps for the WinkPlugin `name`, gone: its
+    /// pin and its files in the plugins directory.
+    fn forget(&self, name: &str) {
+        let store = &self.cx.fetcher.store;
+        if let Err(e) = store
+            .unpin(&apply::pin_key(name))
+            .and_then(|_| store.remove_plugin(name))
+        {
+            tracing::warn!(winkplugin = %name, "the store keeps what the deleted WinkPlugin used: {}", short_anyhow(&e));
+        }
+    }
+
+    /// Collect the store's blobs no plugin names, when no pull is under
+    /// way; and first, once the informer has synced, forget the pins and
+    /// files of WinkPlugins deleted while wink did not run.
+    fn collect(&mut self) {
+        if !self.in_flight.is_empty() || !self.informer.has_synced() {
+            return;
+        }
+        self.collected = Instant::now();
+        let store = &self.cx.fetcher.store;
+        let gone: Vec<String> = store
+            .pins()
+            .unwrap_or_default()
+            .keys()
+            .filter_map(|k| k.strip_prefix(&apply::pin_key("")))
+            .filter(|n| !self.entries.contains_key(*n) && self.object(n).is_none())
+            .map(str::to_string)
+            .collect();
+        for name in gone {
+            self.forget(&name);
+        }
+        let max = self.cx.fetcher.registry.options().max_component_bytes;
+        if let Err(e) = wink_oci::collect::collect(store, max) {
+            tracing::warn!("the OCI store was not collected: {}", short_anyhow(&e));
+        }
     }
 
     /// A pull ended: load what it fetched when its object is still the
