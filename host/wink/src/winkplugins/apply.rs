@@ -15,7 +15,6 @@ use anyhow::Context;
 use serde_json::Value;
 use std::path::PathBuf;
 use wink_informer::repeated::{short_anyhow, short_error};
-use wink_oci::auth::Auths;
 use wink_oci::cosign::VerifyError;
 use wink_oci::digest::Digest;
 use wink_oci::fetch::{Fetcher, parse_reference};
@@ -23,9 +22,6 @@ use wink_oci::registry::Registry;
 use wink_oci::store::Pin;
 use wink_runtime::PluginManager;
 use wink_runtime::bindings::types::FailurePolicy;
-
-/// The largest pull Secret read.
-pub const MAX_SECRET_BYTES: usize = 64 << 10;
 
 /// What a pass needs.
 pub struct Context_ {
@@ -177,41 +173,12 @@ pub async fn finish(cx: &Context_, name: &str, pulled: Pulled) -> (Outcome, Opti
 }
 
 /// The registry client for `spec`: the daemon's, or one with the
-/// credentials of its pull Secret.
+/// credentials of its pull Secret ([`super::pull_secret`]).
 async fn registry(cx: &Context_, spec: &Spec) -> anyhow::Result<Option<Registry>> {
     let Some(secret) = &spec.pull_secret else {
         return Ok(None);
     };
-    let api: kube::Api<k8s_openapi::api::core::v1::Secret> =
-        kube::Api::namespaced(cx.client.clone(), &cx.namespace);
-    let s = api
-        .get_opt(secret)
-        .await
-        .with_context(|| format!("reading the pull Secret {}/{secret}", cx.namespace))?
-        .ok_or_else(|| anyhow::anyhow!("the pull Secret {}/{secret} does not exist", cx.namespace))?;
-    let data = s
-        .data
-        .as_ref()
-        .and_then(|d| d.get(".dockerconfigjson"))
-        .ok_or_else(|| {
-            anyhow::anyhow!(
-                "the pull Secret {}/{secret} has no .dockerconfigjson",
-                cx.namespace
-            )
-        })?;
-    anyhow::ensure!(
-        data.0.len() <= MAX_SECRET_BYTES,
-        "the pull Secret {}/{secret}: {} bytes (at most {MAX_SECRET_BYTES})",
-        cx.namespace,
-        data.0.len()
-    );
-    let text = std::str::from_utf8(&data.0).map_err(|_| {
-        anyhow::anyhow!(
-            "the pull Secret {}/{secret}: .dockerconfigjson is not UTF-8",
-            cx.namespace
-        )
-    })?;
-    let auths = Auths::parse(text).with_context(|| format!("the pull Secret {}/{secret}", cx.namespace))?;
+    let auths = super::pull_secret::read(&cx.client, &cx.namespace, secret).await?;
     let mut options = cx.fetcher.registry.options().clone();
     options.auths = auths;
     Ok(Some(Registry::new(options)))

@@ -27,6 +27,7 @@
 pub mod apply;
 pub mod crd;
 pub mod manifests;
+pub mod pull_secret;
 pub mod spec;
 pub mod status;
 
