@@ -13,7 +13,8 @@
 //! reload. `wink manifests --winkplugins` ships the CRD (which the
 //! simulator serves) and the controller's rights. A moved tag, a real
 //! https download, two replicas, what is written of the status, and
-//! when, cosign signatures, and a deleted one's policy report results are
+//! when, cosign signatures, a deleted one's policy report results, a registry
+//! that dribbles bytes and what the store keeps are
 //! the modules beside this one's.
 
 mod cosign;
@@ -22,7 +23,9 @@ mod moved_tag;
 mod replicas;
 mod report_results;
 mod scoped;
+mod slow_registry;
 mod status_writes;
+mod store_sharing;
 mod support;
 
 use crate::cache_support::{Setup, WAIT, deployment, wait_synced};
@@ -471,10 +474,9 @@ async fn a_private_registry_takes_the_pull_secret_a_winkplugin_names() {
     apply(&env, &private("regcred")).await;
     let object = wait_condition(&env, "private", "Pulled", |c| c["reason"] == "PullSecret").await;
     assert!(
-        object["status"]["lastError"]
-            .as_str()
-            .unwrap()
-            .contains("the pull Secret default/regcred does not exist"),
+        object["status"]["lastError"].as_str().unwrap().contains(
+            "the pull Secret default/regcred cannot be read: it does not exist or wink may not read it"
+        ),
         "{object:#}"
     );
     // The Secret appears: the retry pulls with its credentials.

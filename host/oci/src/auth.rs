@@ -6,7 +6,7 @@
 
 use anyhow::Context;
 use base64::Engine;
-use oci_client::secrets::RegistryAuth;
+pub use oci_client::secrets::RegistryAuth;
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::Path;

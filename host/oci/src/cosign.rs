@@ -4,11 +4,12 @@
 //! the same repository under the tag `sha256-<hex>.sig`: a manifest whose
 //! layers of media type [`SIMPLE_SIGNING_MEDIA_TYPE`] each hold a JSON
 //! payload naming the signed digest
-//! (`critical.image.docker-manifest-digest`), with the base64 ASN.1 DER
+//! (`critical.image.docker-manifest-digest`) and the repository it was
+//! signed for (`critical.identity.docker-reference`), with the base64 ASN.1 DER
 //! signature of the payload's bytes in the layer annotation
 //! [`SIGNATURE_ANNOTATION`]. A manifest is verified under a set of keys
 //! when, for each key, some payload's signature verifies under it and
-//! names that manifest's digest. Owns reading the keys (PEM), reading the
+//! names that manifest's digest and the repository it is pulled from. Owns reading the keys (PEM), reading the
 //! signature manifest's layers, the check itself and why it failed
 //! ([`VerifyError`]); the registry fetches ([`crate::registry`]).
 
@@ -182,6 +183,8 @@ struct Payload {
 
 #[derive(Deserialize)]
 struct Critical {
+    #[serde(default)]
+    identity: Option<Identity>,
     image: Image,
     #[serde(rename = "type")]
     kind: String,
@@ -193,16 +196,54 @@ struct Image {
     digest: String,
 }
 
-/// The digest a payload signs, if it is a cosign image signature.
-fn signed_digest(payload: &[u8]) -> Option<String> {
-    let p: Payload = serde_json::from_slice(payload).ok()?;
-    (p.critical.kind == "cosign container image signature").then_some(p.critical.image.digest)
+#[derive(Deserialize)]
+struct Identity {
+    #[serde(rename = "docker-reference")]
+    reference: String,
 }
 
-/// Whether `signatures` verify `digest` under every key of `keys`: for
-/// each key, a signature of a payload naming `digest` that verifies
-/// under it; why not, when they do not.
-pub fn check(signatures: &[Signed], digest: Digest, keys: &[PublicKey]) -> Result<(), VerifyError> {
+/// What a payload signs, if it is a cosign image signature: the digest,
+/// and the repository it names (none when it names none).
+fn signed(payload: &[u8]) -> Option<(String, Option<String>)> {
+    let p: Payload = serde_json::from_slice(payload).ok()?;
+    (p.critical.kind == "cosign container image signature").then(|| {
+        (
+            p.critical.image.digest,
+            p.critical.identity.map(|i| repository_name(&i.reference)),
+        )
+    })
+}
+
+/// A repository as `registry/path`, without tag or digest, Docker Hub
+/// under one name (`index.docker.io/x` is `docker.io/x`), so that a
+/// payload's docker-reference and a source compare.
+pub fn repository_name(reference: &str) -> String {
+    let r = reference.split('@').next().unwrap_or(reference);
+    let r = match r.rsplit_once(':') {
+        Some((head, tag)) if !tag.contains('/') => head,
+        _ => r,
+    };
+    for hub in ["index.docker.io/", "registry-1.docker.io/"] {
+        if let Some(rest) = r.strip_prefix(hub) {
+            return format!("docker.io/{rest}");
+        }
+    }
+    r.to_string()
+}
+
+/// Whether `signatures` verify `digest` of `repository` (`registry/path`)
+/// under every key of `keys`: for each key, a signature that verifies
+/// under it of a payload naming `digest` and, as its
+/// `critical.identity.docker-reference`, `repository` (cosign's
+/// `--check-claims`: a signature made for the same digest in another
+/// repository does not verify); why not, when they do not.
+pub fn check(
+    signatures: &[Signed],
+    digest: Digest,
+    repository: &str,
+    keys: &[PublicKey],
+) -> Result<(), VerifyError> {
+    let repository = repository_name(repository);
     if signatures.is_empty() {
         return Err(VerifyError::Missing(format!(
             "{digest} has no cosign signature (no {SIMPLE_SIGNING_MEDIA_TYPE} layer with a signature)"
@@ -222,11 +263,29 @@ pub fn check(signatures: &[Signed], digest: Digest, keys: &[PublicKey]) -> Resul
                 key.id()
             )));
         }
-        let names = |(p, _): &&(Vec<u8>, Vec<u8>)| signed_digest(p).as_deref() == Some(&digest.to_string());
-        if !by_key.any(|s| names(&s)) {
+        let of_digest: Vec<Option<String>> = by_key
+            .filter_map(|(p, _)| signed(p))
+            .filter(|(d, _)| *d == digest.to_string())
+            .map(|(_, r)| r)
+            .collect();
+        if of_digest.is_empty() {
             return Err(VerifyError::Invalid(format!(
                 "the signatures of {digest} under the key {} sign another digest (its payload's docker-manifest-digest)",
                 key.id()
+            )));
+        }
+        if !of_digest
+            .iter()
+            .any(|r| r.as_deref() == Some(repository.as_str()))
+        {
+            let named: Vec<&str> = of_digest
+                .iter()
+                .map(|r| r.as_deref().unwrap_or("no repository"))
+                .collect();
+            return Err(VerifyError::Invalid(format!(
+                "the signatures of {digest} under the key {} were made for {}, not {repository} (their payload's docker-reference)",
+                key.id(),
+                named.join(", ")
             )));
         }
     }

@@ -20,6 +20,60 @@ const ED25519_PUB: &str = "-----BEGIN PUBLIC KEY-----
 MCowBQYDK2VwAyEAlqBpKjfAP9RAZ6Fmy1TWpfJ0RGMRw8ZKy9HSQPNtmjE=
 -----END PUBLIC KEY-----";
 
+/// The repository [`PAYLOAD`] names.
+const REPO: &str = "localhost:5000/wink/x";
+
+/// [`super::check`] for [`REPO`].
+fn check(signatures: &[Signed], digest: Digest, keys: &[PublicKey]) -> Result<(), VerifyError> {
+    super::check(signatures, digest, REPO, keys)
+}
+
+#[test]
+fn a_signature_made_for_another_repository_does_not_verify() {
+    let (pair, key) = fresh_key();
+    let d = Digest::of(b"component manifest");
+    let signed = sign(&pair, d);
+    super::check(std::slice::from_ref(&signed), d, REPO, std::slice::from_ref(&key)).unwrap();
+    // A tag or digest on the source, Docker Hub's two names: the same repository.
+    super::check(
+        std::slice::from_ref(&signed),
+        d,
+        "localhost:5000/wink/x:v1",
+        std::slice::from_ref(&key),
+    )
+    .unwrap();
+    assert_eq!(
+        repository_name("index.docker.io/library/x:1"),
+        "docker.io/library/x"
+    );
+    let e = super::check(
+        std::slice::from_ref(&signed),
+        d,
+        "localhost:5000/wink/other",
+        std::slice::from_ref(&key),
+    )
+    .unwrap_err();
+    assert_eq!(e.reason(), "SignatureInvalid", "{e}");
+    assert!(
+        e.to_string()
+            .contains("made for localhost:5000/wink/x, not localhost:5000/wink/other"),
+        "{e}"
+    );
+    // A payload naming no repository does not verify either.
+    let payload = PAYLOAD
+        .replace(r#""identity":{"docker-reference":"localhost:5000/wink/x"},"#, "")
+        .replace(&Digest::of(b"abc").to_string(), &d.to_string());
+    let anonymous = Signed {
+        payload: b64(payload.as_bytes()),
+        signature: b64(pair
+            .sign(&SystemRandom::new(), payload.as_bytes())
+            .unwrap()
+            .as_ref()),
+    };
+    let e = check(&[anonymous], d, &[key]).unwrap_err();
+    assert!(e.to_string().contains("no repository"), "{e}");
+}
+
 fn b64(bytes: &[u8]) -> String {
     base64::engine::general_purpose::STANDARD.encode(bytes)
 }

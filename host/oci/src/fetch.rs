@@ -139,11 +139,12 @@ impl Fetcher {
         if keys.is_empty() {
             return Ok(());
         }
-        if cosign::check(&self.store.signatures(digest), digest, keys).is_ok() {
+        let repository = format!("{}/{}", reference.registry(), reference.repository());
+        if cosign::check(&self.store.signatures(digest), digest, &repository, keys).is_ok() {
             return Ok(());
         }
         let signatures = self.registry.signatures(reference, digest).await?;
-        cosign::check(&signatures, digest, keys)?;
+        cosign::check(&signatures, digest, &repository, keys)?;
         self.store
             .keep_signatures(digest, &signatures)
             .map_err(VerifyError::Failed)

@@ -12,6 +12,7 @@
 pub mod artifact;
 pub mod auth;
 pub mod cli;
+pub mod collect;
 pub mod cosign;
 pub mod digest;
 pub mod fetch;
@@ -19,6 +20,7 @@ pub mod https;
 pub mod plugins;
 pub mod registry;
 pub mod store;
+pub mod wire;
 
 pub use digest::Digest;
 pub use fetch::{Fetched, Fetcher};

@@ -198,6 +198,7 @@ impl PluginRefs {
             Pin {
                 reference: raw.to_string(),
                 digest: fetched.manifest.to_string(),
+                uid: None,
             },
         )?;
         let max = self.fetcher.registry.options().max_component_bytes;

@@ -1,21 +1,20 @@
-//! One registry conversation through `oci-client`: resolving a tag to a
-//! manifest digest, pulling a manifest and a component by digest (sizes
-//! capped, the whole exchange under a deadline, bytes checked against the
-//! digest as they are read), reading a manifest's cosign signatures
-//! ([`Registry::signatures`]), pushing an artifact. Owns the client's
+//! One registry conversation: resolving a tag to a manifest digest,
+//! pulling a manifest and a component by digest (every body read capped
+//! by [`crate::wire`], the whole exchange under a deadline, bytes checked
+//! against the digest), reading a manifest's cosign signatures
+//! ([`Registry::signatures`]), pushing an artifact (through `oci-client`). Owns the client's
 //! configuration (plain HTTP hosts, credentials, timeouts) and turning
 //! the registry's failures into errors that say what happened.
 
 use crate::artifact::{self, MAX_MANIFEST_BYTES};
 use crate::auth::Auths;
 use crate::cosign::{self, Signed, VerifyError};
-use crate::digest::{Digest, Hasher, Mismatch};
+use crate::digest::{Digest, Mismatch};
+use crate::wire::Wire;
 use anyhow::Context;
 use base64::Engine;
-use futures::StreamExt;
 use oci_client::client::{ClientConfig, ClientProtocol};
 use oci_client::errors::{OciDistributionError, OciErrorCode};
-use oci_client::manifest::OciDescriptor;
 use oci_client::secrets::RegistryAuth;
 use oci_client::{Client, Reference, RegistryOperation};
 use std::future::Future;
@@ -37,10 +36,10 @@ pub struct RegistryOptions {
 
 /// A client for registries.
 pub struct Registry {
+    /// Pushes (`wink push`).
     client: Client,
-    /// The manifest's GET, read chunk by chunk under the cap (oci-client
-    /// reads a manifest whole before anyone can look at its size).
-    http: reqwest::Client,
+    /// Every read: tokens, tags, manifests, blobs, each body capped.
+    wire: Wire,
     options: RegistryOptions,
 }
 
@@ -66,7 +65,7 @@ impl Registry {
             .expect("an HTTP client with rustls on ring");
         Registry {
             client: Client::new(config),
-            http,
+            wire: Wire::new(http, options.plain_http.clone(), options.auths.clone()),
             options,
         }
     }
@@ -76,20 +75,14 @@ impl Registry {
     }
 
     /// The manifest digest `reference` names now: its own digest when it
-    /// has one, else what its tag points to.
+    /// has one, else what its tag points to (a manifest the registry
+    /// sends in place of a digest read up to [`MAX_MANIFEST_BYTES`]).
     pub async fn resolve(&self, reference: &Reference) -> anyhow::Result<Digest> {
         if let Some(d) = reference.digest() {
             return Digest::parse(d);
         }
-        let auth = self.options.auths.for_registry(reference.resolve_registry());
-        let resolve = async {
-            self.client
-                .auth(reference, &auth, RegistryOperation::Pull)
-                .await?;
-            self.client.fetch_manifest_digest(reference, &auth).await
-        };
-        let digest = self.deadline(reference, "resolving the tag", resolve).await?;
-        Digest::parse(&digest)
+        let resolve = self.wire.resolve(reference, MAX_MANIFEST_BYTES as u64);
+        self.deadline(reference, "resolving the tag", resolve).await?
     }
 
     /// The manifest `digest` of `reference`'s repository, checked against it.
@@ -98,84 +91,22 @@ impl Registry {
             .await
     }
 
-    /// The manifest `digest`, asked for as `accept`.
+    /// The manifest `digest`, asked for as `accept`, read up to
+    /// [`MAX_MANIFEST_BYTES`].
     async fn manifest_as(
         &self,
         reference: &Reference,
         digest: Digest,
         accept: &str,
     ) -> anyhow::Result<Vec<u8>> {
-        let pull = self.capped_manifest(reference, digest, accept);
+        let what = format!("the manifest of {reference}");
+        let path = format!("manifests/{digest}");
+        let pull = self
+            .wire
+            .get(reference, &path, accept, MAX_MANIFEST_BYTES as u64, &what);
         let bytes = self.deadline(reference, "pulling the manifest", pull).await??;
-        crate::digest::verify(&format!("the manifest of {reference}"), &bytes, digest)?;
-        Ok(bytes.to_vec())
-    }
-
-    /// GET the manifest `digest` of `reference`'s repository with the
-    /// credentials oci-client negotiated (its bearer token) or Basic ones,
-    /// stopping at [`MAX_MANIFEST_BYTES`]; the outer error is the
-    /// registry's, the inner one the cap's.
-    async fn capped_manifest(
-        &self,
-        reference: &Reference,
-        digest: Digest,
-        accept: &str,
-    ) -> Result<anyhow::Result<Vec<u8>>, OciDistributionError> {
-        let registry = reference.resolve_registry();
-        let auth = self.options.auths.for_registry(registry);
-        let token = self
-            .client
-            .auth(reference, &auth, RegistryOperation::Pull)
-            .await?;
-        let scheme = match self.options.plain_http.iter().any(|h| h == registry) {
-            true => "http",
-            false => "https",
-        };
-        let url = format!(
-            "{scheme}://{registry}/v2/{}/manifests/{digest}",
-            reference.repository()
-        );
-        let mut request = self.http.get(&url).header("Accept", accept);
-        request = match (token, &auth) {
-            (Some(token), _) => request.bearer_auth(token),
-            (None, RegistryAuth::Basic(user, password)) => request.basic_auth(user, Some(password)),
-            (None, _) => request,
-        };
-        let mut response = request.send().await?;
-        let status = response.status();
-        if !status.is_success() {
-            // The registry's explanation, a little of it.
-            let mut message = Vec::new();
-            while message.len() < 4096
-                && let Some(chunk) = response.chunk().await?
-            {
-                message.extend_from_slice(&chunk);
-            }
-            message.truncate(4096);
-            return Err(OciDistributionError::ServerError {
-                code: status.as_u16(),
-                url,
-                message: String::from_utf8_lossy(&message).into_owned(),
-            });
-        }
-        let over = |len: u64| {
-            anyhow::anyhow!(
-                "{reference}: the manifest is {len} bytes or more, over the cap of {MAX_MANIFEST_BYTES}"
-            )
-        };
-        if let Some(len) = response.content_length()
-            && len > MAX_MANIFEST_BYTES as u64
-        {
-            return Ok(Err(over(len)));
-        }
-        let mut bytes = Vec::new();
-        while let Some(chunk) = response.chunk().await? {
-            if bytes.len() + chunk.len() > MAX_MANIFEST_BYTES {
-                return Ok(Err(over((bytes.len() + chunk.len()) as u64)));
-            }
-            bytes.extend_from_slice(&chunk);
-        }
-        Ok(Ok(bytes))
+        crate::digest::verify(&what, &bytes, digest)?;
+        Ok(bytes)
     }
 
     /// The component blob `digest` (`size` bytes as the manifest says),
@@ -191,8 +122,8 @@ impl Registry {
         self.blob(reference, digest, size, max, what).await
     }
 
-    /// The blob `digest` (`size` bytes as its manifest says), read up to
-    /// `max` bytes and checked against the digest.
+    /// The blob `digest`, read up to the `size` its manifest gives (itself
+    /// at most `max`) and checked against the digest.
     async fn blob(
         &self,
         reference: &Reference,
@@ -201,52 +132,20 @@ impl Registry {
         max: u64,
         what: String,
     ) -> anyhow::Result<Vec<u8>> {
-        let cap = match max >= 1 << 20 {
-            true => format!("{} MiB", max >> 20),
-            false => format!("{max} bytes"),
-        };
-        let descriptor = OciDescriptor {
-            media_type: artifact::LAYER_MEDIA_TYPE.into(),
-            digest: digest.to_string(),
-            size: size as i64,
-            ..Default::default()
-        };
-        let read = async {
-            let auth = self.options.auths.for_registry(reference.resolve_registry());
-            self.client
-                .auth(reference, &auth, RegistryOperation::Pull)
-                .await?;
-            let mut stream = self.client.pull_blob_stream(reference, &descriptor).await?;
-            if let Some(len) = stream.content_length
-                && len > max
-            {
-                return Ok(Err(anyhow::anyhow!(
-                    "{what} is {len} bytes, over the cap of {cap}"
-                )));
-            }
-            let (mut bytes, mut hasher) = (Vec::new(), Hasher::default());
-            while let Some(chunk) = stream.stream.next().await {
-                let chunk = match chunk {
-                    Ok(c) => c,
-                    // oci-client's own check of the digest: ours names both.
-                    Err(e)
-                        if e.get_ref()
-                            .is_some_and(|i| i.is::<oci_client::errors::DigestError>()) =>
-                    {
-                        break;
-                    }
-                    Err(e) => return Err(e.into()),
-                };
-                if (bytes.len() + chunk.len()) as u64 > max {
-                    return Ok(Err(anyhow::anyhow!("{what} is over the cap of {cap}")));
-                }
-                hasher.update(&chunk);
-                bytes.extend_from_slice(&chunk);
-            }
-            Ok(Ok((bytes, hasher.finish())))
-        };
+        anyhow::ensure!(
+            size <= max,
+            "{what} is {size} bytes by its manifest, over the cap of {max} bytes"
+        );
+        let path = format!("blobs/{digest}");
+        let read = self
+            .wire
+            .get(reference, &path, "application/octet-stream, */*", size, &what);
         let doing = format!("pulling {}", what.split(" of ").next().unwrap_or("a blob"));
-        let (bytes, actual) = self.deadline(reference, &doing, read).await??;
+        let bytes = self
+            .deadline(reference, &doing, read)
+            .await?
+            .with_context(|| format!("its manifest gives {size} bytes"))?;
+        let actual = Digest::of(&bytes);
         if actual != digest {
             return Err(Mismatch {
                 what,
@@ -317,7 +216,12 @@ impl Registry {
         let built = artifact::build(bytes, Some(created))?;
         let auth = self.options.auths.for_registry(reference.resolve_registry());
         let push = async {
-            // A push token (or Basic credentials) before anything.
+            // A push token (read capped, as every read) or Basic
+            // credentials before anything.
+            let auth = match self.wire.push_token(reference).await? {
+                Some(token) => RegistryAuth::Bearer(token),
+                None => auth,
+            };
             self.client
                 .auth(reference, &auth, RegistryOperation::Push)
                 .await?;

@@ -2,8 +2,10 @@
 //! each verified manifest and component under its digest, written through
 //! a temporary file and a rename (a crash leaves the old state or the new,
 //! never half a blob); `<root>/pins.json` the digest each `--plugin-ref`
-//! was resolved to; `<root>/plugins/<name>.wasm` the components handed to
-//! the plugin manager; `<root>/signatures/<hex>.json` the cosign
+//! or WinkPlugin was resolved to; `<root>/plugins/<name>.wasm` the
+//! components handed to the plugin manager, each a hard link to its blob
+//! (plugins on one digest share one copy; [`crate::collect`] removes
+//! blobs nothing names any more); `<root>/signatures/<hex>.json` the cosign
 //! signatures a manifest was verified with, checked again (under the keys
 //! then in force) before a stored manifest is taken without the registry.
 //! Every read is checked against its digest again: a blob damaged on disk
@@ -34,6 +36,10 @@ pub struct Store {
 pub struct Pin {
     pub reference: String,
     pub digest: String,
+    /// The object the pin was made for (a WinkPlugin's uid): another
+    /// object of the same name resolves its tag anew.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uid: Option<String>,
 }
 
 impl Store {
@@ -119,20 +125,48 @@ impl Store {
     }
 
     /// Put the stored component `layer` where the plugin manager loads it
-    /// from, as `<name>.wasm` (unchanged when it already holds those bytes).
+    /// from, as `<name>.wasm`: a hard link to its blob, so that any number
+    /// of plugins on one digest share one copy (unchanged when it already
+    /// is that link; a copy only where the file system cannot link).
     pub fn materialise(&self, name: &str, layer: Digest, max: u64) -> anyhow::Result<PathBuf> {
+        use std::os::unix::fs::MetadataExt;
         let path = self.plugins_dir().join(format!("{name}.wasm"));
-        if let Ok(f) = std::fs::File::open(&path) {
-            let mut bytes = Vec::new();
-            if f.take(max + 1).read_to_end(&mut bytes).is_ok() && Digest::of(&bytes) == layer {
-                return Ok(path);
-            }
-        }
+        let blob = self.blob_path(layer);
         let bytes = self
             .read(layer, max)?
             .with_context(|| format!("the component {layer} is not in the store"))?;
-        self.write_atomically(&path, &bytes)?;
+        let inode = |p: &Path| std::fs::metadata(p).ok().map(|m| (m.dev(), m.ino()));
+        if inode(&path).is_some() && inode(&path) == inode(&blob) {
+            return Ok(path);
+        }
+        let tmp = self
+            .root
+            .join("tmp")
+            .join(format!("{name}.wasm.{}.{}", std::process::id(), unique()));
+        match std::fs::hard_link(&blob, &tmp) {
+            Ok(()) => std::fs::rename(&tmp, &path)
+                .inspect_err(|_| {
+                    let _ = std::fs::remove_file(&tmp);
+                })
+                .with_context(|| format!("cannot write {}", path.display()))?,
+            Err(_) => self.write_atomically(&path, &bytes)?,
+        }
         Ok(path)
+    }
+
+    /// Forget plugin `name`: its `<name>.wasm` and config in the plugins
+    /// directory (what they linked to stays until [`crate::collect`]).
+    pub fn remove_plugin(&self, name: &str) -> anyhow::Result<()> {
+        let path = self.plugins_dir().join(format!("{name}.wasm"));
+        for file in [wink_runtime::plugin_file::config_path(&path), path] {
+            match std::fs::remove_file(&file) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                    return Err(e).with_context(|| format!("cannot remove {}", file.display()));
+                }
+                _ => {}
+            }
+        }
+        Ok(())
     }
 
     /// The directory of components handed to the plugin manager.
@@ -178,6 +212,16 @@ impl Store {
         }
         let text = wink_input::read_text(&path, MAX_PINS_BYTES, "pins")?;
         serde_json::from_str(&text).with_context(|| format!("{}: not a pins file", path.display()))
+    }
+
+    /// Forget the pin of plugin `name` (none: nothing to do).
+    pub fn unpin(&self, name: &str) -> anyhow::Result<()> {
+        let mut pins = self.pins()?;
+        if pins.remove(name).is_none() {
+            return Ok(());
+        }
+        let text = serde_json::to_vec_pretty(&pins)?;
+        self.write_atomically(&self.pins_path(), &text)
     }
 
     /// Record `pin` for plugin `name`.
@@ -248,6 +292,7 @@ mod tests {
         let pin = Pin {
             reference: "r/x:1".into(),
             digest: Digest::of(b"m").to_string(),
+            uid: None,
         };
         store.pin("x", pin.clone()).unwrap();
         assert_eq!(store.pins().unwrap()["x"], pin);
@@ -255,6 +300,16 @@ mod tests {
         store.write("layer", d, b"wasm").unwrap();
         let path = store.materialise("x", d, 100).unwrap();
         assert_eq!(std::fs::read(&path).unwrap(), b"wasm");
+        // Shared with the blob and with every plugin on that digest.
+        use std::os::unix::fs::MetadataExt;
+        let again = store.materialise("x2", d, 100).unwrap();
+        let ino = |p: &Path| std::fs::metadata(p).unwrap().ino();
+        assert_eq!(ino(&path), ino(&store.blob_path(d)));
+        assert_eq!(ino(&again), ino(&path));
+        store.unpin("x").unwrap();
+        assert!(store.pins().unwrap().is_empty());
+        store.remove_plugin("x").unwrap();
+        assert!(!path.exists() && again.exists());
         assert!(store.materialise("y", Digest::of(b"other"), 100).is_err());
         let _ = std::fs::remove_dir_all(store.root());
     }

@@ -5,6 +5,8 @@
 //! `wink push` / `wink pull` run as commands.
 #![allow(dead_code)]
 
+pub mod scripted;
+
 use crate::common::{self, scratch};
 use crate::debian_support;
 use std::io::{Read, Write};

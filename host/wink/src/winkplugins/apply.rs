@@ -15,7 +15,6 @@ use anyhow::Context;
 use serde_json::Value;
 use std::path::PathBuf;
 use wink_informer::repeated::{short_anyhow, short_error};
-use wink_oci::auth::Auths;
 use wink_oci::cosign::VerifyError;
 use wink_oci::digest::Digest;
 use wink_oci::fetch::{Fetcher, parse_reference};
@@ -23,9 +22,6 @@ use wink_oci::registry::Registry;
 use wink_oci::store::Pin;
 use wink_runtime::PluginManager;
 use wink_runtime::bindings::types::FailurePolicy;
-
-/// The largest pull Secret read.
-pub const MAX_SECRET_BYTES: usize = 64 << 10;
 
 /// What a pass needs.
 pub struct Context_ {
@@ -39,7 +35,7 @@ pub struct Context_ {
 }
 
 /// The pins of WinkPlugins are kept apart from `--plugin-ref`'s.
-fn pin_key(name: &str) -> String {
+pub fn pin_key(name: &str) -> String {
     format!("winkplugin.{name}")
 }
 
@@ -65,9 +61,27 @@ fn pull_reason(error: &str) -> &'static str {
     }
 }
 
+/// What a pull found: the outcome so far, and the spec and stored
+/// component to load.
+pub struct Pulled {
+    pub outcome: Outcome,
+    pub spec: Spec,
+    pub component: Digest,
+}
+
 /// One pass over the object `object`, named `name`: what it found. With
 /// `Ok`, the plugin runs from this spec (the caller remembers it).
 pub async fn apply(cx: &Context_, name: &str, object: &Value) -> (Outcome, Option<Spec>) {
+    match pull(cx, name, object).await {
+        Ok(pulled) => finish(cx, name, pulled).await,
+        Err(outcome) => (*outcome, None),
+    }
+}
+
+/// The first half of a pass, the one that speaks to registries: read the
+/// spec, fetch the component into the store (verified). A failure is the
+/// outcome to report.
+pub async fn pull(cx: &Context_, name: &str, object: &Value) -> Result<Pulled, Box<Outcome>> {
     let mut outcome = Outcome {
         generation: object["metadata"]["generation"].as_i64().unwrap_or(0),
         ..Outcome::default()
@@ -77,7 +91,7 @@ pub async fn apply(cx: &Context_, name: &str, object: &Value) -> (Outcome, Optio
         o.conditions
             .push(Condition::new(kind, Some(false), reason, e.clone()));
         o.last_error = Some(e);
-        (o, None)
+        Err(Box::new(o))
     };
     let spec = match spec::parse(object) {
         Ok(s) => s,
@@ -91,7 +105,8 @@ pub async fn apply(cx: &Context_, name: &str, object: &Value) -> (Outcome, Optio
     if let Some(why) = (cx.taken)(name) {
         return fail(outcome, "Loaded", "NameClash", why);
     }
-    let (manifest, component, verified) = match fetch(cx, name, &spec).await {
+    let uid = object["metadata"]["uid"].as_str();
+    let (manifest, component, verified) = match fetch(cx, name, uid, &spec).await {
         Ok(d) => d,
         Err(e) => {
             if let Some(v) = e.downcast_ref::<VerifyError>() {
@@ -121,6 +136,21 @@ pub async fn apply(cx: &Context_, name: &str, object: &Value) -> (Outcome, Optio
         "Pulled",
         format!("{} is {manifest}", spec.source.describe()),
     ));
+    Ok(Pulled {
+        outcome,
+        spec,
+        component,
+    })
+}
+
+/// The second half of a pass, with no registry: load what [`pull`] put in
+/// the store.
+pub async fn finish(cx: &Context_, name: &str, pulled: Pulled) -> (Outcome, Option<Spec>) {
+    let Pulled {
+        mut outcome,
+        spec,
+        component,
+    } = pulled;
     match load(cx, name, &spec, component).await {
         Ok(()) => {
             outcome.conditions.push(Condition::new(
@@ -131,46 +161,24 @@ pub async fn apply(cx: &Context_, name: &str, object: &Value) -> (Outcome, Optio
             ));
             (outcome, Some(spec))
         }
-        Err(e) => fail(outcome, "Loaded", "LoadFailed", short_anyhow(&e)),
+        Err(e) => {
+            let e = short_anyhow(&e);
+            outcome
+                .conditions
+                .push(Condition::new("Loaded", Some(false), "LoadFailed", e.clone()));
+            outcome.last_error = Some(e);
+            (outcome, None)
+        }
     }
 }
 
 /// The registry client for `spec`: the daemon's, or one with the
-/// credentials of its pull Secret.
+/// credentials of its pull Secret ([`super::pull_secret`]).
 async fn registry(cx: &Context_, spec: &Spec) -> anyhow::Result<Option<Registry>> {
     let Some(secret) = &spec.pull_secret else {
         return Ok(None);
     };
-    let api: kube::Api<k8s_openapi::api::core::v1::Secret> =
-        kube::Api::namespaced(cx.client.clone(), &cx.namespace);
-    let s = api
-        .get_opt(secret)
-        .await
-        .with_context(|| format!("reading the pull Secret {}/{secret}", cx.namespace))?
-        .ok_or_else(|| anyhow::anyhow!("the pull Secret {}/{secret} does not exist", cx.namespace))?;
-    let data = s
-        .data
-        .as_ref()
-        .and_then(|d| d.get(".dockerconfigjson"))
-        .ok_or_else(|| {
-            anyhow::anyhow!(
-                "the pull Secret {}/{secret} has no .dockerconfigjson",
-                cx.namespace
-            )
-        })?;
-    anyhow::ensure!(
-        data.0.len() <= MAX_SECRET_BYTES,
-        "the pull Secret {}/{secret}: {} bytes (at most {MAX_SECRET_BYTES})",
-        cx.namespace,
-        data.0.len()
-    );
-    let text = std::str::from_utf8(&data.0).map_err(|_| {
-        anyhow::anyhow!(
-            "the pull Secret {}/{secret}: .dockerconfigjson is not UTF-8",
-            cx.namespace
-        )
-    })?;
-    let auths = Auths::parse(text).with_context(|| format!("the pull Secret {}/{secret}", cx.namespace))?;
+    let auths = super::pull_secret::read(&cx.client, &cx.namespace, secret).await?;
     let mut options = cx.fetcher.registry.options().clone();
     options.auths = auths;
     Ok(Some(Registry::new(options)))
@@ -178,7 +186,12 @@ async fn registry(cx: &Context_, spec: &Spec) -> anyhow::Result<Option<Registry>
 
 /// Fetch the component of `spec`: (the manifest digest, the component's,
 /// the ids of the cosign keys it was verified under).
-async fn fetch(cx: &Context_, name: &str, spec: &Spec) -> anyhow::Result<(String, Digest, Vec<String>)> {
+async fn fetch(
+    cx: &Context_,
+    name: &str,
+    uid: Option<&str>,
+    spec: &Spec,
+) -> anyhow::Result<(String, Digest, Vec<String>)> {
     let raw = match &spec.source {
         Source::Oci(r) => r,
         Source::Https { url, sha256 } => {
@@ -207,7 +220,12 @@ async fn fetch(cx: &Context_, name: &str, spec: &Spec) -> anyhow::Result<(String
     let reference = parse_reference(raw)?;
     let store = &cx.fetcher.store;
     let key = pin_key(name);
-    let pinned = store.pins()?.remove(&key).filter(|p| &p.reference == raw);
+    // A pin made for another object of this name (deleted, created anew)
+    // is not taken: its tag is resolved again.
+    let pinned = store
+        .pins()?
+        .remove(&key)
+        .filter(|p| &p.reference == raw && (p.uid.is_none() || p.uid.as_deref() == uid));
     let expected = pinned.map(|p| Digest::parse(&p.digest)).transpose()?;
     let keys: Vec<_> = spec.cosign_key.iter().cloned().collect();
     let fetched = match registry(cx, spec).await? {
@@ -226,6 +244,7 @@ async fn fetch(cx: &Context_, name: &str, spec: &Spec) -> anyhow::Result<(String
         Pin {
             reference: raw.clone(),
             digest: fetched.manifest.to_string(),
+            uid: uid.map(str::to_string),
         },
     )?;
     tracing::info!(

@@ -4,10 +4,18 @@
 //!
 //! Every event names a WinkPlugin; one worker takes the names in order and
 //! makes the plugin what its object says ([`apply`]): fetched by digest
-//! (the store first), its config and grant in place, loaded as a file is,
+//! (the store first) in a task of its own, at most [`MAX_CONCURRENT_PULLS`]
+//! at once and [`MAX_PULLS_PER_HOST`] from one registry or https host, so
+//! that a slow registry delays only its own WinkPlugins while
+//! the worker goes on with the others' loads and deletions' unloads (a
+//! pull whose object was edited, deleted or created anew meanwhile is
+//! dropped and the object's pass made again); then its config and grant in
+//! place, loaded as a file is,
 //! so an edit of config, grant or source swaps that plugin alone with the
 //! guarantees of a file reload; a deleted object's plugin is unloaded and
-//! its grant taken back. A failed pass leaves what runs running and is
+//! its grant taken back, its pin and plugin file forgotten and the store
+//! collected (also each [`COLLECT_EVERY`], which forgets WinkPlugins
+//! deleted while wink did not run). A failed pass leaves what runs running and is
 //! tried again with backoff ([`RETRY_FIRST`] doubling to [`RETRY_MAX`]); a
 //! generation already applied is not applied again. Every replica loads;
 //! only the leader writes status ([`status`]): compared each [`REFRESH`]
@@ -19,6 +27,7 @@
 pub mod apply;
 pub mod crd;
 pub mod manifests;
+pub mod pull_secret;
 pub mod spec;
 pub mod status;
 
@@ -49,6 +58,16 @@ pub const REFRESH: Duration = Duration::from_secs(1);
 pub const COUNTERS_REFRESH: Duration = Duration::from_secs(60);
 /// At most this many WinkPlugins are run.
 pub const MAX_WINKPLUGINS: usize = 1024;
+/// How often the store is collected besides at each deletion (blobs no
+/// plugin names, pins of WinkPlugins deleted while wink did not run).
+pub const COLLECT_EVERY: Duration = Duration::from_secs(60);
+/// At most this many pulls (registry or https) run at once; the others
+/// wait their turn (client-go controllers' default worker count is
+/// smaller; pulls are mostly waiting on the network).
+pub const MAX_CONCURRENT_PULLS: usize = 4;
+/// At most this many of them from one host: a registry that hangs or
+/// dribbles bytes leaves the other turns to other hosts.
+pub const MAX_PULLS_PER_HOST: usize = 2;
 
 /// Whether wink watches WinkPlugins.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -200,28 +219,63 @@ pub async fn start(
     };
     let (tx, rx) = mpsc::unbounded_channel();
     informer.add_listener("winkplugins", Arc::new(Names(tx)), None);
+    let (done, pulled) = mpsc::unbounded_channel();
     let controller = Controller {
-        cx,
+        cx: Arc::new(cx),
         client,
         informer,
         entries: BTreeMap::new(),
+        pulls: Arc::new(tokio::sync::Semaphore::new(MAX_CONCURRENT_PULLS)),
+        hosts: BTreeMap::new(),
+        in_flight: BTreeMap::new(),
+        done,
+        collected: Instant::now(),
         _factory: factory,
     };
-    tokio::spawn(controller.run(rx));
+    tokio::spawn(controller.run(rx, pulled));
     tracing::info!("watching WinkPlugins");
     Ok(true)
 }
 
+/// Which object a pull in flight was started for.
+#[derive(Clone, PartialEq)]
+struct Flight {
+    uid: String,
+    generation: i64,
+    retry: bool,
+}
+
+/// A pull's end.
+struct Done {
+    name: String,
+    flight: Flight,
+    result: Result<apply::Pulled, Box<Outcome>>,
+}
+
 struct Controller {
-    cx: Context_,
+    cx: Arc<Context_>,
     client: kube::Client,
     informer: Arc<wink_informer::SharedInformer>,
     entries: BTreeMap<String, Entry>,
+    /// The turns of pulls ([`MAX_CONCURRENT_PULLS`]), and per host
+    /// ([`MAX_PULLS_PER_HOST`]; a host's turns are dropped when none of
+    /// its pulls is under way or waiting).
+    pulls: Arc<tokio::sync::Semaphore>,
+    hosts: BTreeMap<String, Arc<tokio::sync::Semaphore>>,
+    /// The pulls under way, per WinkPlugin.
+    in_flight: BTreeMap<String, Flight>,
+    done: mpsc::UnboundedSender<Done>,
+    /// When the store was last collected.
+    collected: Instant,
     _factory: Arc<SharedInformerFactory>,
 }
 
 impl Controller {
-    async fn run(mut self, mut names: mpsc::UnboundedReceiver<String>) {
+    async fn run(
+        mut self,
+        mut names: mpsc::UnboundedReceiver<String>,
+        mut pulled: mpsc::UnboundedReceiver<Done>,
+    ) {
         let mut tick = tokio::time::interval(REFRESH);
         loop {
             tokio::select! {
@@ -229,6 +283,7 @@ impl Controller {
                     Some(name) => self.reconcile(&name, false).await,
                     None => return,
                 },
+                Some(done) = pulled.recv() => self.pulled(done).await,
                 _ = tick.tick() => {
                     let now = Instant::now();
                     let due: Vec<String> = self
@@ -241,6 +296,9 @@ impl Controller {
                         self.reconcile(&name, true).await;
                     }
                     self.write_statuses().await;
+                    if self.collected.elapsed() >= COLLECT_EVERY {
+                        self.collect();
+                    }
                 }
             }
         }
@@ -261,6 +319,10 @@ impl Controller {
             }
             self.cx.manager.give_grant(name, None).await;
             self.cx.manager.give_failure_policy(name, None);
+            if !self.in_flight.contains_key(name) {
+                self.forget(name);
+                self.collect();
+            }
             return;
         };
         let generation = object["metadata"]["generation"].as_i64().unwrap_or(0);
@@ -275,7 +337,104 @@ impl Controller {
             tracing::error!(winkplugin = %name, "more than {MAX_WINKPLUGINS} WinkPlugins: not run");
             return;
         }
-        let (mut outcome, ran) = apply::apply(&self.cx, name, &object).await;
+        if self.in_flight.contains_key(name) {
+            // Its pull's end looks at the object again.
+            return;
+        }
+        let flight = Flight {
+            uid: object["metadata"]["uid"].as_str().unwrap_or("").to_string(),
+            generation,
+            retry,
+        };
+        self.in_flight.insert(name.to_string(), flight.clone());
+        let host = spec::parse(&object).map(|s| s.source.host()).unwrap_or_default();
+        // Turns of hosts no pull holds or waits for any more are dropped.
+        self.hosts.retain(|_, s| Arc::strong_count(s) > 1);
+        let of_host = self
+            .hosts
+            .entry(host)
+            .or_insert_with(|| Arc::new(tokio::sync::Semaphore::new(MAX_PULLS_PER_HOST)))
+            .clone();
+        let (cx, pulls, done) = (self.cx.clone(), self.pulls.clone(), self.done.clone());
+        let name = name.to_string();
+        tokio::spawn(async move {
+            let _host_turn = of_host.acquire_owned().await;
+            let _turn = pulls.acquire_owned().await;
+            let result = apply::pull(&cx, &name, &object).await;
+            let _ = done.send(Done { name, flight, result });
+        });
+    }
+
+    /// Forget what the store keeps for the WinkPlugin `name`, gone: its
+    /// pin and its files in the plugins directory.
+    fn forget(&self, name: &str) {
+        let store = &self.cx.fetcher.store;
+        if let Err(e) = store
+            .unpin(&apply::pin_key(name))
+            .and_then(|_| store.remove_plugin(name))
+        {
+            tracing::warn!(winkplugin = %name, "the store keeps what the deleted WinkPlugin used: {}", short_anyhow(&e));
+        }
+    }
+
+    /// Collect the store's blobs no plugin names, when no pull is under
+    /// way; and first, once the informer has synced, forget the pins and
+    /// files of WinkPlugins deleted while wink did not run.
+    fn collect(&mut self) {
+        if !self.in_flight.is_empty() || !self.informer.has_synced() {
+            return;
+        }
+        self.collected = Instant::now();
+        let store = &self.cx.fetcher.store;
+        let gone: Vec<String> = store
+            .pins()
+            .unwrap_or_default()
+            .keys()
+            .filter_map(|k| k.strip_prefix(&apply::pin_key("")))
+            .filter(|n| !self.entries.contains_key(*n) && self.object(n).is_none())
+            .map(str::to_string)
+            .collect();
+        for name in gone {
+            self.forget(&name);
+        }
+        let max = self.cx.fetcher.registry.options().max_component_bytes;
+        if let Err(e) = wink_oci::collect::collect(store, max) {
+            tracing::warn!("the OCI store was not collected: {}", short_anyhow(&e));
+        }
+    }
+
+    /// A pull ended: load what it fetched when its object is still the
+    /// one it was started for, else make the object's pass again.
+    async fn pulled(&mut self, done: Done) {
+        let Done { name, flight, result } = done;
+        self.in_flight.remove(&name);
+        let current = self.object(&name).map(|o| Flight {
+            uid: o["metadata"]["uid"].as_str().unwrap_or("").to_string(),
+            generation: o["metadata"]["generation"].as_i64().unwrap_or(0),
+            retry: flight.retry,
+        });
+        if current.as_ref() != Some(&flight) {
+            tracing::debug!(winkplugin = %name, "WinkPlugin changed while it was pulled: passed over again");
+            self.reconcile(&name, false).await;
+            return;
+        }
+        let (outcome, ran) = match result {
+            Ok(pulled) => apply::finish(&self.cx, &name, pulled).await,
+            Err(outcome) => (*outcome, None),
+        };
+        self.record(&name, flight.generation, flight.retry, outcome, ran)
+            .await;
+    }
+
+    /// Keep what a pass found, and when to try again.
+    async fn record(
+        &mut self,
+        name: &str,
+        generation: i64,
+        retry: bool,
+        mut outcome: Outcome,
+        ran: Option<spec::Spec>,
+    ) {
         let entry = self.entries.entry(name.to_string()).or_default();
         let same_generation = entry.outcome.generation == generation;
         match (&ran, &entry.running) {

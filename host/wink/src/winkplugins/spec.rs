@@ -26,6 +26,21 @@ pub enum Source {
 }
 
 impl Source {
+    /// The host it is fetched from (`registry[:port]`, the URL's
+    /// authority); empty when it names none.
+    pub fn host(&self) -> String {
+        match self {
+            Source::Oci(r) => wink_oci::fetch::parse_reference(r)
+                .map(|r| r.resolve_registry().to_string())
+                .unwrap_or_default(),
+            Source::Https { url, .. } => url
+                .strip_prefix("https://")
+                .and_then(|rest| rest.split('/').next())
+                .unwrap_or("")
+                .to_string(),
+        }
+    }
+
     /// As the SOURCE column shows it.
     pub fn describe(&self) -> String {
         match self {
