@@ -158,10 +158,10 @@ pub fn cpu_table(
             show_marginal("native")
         );
     }
-    goals(runs, repeats, rate);
+    goals(runs, repeats, rate, load);
 }
 
-fn goals(runs: &Runs, repeats: usize, rate: f64) {
+fn goals(runs: &Runs, repeats: usize, rate: f64, load: &str) {
     println!();
     for set in ["mixed", "plain"] {
         let marginal = runs.per_repeat(repeats, |i| {
