@@ -34,6 +34,7 @@ mod grants_reload;
 mod hostile_admission;
 mod hostile_files;
 mod hostile_network;
+mod hostile_queue;
 mod informer_scenarios;
 mod informer_watch;
 mod lang_memory;
