@@ -113,12 +113,14 @@ impl Queue {
 }
 
 /// Add `key` to the plugin's queue now (held once however often added).
-/// An error when the plugin registered no queue.
+/// An error when the plugin registered no queue, and when the queue is
+/// full: it holds at most 50,000 keys and 8 MiB of keys (queued and waiting
+/// together), and refuses new ones past that until reconciles drain it.
 pub fn add(key: &str) -> Result<(), String> {
     wit::add(key)
 }
 
-/// Add `key` to the plugin's queue after `delay`.
+/// Add `key` to the plugin's queue after `delay` (an error as [`add`]'s).
 pub fn add_after(key: &str, delay: Duration) -> Result<(), String> {
     wit::add_after(key, delay.as_millis().min(u64::MAX as u128) as u64)
 }

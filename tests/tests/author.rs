@@ -200,6 +200,43 @@ fn wink_test_answers_patches_that_leave_no_object_with_422() {
     assert!(out.status.success(), "{}", text(&out));
 }
 
+/// An admission step whose request is not an AdmissionRequest (a string, a
+/// list, an object naming no operation) fails the case with an error that
+/// says so, not an `unknown operation ""`.
+#[test]
+fn wink_test_refuses_an_admission_request_that_is_not_one() {
+    let dir = scratch("author_bad_admit");
+    for (request, said_then) in [
+        (
+            serde_json::json!("CREATE"),
+            "the request is a string, not a JSON object",
+        ),
+        (
+            serde_json::json!([{"operation": "CREATE"}]),
+            "the request is a list, not a JSON object",
+        ),
+        (
+            serde_json::json!({"request": 5}),
+            "the request is a number, not a JSON object",
+        ),
+        (
+            serde_json::json!({"uid": "u"}),
+            "the request names no operation: CREATE, UPDATE, DELETE or CONNECT",
+        ),
+    ] {
+        let case = serde_json::json!({
+            "plugin": plugins_dir().join("admit_probe.wasm"),
+            "steps": [{"admit": {"door": "validate", "request": request}}],
+        });
+        std::fs::write(dir.join("case.yaml"), case.to_string()).unwrap();
+        let out = wink(&dir, &["test", "--bless", "case.yaml"]);
+        let said = text(&out);
+        assert!(!out.status.success(), "{request}: {said}");
+        assert!(said.contains(said_then), "{request}: {said}");
+        assert!(!said.contains("unknown operation \"\""), "{request}: {said}");
+    }
+}
+
 /// A case's `name:` (the plugin's name in the log) with a newline and
 /// terminal escapes stays on its lines in the text log.
 #[test]

@@ -34,6 +34,7 @@ mod grants_reload;
 mod hostile_admission;
 mod hostile_files;
 mod hostile_network;
+mod hostile_queue;
 mod hostile_registry;
 mod informer_scenarios;
 mod informer_watch;

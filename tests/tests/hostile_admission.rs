@@ -7,7 +7,9 @@
 //! API server's address (`127.0.0.1`) are answered throughout. Forged
 //! reviews outside a webhook's rules reach no plugin and write no result.
 //! Large bodies stalled before their last byte are held within their half
-//! of the 64 MiB budget while small reviews are answered.
+//! of the 64 MiB budget while small reviews are answered. With
+//! `--admission-client-ca`, only a client with a certificate it signed is
+//! served.
 
 use crate::admission::{ask, ca_pem};
 use crate::cache_support::*;
@@ -218,4 +220,72 @@ async fn stalled_large_bodies_are_held_within_their_budget_and_small_reviews_sti
         grown >> 20
     );
     drop(stalled);
+}
+
+/// With `--admission-client-ca`, a client without a certificate that CA
+/// signed gets no answer (the handshake refused); one with it is served.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_a_client_ca_only_clients_it_signed_are_served() {
+    use tokio::io::AsyncWriteExt;
+    let sim = Sim::start(SimConfig::default()).await.unwrap();
+    let s = Setup::new("hostile_admission_client_ca", &sim);
+    s.install("admit_probe", "probe", None);
+    let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    let ca_key = rcgen::KeyPair::generate().unwrap();
+    let client_ca = ca_params.self_signed(&ca_key).unwrap();
+    let mut params = rcgen::CertificateParams::new(vec!["kube-apiserver".to_string()]).unwrap();
+    params.extended_key_usages = vec![rcgen::ExtendedKeyUsagePurpose::ClientAuth];
+    let key = rcgen::KeyPair::generate().unwrap();
+    let cert = params.signed_by(&key, &client_ca, &ca_key).unwrap();
+    let ca_file = s.plugins.parent().unwrap().join("client-ca.pem");
+    std::fs::write(&ca_file, client_ca.pem()).unwrap();
+    let port = free_port();
+    let wink =
+        crate::admission::support::run(&s, port, &["--admission-client-ca", ca_file.to_str().unwrap()]);
+    wait_synced(&wink, "probe");
+    let server_ca = ca_pem(&sim).await;
+
+    // One GET over a connection made with `client`: the answer's bytes.
+    let get = |client: Option<(rustls::pki_types::CertificateDer<'static>, Vec<u8>)>| {
+        let server_ca = server_ca.clone();
+        async move {
+            let mut roots = rustls::RootCertStore::empty();
+            for c in crate::admission::support::rustls_certs(&mut server_ca.as_bytes()) {
+                roots.add(c).unwrap();
+            }
+            let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+            let builder = rustls::ClientConfig::builder_with_provider(provider)
+                .with_safe_default_protocol_versions()
+                .unwrap()
+                .with_root_certificates(roots);
+            let config = match client {
+                Some((cert, key)) => builder
+                    .with_client_auth_cert(vec![cert], rustls::pki_types::PrivateKeyDer::Pkcs8(key.into()))
+                    .unwrap(),
+                None => builder.with_no_client_auth(),
+            };
+            let connector = tokio_rustls::TlsConnector::from(std::sync::Arc::new(config));
+            let tcp = tokio::net::TcpStream::connect(("127.0.0.1", port)).await.unwrap();
+            let name = rustls::pki_types::ServerName::try_from("127.0.0.1").unwrap();
+            let mut answer = Vec::new();
+            if let Ok(mut tls) = connector.connect(name, tcp).await {
+                let request = "GET /nowhere HTTP/1.1\r\nhost: 127.0.0.1\r\nconnection: close\r\n\r\n";
+                if tls.write_all(request.as_bytes()).await.is_ok() {
+                    let _ = tokio::time::timeout(Duration::from_secs(5), tls.read_to_end(&mut answer)).await;
+                }
+            }
+            String::from_utf8_lossy(&answer).into_owned()
+        }
+    };
+    let anonymous = get(None).await;
+    assert!(
+        anonymous.is_empty(),
+        "a client without a certificate was answered: {anonymous}"
+    );
+    let signed = get(Some((cert.der().clone(), key.serialize_der()))).await;
+    assert!(
+        signed.starts_with("HTTP/1.1 "),
+        "the signed client was not served: {signed:?}"
+    );
 }

@@ -90,7 +90,7 @@ pub async fn native(kubeconfig: &str, port: u16, indexed: bool) {
     })
     .await
     .unwrap();
-    let tls = Arc::new(wink::admission::server::tls_config(certs.resolver.clone()));
+    let tls = Arc::new(wink::admission::server::tls_config(certs.resolver.clone(), None).unwrap());
     let acceptor = tokio_rustls::TlsAcceptor::from(tls);
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await.unwrap();
     println!("ready {}", store.len());

@@ -40,7 +40,12 @@ fn operation(op: &str) -> Result<Operation, String> {
         "UPDATE" => Operation::Update,
         "DELETE" => Operation::Delete,
         "CONNECT" => Operation::Connect,
-        other => return Err(format!("unknown operation {other:?}")),
+        "" => return Err("the request names no operation: CREATE, UPDATE, DELETE or CONNECT".into()),
+        other => {
+            return Err(format!(
+                "unknown operation {other:?}: CREATE, UPDATE, DELETE or CONNECT"
+            ));
+        }
     })
 }
 

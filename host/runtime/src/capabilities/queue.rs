@@ -15,21 +15,21 @@ use std::time::Duration;
 pub const MAX_KEY: usize = 507;
 
 /// Where a plugin's keys go: its work queue under `wink run`, the case's
-/// queue under `wink test`.
+/// queue under `wink test`. A refusal (a full queue) is the plugin's error.
 pub trait KeySink: Send + Sync {
     /// Add `key` now.
-    fn add(&self, key: &str);
+    fn add(&self, key: &str) -> Result<(), String>;
     /// Add `key` after `delay`.
-    fn add_after(&self, key: &str, delay: Duration);
+    fn add_after(&self, key: &str, delay: Duration) -> Result<(), String>;
 }
 
 impl KeySink for RateLimiting {
-    fn add(&self, key: &str) {
-        RateLimiting::add(self, key)
+    fn add(&self, key: &str) -> Result<(), String> {
+        self.try_add(key).map_err(|e| e.to_string())
     }
 
-    fn add_after(&self, key: &str, delay: Duration) {
-        RateLimiting::add_after(self, key, delay)
+    fn add_after(&self, key: &str, delay: Duration) -> Result<(), String> {
+        self.try_add_after(key, delay).map_err(|e| e.to_string())
     }
 }
 
@@ -46,7 +46,7 @@ impl QueueScope {
         *self.queue.write().unwrap() = Some(queue);
     }
 
-    fn with(&self, key: &str, add: impl FnOnce(&dyn KeySink)) -> Result<(), String> {
+    fn with(&self, key: &str, add: impl FnOnce(&dyn KeySink) -> Result<(), String>) -> Result<(), String> {
         if key.is_empty() || key.len() > MAX_KEY {
             return Err(format!(
                 "cannot enqueue a key of {} bytes: 1 to {MAX_KEY}",
@@ -54,10 +54,7 @@ impl QueueScope {
             ));
         }
         match &*self.queue.read().unwrap() {
-            Some(q) => {
-                add(q.as_ref());
-                Ok(())
-            }
+            Some(q) => add(q.as_ref()).map_err(|e| format!("cannot enqueue {key:?}: {e}")),
             None => Err(format!("cannot enqueue {key:?}: this plugin registered no queue")),
         }
     }
@@ -84,11 +81,16 @@ mod tests {
     struct Seen(Mutex<Vec<(String, Duration)>>);
 
     impl KeySink for Seen {
-        fn add(&self, key: &str) {
+        fn add(&self, key: &str) -> Result<(), String> {
+            if key == "full" {
+                return Err("the work queue is full".into());
+            }
             self.0.lock().unwrap().push((key.into(), Duration::ZERO));
+            Ok(())
         }
-        fn add_after(&self, key: &str, delay: Duration) {
+        fn add_after(&self, key: &str, delay: Duration) -> Result<(), String> {
             self.0.lock().unwrap().push((key.into(), delay));
+            Ok(())
         }
     }
 
@@ -103,6 +105,8 @@ mod tests {
         scope
             .with("ns/b", |q| q.add_after("ns/b", Duration::from_millis(7)))
             .unwrap();
+        let e = scope.with("full", |q| q.add("full")).unwrap_err();
+        assert_eq!(e, "cannot enqueue \"full\": the work queue is full");
         for bad in [String::new(), "k".repeat(MAX_KEY + 1)] {
             let e = scope.with(&bad, |q| q.add(&bad)).unwrap_err();
             assert!(e.contains("cannot enqueue a key of"), "{e}");

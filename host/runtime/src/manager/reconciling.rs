@@ -7,17 +7,26 @@
 //! `enqueueing`'s; the queue's semantics are `crate::workqueue`'s.
 //!
 //! The queue outlives an instance: a restart after a crash, a takeover and
-//! a reload with the same queue numbers keep its keys and backoffs.
+//! a reload with the same queue numbers and resource keep its keys and
+//! backoffs. A reload that changes them, and an unload, empty the old queue
+//! at once.
+//!
+//! The plugin's own adds go through [`PluginKeys`]: refused past the
+//! queue's limits (`crate::workqueue::Limits`), which the plugin is told,
+//! the queue's metrics count, and the log says once, then at most once a
+//! minute with the count since.
 
 use super::PluginManager;
 use crate::bindings::reconciler::Action;
+use crate::capabilities::KeySink;
 use crate::instance::PluginInstance;
 use crate::leadership::Leadership;
-use crate::workqueue::{Config, QueueMetrics, RateLimiting};
+use crate::workqueue::{Config, Full, QueueMetrics, RateLimiting};
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::Notify;
+use wink_informer::repeated::RepeatedFailure;
 
 /// How often a worker waiting to be allowed to reconcile (not leading, its
 /// instance not synced or being replaced) looks again, besides being told.
@@ -86,7 +95,11 @@ impl Reconciling {
 
     /// From now `instance` reconciles, and its `queue` adds go here.
     pub(super) fn serve(&self, instance: &Arc<PluginInstance>) {
-        instance.queue_scope().connect(Arc::new(self.queue.clone()));
+        instance.queue_scope().connect(Arc::new(PluginKeys {
+            plugin: self.plugin.clone(),
+            queue: self.queue.clone(),
+            refusals: Default::default(),
+        }));
         *self.instance.lock().unwrap() = Some(instance.clone());
         self.changed.notify_one();
     }
@@ -217,10 +230,42 @@ impl Reconciling {
         self.queue.shut_down_with_drain().await;
     }
 
-    /// Stop taking keys, waiting for nothing.
+    /// Stop taking keys, waiting for nothing, and drop the keys held.
     fn abandon(&self) {
-        self.queue.shut_down();
+        self.queue.shut_down_and_empty();
         self.changed.notify_one();
+    }
+}
+
+/// The plugin's own adds to its queue (its `queue` import): within the
+/// queue's limits, a refusal said to the plugin and in the log.
+struct PluginKeys {
+    plugin: Arc<str>,
+    queue: RateLimiting,
+    /// Refusals said once, then at most once per interval with the count.
+    refusals: Mutex<RepeatedFailure>,
+}
+
+impl PluginKeys {
+    fn said(&self, added: Result<(), Full>) -> Result<(), String> {
+        added.map_err(|full| {
+            let error = full.to_string();
+            if let Some(line) = self.refusals.lock().unwrap().failed(&error) {
+                let (keys, bytes) = self.queue.size();
+                tracing::warn!(plugin = %self.plugin, keys, bytes, "the plugin's key refused: {line}");
+            }
+            error
+        })
+    }
+}
+
+impl KeySink for PluginKeys {
+    fn add(&self, key: &str) -> Result<(), String> {
+        self.said(self.queue.try_add(key))
+    }
+
+    fn add_after(&self, key: &str, delay: Duration) -> Result<(), String> {
+        self.said(self.queue.try_add_after(key, delay))
     }
 }
 
@@ -356,9 +401,12 @@ mod tests {
             },
             ..wanted
         };
+        first.queue().add("ns/a");
+        first.queue().add_after("ns/b", Duration::from_secs(60));
         let second = queues.for_plugin("p", Some(faster), &leading).unwrap();
         assert!(!Arc::ptr_eq(&first, &second));
         assert!(first.queue().queue().shutting_down(), "the old one stopped");
+        assert_eq!(first.queue().size(), (0, 0), "and dropped its keys");
         assert!(queues.for_plugin("p", None, &leading).is_none());
         assert!(second.queue().queue().shutting_down());
         assert!(queues.all().is_empty());

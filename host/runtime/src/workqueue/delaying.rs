@@ -3,7 +3,7 @@
 //! to the earliest) and the waiting loop that adds them to the [`Queue`]
 //! when due. It never processes, rate limits or forgets keys.
 
-use super::{Key, Queue};
+use super::{Full, Key, Limits, Queue};
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 use std::sync::{Arc, Mutex};
@@ -19,6 +19,8 @@ struct Waiting {
     /// Ready times, earliest first; an entry whose time is not its key's
     /// in `ready_at` any more is stale and skipped.
     heap: BinaryHeap<Reverse<(Instant, Key)>>,
+    /// The bytes of the keys in `ready_at`.
+    bytes: usize,
 }
 
 impl Waiting {
@@ -29,6 +31,7 @@ impl Waiting {
             Some(t) => *t = at,
             None => {
                 self.ready_at.insert(key.into(), at);
+                self.bytes += key.len();
             }
         }
         let key = self.ready_at.get_key_value(key).expect("just inserted").0.clone();
@@ -57,6 +60,7 @@ impl Waiting {
             }
             let Reverse((_, key)) = self.heap.pop().expect("peeked");
             self.ready_at.remove(&key);
+            self.bytes -= key.len();
             due.push(key);
         }
         (due, None)
@@ -112,9 +116,45 @@ impl Delaying {
         }
     }
 
+    /// [`Delaying::add_after`], unless `key` would be a new waiting key
+    /// past `limits` with `queued` (keys, bytes) held by the queue: then it
+    /// is refused. A key already waiting is never refused.
+    pub(super) fn add_after_within(
+        &self,
+        key: &str,
+        delay: Duration,
+        limits: Limits,
+        queued: (usize, usize),
+    ) -> Result<(), Full> {
+        if self.inner.queue.shutting_down() {
+            return Ok(());
+        }
+        let at = Instant::now() + delay;
+        let mut w = self.inner.waiting.lock().unwrap();
+        if !w.ready_at.contains_key(key) {
+            limits.admit(key, (queued.0 + w.ready_at.len(), queued.1 + w.bytes))?;
+        }
+        if w.insert(key, at) {
+            self.inner.changed.notify_one();
+        }
+        Ok(())
+    }
+
     /// How many keys wait for their time.
     pub fn waiting(&self) -> usize {
         self.inner.waiting.lock().unwrap().ready_at.len()
+    }
+
+    /// The keys waiting and their bytes.
+    pub(super) fn size(&self) -> (usize, usize) {
+        let w = self.inner.waiting.lock().unwrap();
+        (w.ready_at.len(), w.bytes)
+    }
+
+    /// Drop every waiting key.
+    pub(super) fn clear(&self) {
+        *self.inner.waiting.lock().unwrap() = Waiting::default();
+        self.inner.changed.notify_one();
     }
 
     /// Shut the queue down and end the waiting loop.

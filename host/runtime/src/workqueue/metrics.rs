@@ -1,5 +1,6 @@
 //! [`QueueMetrics`]: one queue's client-go workqueue metrics (depth, adds,
-//! time queued, time worked, retries). Owns the instruments only; the queue
+//! time queued, time worked, retries) and its refusals (a full
+//! queue's, wink's own). Owns the instruments only; the queue
 //! records into them and the admin server exports them, labelled by plugin.
 //! The unfinished-work gauges are computed when scraped
 //! ([`super::Queue::in_progress`]).
@@ -22,6 +23,8 @@ pub struct QueueMetrics {
     pub work_duration: Histogram,
     /// `workqueue_retries_total`: rate-limited adds.
     pub retries: Counter,
+    /// `wink_workqueue_refused_total`: new keys refused, the queue full.
+    pub refused: Counter,
 }
 
 impl Default for QueueMetrics {
@@ -34,6 +37,7 @@ impl Default for QueueMetrics {
             queue_duration: buckets(),
             work_duration: buckets(),
             retries: Counter::default(),
+            refused: Counter::default(),
         }
     }
 }

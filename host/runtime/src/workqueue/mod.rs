@@ -25,6 +25,59 @@ use std::time::Duration;
 /// so the sets hold one copy).
 pub type Key = Arc<str>;
 
+/// The most keys a plugin's queue holds (queued, being reconciled, or
+/// waiting for their delay) before the plugin's own adds of new keys are
+/// refused.
+pub const MAX_KEYS: usize = 50_000;
+
+/// The most bytes of key text it holds so (a key is at most 507 bytes).
+pub const MAX_KEY_BYTES: usize = 8 << 20;
+
+/// How much a queue holds before new keys are refused ([`RateLimiting::try_add`]):
+/// keys the host adds for the objects of the queue's resource are never
+/// refused (the cache bounds them); a plugin's own adds are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    pub keys: usize,
+    pub bytes: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            keys: MAX_KEYS,
+            bytes: MAX_KEY_BYTES,
+        }
+    }
+}
+
+impl Limits {
+    /// Whether `key`, a new key, fits beside `held` (keys, bytes).
+    fn admit(&self, key: &str, held: (usize, usize)) -> Result<(), Full> {
+        if held.0 >= self.keys || held.1 + key.len() > self.bytes {
+            return Err(Full(*self));
+        }
+        Ok(())
+    }
+}
+
+/// A key refused: the queue holds as much as its [`Limits`] allow.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Full(pub Limits);
+
+impl std::fmt::Display for Full {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "the work queue is full (it holds at most {} keys and {} bytes of keys); \
+             new keys are refused until reconciles drain it",
+            self.0.keys, self.0.bytes
+        )
+    }
+}
+
+impl std::error::Error for Full {}
+
 /// A queue's numbers (a registration's `queue` record).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Config {
@@ -81,6 +134,7 @@ impl Config {
 pub struct RateLimiting {
     delaying: Delaying,
     limiter: Arc<dyn RateLimiter>,
+    limits: Limits,
 }
 
 impl RateLimiting {
@@ -96,7 +150,14 @@ impl RateLimiting {
         RateLimiting {
             delaying: Delaying::new(Arc::new(Queue::new(metrics))),
             limiter,
+            limits: Limits::default(),
         }
+    }
+
+    /// The same queue refusing new keys past `limits`.
+    pub fn with_limits(mut self, limits: Limits) -> Self {
+        self.limits = limits;
+        self
     }
 
     /// The queue itself (`get`, `done`, `len`, shutting down).
@@ -112,6 +173,47 @@ impl RateLimiting {
     /// Add `key` after `delay`.
     pub fn add_after(&self, key: &str, delay: Duration) {
         self.delaying.add_after(key, delay);
+    }
+
+    /// Add `key` now, unless it is a new key and the queue holds as much as
+    /// its [`Limits`] allow (queued, being processed and waiting keys
+    /// together): a refusal is counted (`refused`).
+    pub fn try_add(&self, key: &str) -> Result<(), Full> {
+        let waiting = self.delaying.size();
+        let added = self.queue().add_within(key, self.limits, waiting);
+        self.count(added)
+    }
+
+    /// [`RateLimiting::add_after`] within the limits, as [`RateLimiting::try_add`].
+    pub fn try_add_after(&self, key: &str, delay: Duration) -> Result<(), Full> {
+        if delay.is_zero() {
+            return self.try_add(key);
+        }
+        let queued = self.queue().size();
+        let added = self.delaying.add_after_within(key, delay, self.limits, queued);
+        self.count(added)
+    }
+
+    fn count(&self, added: Result<(), Full>) -> Result<(), Full> {
+        if added.is_err() {
+            self.queue().metrics().refused.inc();
+        }
+        added
+    }
+
+    /// Keys held, queued or waiting (each once per place), and their bytes.
+    pub fn size(&self) -> (usize, usize) {
+        let (qk, qb) = self.queue().size();
+        let (wk, wb) = self.delaying.size();
+        (qk + wk, qb + wb)
+    }
+
+    /// Shut down and drop every key queued or waiting, at once (the key
+    /// being processed still finishes).
+    pub fn shut_down_and_empty(&self) {
+        self.delaying.shut_down();
+        self.queue().clear();
+        self.delaying.clear();
     }
 
     /// Add `key` when its rate limiter allows: a retry.
@@ -205,5 +307,65 @@ mod tests {
         assert_eq!(q.num_requeues("one"), 0);
         assert_eq!(q.num_requeues("two"), 1);
         q.shut_down();
+    }
+
+    /// Past its limits a queue refuses new keys, queued or waiting, and
+    /// counts each refusal; a key it holds is still accepted, host adds are
+    /// never refused, and a key reconciled frees its room.
+    #[tokio::test(start_paused = true)]
+    async fn new_keys_past_the_limits_are_refused_and_counted() {
+        let q = RateLimiting::new(Config::default(), QueueMetrics::default())
+            .with_limits(Limits { keys: 3, bytes: 100 });
+        q.try_add("a").unwrap();
+        q.try_add_after("b", Duration::from_secs(60)).unwrap();
+        q.try_add("c").unwrap();
+        assert_eq!(q.size(), (3, 3));
+        assert_eq!(q.try_add("d"), Err(Full(q.limits)));
+        assert_eq!(q.try_add_after("d", Duration::from_secs(1)), Err(Full(q.limits)));
+        assert_eq!(q.queue().metrics().refused.get(), 2);
+        // Held keys again: no growth, no refusal.
+        q.try_add("a").unwrap();
+        q.try_add_after("b", Duration::from_secs(1)).unwrap();
+        assert_eq!(q.queue().metrics().refused.get(), 2);
+        // The host's own adds go in regardless.
+        q.add("host");
+        assert_eq!(q.size(), (4, 7));
+        // Reconciling a key frees its room; a key being reconciled is held.
+        let k = q.queue().get().await.unwrap();
+        assert_eq!(q.size(), (4, 7), "a key being reconciled is held");
+        q.queue().done(&k);
+        let k = q.queue().get().await.unwrap();
+        q.queue().done(&k);
+        q.try_add("d").unwrap();
+        assert_eq!(q.size(), (3, 6), "b waiting, host and d queued");
+        // Bytes: a key that would pass the byte cap is refused.
+        let long = "x".repeat(98);
+        assert!(q.try_add(&long).is_err(), "6 + 98 bytes > 100");
+        q.shut_down();
+    }
+
+    /// Emptied, a queue holds nothing, queued or waiting, even while a clone
+    /// of it is still held elsewhere (by a plugin's instance).
+    #[tokio::test(start_paused = true)]
+    async fn an_emptied_queue_drops_its_keys_at_once() {
+        let q = RateLimiting::new(Config::default(), QueueMetrics::default());
+        let held_elsewhere = q.clone();
+        for i in 0..100 {
+            q.try_add(&format!("now-{i}")).unwrap();
+            q.try_add_after(&format!("later-{i}"), Duration::from_secs(3600))
+                .unwrap();
+        }
+        let k = q.queue().get().await.unwrap();
+        assert_eq!(q.size().0, 200);
+        q.shut_down_and_empty();
+        assert_eq!((q.queue().len(), q.waiting()), (0, 0));
+        assert_eq!(
+            held_elsewhere.size(),
+            (1, k.len()),
+            "only the key being reconciled"
+        );
+        q.queue().done(&k);
+        assert_eq!(held_elsewhere.size(), (0, 0));
+        assert_eq!(q.queue().metrics().depth.get(), 0);
     }
 }

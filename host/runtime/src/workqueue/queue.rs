@@ -7,8 +7,8 @@
 //! processed is not handed to a second worker but queued again when the
 //! first calls [`Queue::done`]; so a key is never processed twice at once.
 
-use super::Key;
 use super::metrics::QueueMetrics;
+use super::{Full, Key, Limits};
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::Mutex;
 use tokio::sync::Notify;
@@ -26,6 +26,9 @@ struct State {
     processing: HashMap<Key, Instant>,
     /// When each queued key was added (for `queue_duration`).
     added: HashMap<Key, Instant>,
+    /// Keys held (dirty or processing, each once) and their bytes.
+    held: usize,
+    bytes: usize,
     shutting_down: bool,
     /// Whether a shutdown waits for the keys being processed.
     drain: bool,
@@ -68,6 +71,22 @@ impl Queue {
     /// again only when it is done.
     pub fn add(&self, key: &str) {
         let mut s = self.state.lock().unwrap();
+        self.add_locked(&mut s, key);
+    }
+
+    /// [`Queue::add`], unless `key` would be a new key past `limits` with
+    /// `waiting` (keys, bytes) held elsewhere (the delaying queue's): then
+    /// it is refused. A key already held is never refused.
+    pub(super) fn add_within(&self, key: &str, limits: Limits, waiting: (usize, usize)) -> Result<(), Full> {
+        let mut s = self.state.lock().unwrap();
+        if !s.shutting_down && !s.dirty.contains(key) && !s.processing.contains_key(key) {
+            limits.admit(key, (s.held + waiting.0, s.bytes + waiting.1))?;
+        }
+        self.add_locked(&mut s, key);
+        Ok(())
+    }
+
+    fn add_locked(&self, s: &mut State, key: &str) {
         if s.shutting_down || s.dirty.contains(key) {
             return;
         }
@@ -77,7 +96,27 @@ impl Queue {
         if s.processing.contains_key(&key) {
             return;
         }
-        self.push(&mut s, key);
+        s.held += 1;
+        s.bytes += key.len();
+        self.push(s, key);
+    }
+
+    /// Keys held (queued, dirty or processing, each once) and their bytes.
+    pub(super) fn size(&self) -> (usize, usize) {
+        let s = self.state.lock().unwrap();
+        (s.held, s.bytes)
+    }
+
+    /// Drop every key not being processed (a reconcile in progress still
+    /// calls [`Queue::done`]).
+    pub(super) fn clear(&self) {
+        let mut s = self.state.lock().unwrap();
+        s.queue = VecDeque::new();
+        s.dirty = HashSet::new();
+        s.added = HashMap::new();
+        s.held = s.processing.len();
+        s.bytes = s.processing.keys().map(|k| k.len()).sum();
+        self.metrics.depth(0);
     }
 
     fn push(&self, s: &mut State, key: Key) {
@@ -138,7 +177,11 @@ impl Queue {
         self.metrics.worked(Instant::now() - started);
         if s.dirty.contains(&key) {
             self.push(&mut s, key);
-        } else if s.processing.is_empty() {
+            return;
+        }
+        s.held -= 1;
+        s.bytes -= key.len();
+        if s.processing.is_empty() {
             self.idle.notify_waiters();
         }
     }
@@ -201,9 +244,7 @@ impl Queue {
     /// How many keys the queue holds (queued, dirty or processing): its
     /// memory is proportional to this.
     pub fn held(&self) -> usize {
-        let s = self.state.lock().unwrap();
-        let processing_only = s.processing.keys().filter(|k| !s.dirty.contains(*k)).count();
-        s.dirty.len() + processing_only
+        self.state.lock().unwrap().held
     }
 }
 

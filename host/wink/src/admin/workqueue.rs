@@ -1,6 +1,6 @@
 //! The plugins' work queues on `/metrics`, under client-go's workqueue
 //! names (no `wink_` prefix, so dashboards made for client-go controllers
-//! read them), labelled by plugin; and each queue's line of
+//! read them) besides wink's own refusals, labelled by plugin; and each queue's line of
 //! `/debug/plugins`. Owns only that rendering.
 
 use crate::runtime::manager::QueueStatus;
@@ -23,6 +23,7 @@ pub(super) fn append(text: &mut String, queues: &[(String, QueueStatus)]) {
     let depth = Family::<Labels, Gauge>::default();
     let adds = Family::<Labels, Counter>::default();
     let retries = Family::<Labels, Counter>::default();
+    let refused = Family::<Labels, Counter>::default();
     let unfinished = Family::<Labels, Gauge<f64, AtomicU64>>::default();
     let longest = Family::<Labels, Gauge<f64, AtomicU64>>::default();
     let mut waits = super::per_plugin::PerPlugin::new(
@@ -38,6 +39,7 @@ pub(super) fn append(text: &mut String, queues: &[(String, QueueStatus)]) {
         depth.get_or_create(&l).set(q.metrics.depth.get());
         adds.get_or_create(&l).inc_by(q.metrics.adds.get());
         retries.get_or_create(&l).inc_by(q.metrics.retries.get());
+        refused.get_or_create(&l).inc_by(q.metrics.refused.get());
         unfinished.get_or_create(&l).set(q.unfinished.as_secs_f64());
         longest.get_or_create(&l).set(q.longest_running.as_secs_f64());
         waits.push(plugin, q.metrics.queue_duration.clone());
@@ -51,6 +53,11 @@ pub(super) fn append(text: &mut String, queues: &[(String, QueueStatus)]) {
         "workqueue_retries",
         "Rate-limited adds (retries) of a plugin's work queue",
         retries,
+    );
+    registry.register(
+        "wink_workqueue_refused",
+        "Keys a plugin added to its work queue that were refused, the queue full",
+        refused,
     );
     registry.register(
         "workqueue_unfinished_work_seconds",
@@ -75,5 +82,6 @@ pub(super) fn debug(q: &QueueStatus) -> serde_json::Value {
         "waiting": q.waiting,
         "oldest_key_age_seconds": q.oldest.map(|d| d.as_secs_f64()),
         "retries": q.metrics.retries.get(),
+        "refused": q.metrics.refused.get(),
     })
 }

@@ -40,6 +40,11 @@ pub struct AdmissionFlags {
     /// configurations' caBundle (default: the certificate file itself).
     #[arg(long, requires = "tls_cert_file")]
     pub tls_ca_file: Option<PathBuf>,
+    /// Serve only clients whose TLS certificate this CA (PEM) signed: the
+    /// API server's, given in its admission `kubeConfigFile`. Absent: any
+    /// client is served.
+    #[arg(long)]
+    pub admission_client_ca: Option<PathBuf>,
     /// Keep the Validating/MutatingWebhookConfigurations `wink` in step
     /// with the plugins (leader only): `=false` when they are managed
     /// elsewhere.
@@ -94,6 +99,7 @@ impl AdmissionFlags {
             namespace: self.admission_namespace.clone(),
             ca_secret: self.admission_ca_secret.clone(),
             tls_files,
+            client_ca: self.admission_client_ca.clone(),
             configurations: self.admission_configurations,
             cert_validity: Duration::from_secs(self.admission_cert_validity_secs.max(3)),
         })

@@ -46,6 +46,8 @@ pub struct AdmissionOptions {
     pub tls_files: Option<(PathBuf, PathBuf, Option<PathBuf>)>,
     /// Keep the webhook configurations in step (while leading).
     pub configurations: bool,
+    /// The CA whose client certificates alone are served (PEM file).
+    pub client_ca: Option<PathBuf>,
     /// How long wink's own serving certificates are valid.
     pub cert_validity: std::time::Duration,
 }
@@ -101,7 +103,11 @@ pub async fn start(
     };
     let certs = certs::start(source).await?;
     let addr = listener.local_addr()?;
-    let tls = server::tls_config(certs.resolver.clone());
+    let client_ca = match &options.client_ca {
+        Some(path) => Some(server::client_roots(path)?),
+        None => None,
+    };
+    let tls = server::tls_config(certs.resolver.clone(), client_ca)?;
     let serving = manager.clone();
     tokio::spawn(async move {
         if let Err(e) = server::serve(listener, listen, tls, serving, metrics).await {

@@ -18,6 +18,7 @@
 use super::metrics::AdmissionMetrics;
 use super::review;
 use crate::listener::{BoundedListener, ListenOptions};
+use anyhow::Context as _;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Incoming;
@@ -76,16 +77,50 @@ pub fn deadline(timeout_seconds: u32) -> Duration {
     timeout - margin
 }
 
-/// The TLS configuration: the resolver's certificate, HTTP/1.1.
-pub fn tls_config(resolver: Arc<super::certs::Resolver>) -> rustls::ServerConfig {
+/// The CA certificates of `--admission-client-ca` (a PEM file); an error
+/// naming the file when it holds none or cannot be read.
+pub fn client_roots(path: &std::path::Path) -> anyhow::Result<rustls::RootCertStore> {
+    use rustls::pki_types::{CertificateDer, pem::PemObject};
+    let what = || format!("--admission-client-ca {}", path.display());
+    let meta = std::fs::metadata(path).with_context(what)?;
+    anyhow::ensure!(
+        meta.is_file() && meta.len() <= 1 << 20,
+        "{}: not a regular file of at most 1 MiB",
+        what()
+    );
+    let pem = std::fs::read(path).with_context(what)?;
+    let mut roots = rustls::RootCertStore::empty();
+    for cert in CertificateDer::pem_slice_iter(&pem) {
+        let cert = cert.with_context(|| format!("{}: not PEM certificates", what()))?;
+        roots.add(cert).with_context(what)?;
+    }
+    anyhow::ensure!(!roots.is_empty(), "{}: holds no certificate", what());
+    Ok(roots)
+}
+
+/// The TLS configuration: the resolver's certificate, HTTP/1.1; with
+/// `client_ca`, only clients presenting a certificate it signed.
+pub fn tls_config(
+    resolver: Arc<super::certs::Resolver>,
+    client_ca: Option<rustls::RootCertStore>,
+) -> anyhow::Result<rustls::ServerConfig> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let mut config = rustls::ServerConfig::builder_with_provider(provider)
+    let builder = rustls::ServerConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
-        .expect("ring supports the default TLS versions")
-        .with_no_client_auth()
-        .with_cert_resolver(resolver);
+        .expect("ring supports the default TLS versions");
+    let builder = match client_ca {
+        Some(roots) => {
+            let verifier =
+                rustls::server::WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider)
+                    .build()
+                    .context("--admission-client-ca")?;
+            builder.with_client_cert_verifier(verifier)
+        }
+        None => builder.with_no_client_auth(),
+    };
+    let mut config = builder.with_cert_resolver(resolver);
     config.alpn_protocols = vec![b"http/1.1".to_vec()];
-    config
+    Ok(config)
 }
 
 /// Serve admission reviews on `listener` until the task is dropped.

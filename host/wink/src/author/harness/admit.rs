@@ -39,7 +39,8 @@ pub fn play(
     let tree = step.request.get("request").unwrap_or(&step.request);
     if !tree.is_object() {
         bail!(
-            "admit: the request is not a JSON object (an AdmissionRequest, or an AdmissionReview holding one)"
+            "admit: the request is {}, not a JSON object (an AdmissionRequest, or an AdmissionReview holding one)",
+            json_kind(tree)
         );
     }
     let request = AdmissionRequest::from_value(tree.clone());
@@ -97,6 +98,18 @@ pub fn play(
         lines.push(format!("  patch: {patch}"));
     }
     Ok(lines.iter().map(|l| one_line(l)).collect())
+}
+
+/// What a JSON value is, for an error.
+fn json_kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "a list",
+        Value::Object(_) => "an object",
+    }
 }
 
 /// `line` with its control characters escaped (`\n`, `\u{1b}`): a name, a

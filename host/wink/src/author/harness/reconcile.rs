@@ -16,6 +16,7 @@ use crate::runtime::bindings::types::{Enqueue, Registration};
 use crate::runtime::capabilities::KeySink;
 use crate::runtime::instance::PluginInstance;
 use crate::runtime::manager::enqueue_keys;
+use crate::runtime::workqueue::{Full, Limits, MAX_KEYS};
 use std::collections::{HashMap, VecDeque};
 use std::sync::Mutex;
 use std::time::Duration;
@@ -112,12 +113,26 @@ impl Offline {
 }
 
 impl KeySink for Offline {
-    fn add(&self, key: &str) {
-        Offline::add(self, key.to_string())
+    /// The plugin's own add: refused, as under `wink run`, past the queue's
+    /// key cap.
+    fn add(&self, key: &str) -> Result<(), String> {
+        let full = {
+            let keys = self.keys.lock().unwrap();
+            keys.len() >= MAX_KEYS && !keys.iter().any(|k| k == key)
+        };
+        if full {
+            return Err(Full(Limits::default()).to_string());
+        }
+        Offline::add(self, key.to_string());
+        Ok(())
     }
 
-    fn add_after(&self, key: &str, delay: Duration) {
-        let line = format!("{key} added after {}", delay.as_millis());
-        self.answers.lock().unwrap().push(line);
+    fn add_after(&self, key: &str, delay: Duration) -> Result<(), String> {
+        let mut answers = self.answers.lock().unwrap();
+        if answers.len() >= MAX_KEYS {
+            return Err(Full(Limits::default()).to_string());
+        }
+        answers.push(format!("{key} added after {}", delay.as_millis()));
+        Ok(())
     }
 }
