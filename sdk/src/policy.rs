@@ -5,17 +5,95 @@
 //! a denial `NAME: violation; violation`, a result `fail` with the
 //! violations as its message, or `pass`.
 //!
+//! A policy that judges one object at a time implements [`Check`] and
+//! exports [`Checked`]: the handler that reports every object it is handed
+//! (on add and update) and answers its validating webhook with [`review`].
+//!
 //! ```no_run
-//! use wink_sdk::policy;
-//! # fn f(obj: &wink_sdk::Object, found: Vec<String>) {
-//! let verdict = policy::verdict("block-service-types", &found);
-//! policy::report(obj, &policy::Rule::new("service-type", "Best Practices", "an allowed type"), &found);
-//! # let _ = verdict; }
+//! use wink_sdk::admission::{Operation, Rule, Webhook};
+//! use wink_sdk::serde_json::Value;
+//! use wink_sdk::{Registration, Watch, policy};
+//!
+//! struct NoNodePorts;
+//!
+//! impl policy::Check for NoNodePorts {
+//!     const NAME: &'static str = "no-node-ports";
+//!     fn new(_config: &str) -> Result<Self, String> {
+//!         Ok(NoNodePorts)
+//!     }
+//!     fn registration(&self) -> Registration {
+//!         let ops = [Operation::Create, Operation::Update];
+//!         Registration::new()
+//!             .watch(Watch::new("v1", "Service"))
+//!             .admission(Webhook::validate().rule(Rule::new(&ops, "", "v1", "services")))
+//!     }
+//!     fn rule(&self) -> policy::Rule {
+//!         policy::Rule::new("service-type", "Best Practices", "not a NodePort")
+//!     }
+//!     fn violations(&self, _kind: &str, service: &Value) -> Vec<String> {
+//!         match service["spec"]["type"] == "NodePort" {
+//!             true => vec!["spec.type NodePort is not allowed".into()],
+//!             false => Vec::new(),
+//!         }
+//!     }
+//! }
+//!
+//! wink_sdk::export_plugin!(policy::Checked<NoNodePorts>);
+//! # fn main() {}
 //! ```
 
-use crate::Object;
 use crate::admission::{Operation, Request, Verdict};
 use crate::report::{self, Outcome, Severity};
+use crate::{Handler, Object, Registration};
+use serde_json::Value;
+
+/// A policy that judges one object at a time, by its content alone.
+pub trait Check: Sized + 'static {
+    /// Its name: the plugin's, and the prefix of its denials.
+    const NAME: &'static str;
+    /// Build it from its config text (see [`crate::config`]); an error
+    /// fails the plugin's `init`.
+    fn new(config: &str) -> Result<Self, String>;
+    /// Its watches and its validating webhook (the name is set to [`Check::NAME`]).
+    fn registration(&self) -> Registration;
+    /// The rule its background results are given under.
+    fn rule(&self) -> Rule;
+    /// What is wrong with `object` (of kind `kind`), one line per
+    /// violation, each naming the field.
+    fn violations(&self, kind: &str, object: &Value) -> Vec<String>;
+}
+
+/// The [`Handler`] of a [`Check`]: every object added or updated gets its
+/// one result ([`report`]); the validating webhook answers with [`review`].
+pub struct Checked<C>(C);
+
+impl<C: Check> Checked<C> {
+    fn check(&self, obj: &Object) -> Vec<String> {
+        obj.decode::<Value>()
+            .map(|object| self.0.violations(obj.kind(), &object))
+            .unwrap_or_default()
+    }
+}
+
+impl<C: Check> Handler for Checked<C> {
+    fn init(config: &str) -> Result<(Self, Registration), String> {
+        let check = C::new(config)?;
+        let registration = check.registration().name(C::NAME);
+        Ok((Checked(check), registration))
+    }
+
+    fn on_add(&mut self, obj: &Object, _in_initial_list: bool) {
+        report(obj, &self.0.rule(), &self.check(obj));
+    }
+
+    fn on_update(&mut self, _old: &Object, new: &Object) {
+        report(new, &self.0.rule(), &self.check(new));
+    }
+
+    fn validate(&mut self, request: &Request) -> Verdict {
+        review(C::NAME, request, |o| self.check(o))
+    }
+}
 
 /// Allow when `violations` is empty; else deny with them, after the policy's name.
 pub fn verdict(policy: &str, violations: &[String]) -> Verdict {

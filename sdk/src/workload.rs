@@ -22,8 +22,8 @@
 //! # }
 //! ```
 
-use crate::Watch;
-use crate::admission::{Operation, Rule};
+use crate::admission::{Operation, Rule, Webhook};
+use crate::{Registration, Watch};
 use serde_json::Value;
 
 /// A kind that carries Pods: its apiVersion, kind, API group, version and
@@ -121,6 +121,18 @@ pub fn rules(operations: &[Operation], ephemeral: bool) -> Vec<Rule> {
         ),
         Rule::new(operations, "batch", "v1", "jobs,cronjobs"),
     ]
+}
+
+/// A registration watching every kind that carries Pods, with a validating
+/// webhook on their create and update (see [`rules`] for `ephemeral`).
+pub fn registration(ephemeral: bool) -> Registration {
+    let door = rules(&[Operation::Create, Operation::Update], ephemeral)
+        .into_iter()
+        .fold(Webhook::validate(), Webhook::rule);
+    watches()
+        .into_iter()
+        .fold(Registration::new(), Registration::watch)
+        .admission(door)
 }
 
 /// Which list of the Pod spec a container is in.

@@ -11,10 +11,10 @@
 //! Config (these are the defaults): `{"types": ["NodePort", "LoadBalancer"]}`;
 //! a type is one of `ClusterIP`, `NodePort`, `LoadBalancer`, `ExternalName`.
 
-use wink_sdk::admission::{self, Operation, Rule, Verdict, Webhook};
+use wink_sdk::admission::{Operation, Rule, Webhook};
 use wink_sdk::serde::Deserialize;
 use wink_sdk::serde_json::Value;
-use wink_sdk::{Handler, Object, Registration, Watch, policy};
+use wink_sdk::{Registration, Watch, policy};
 
 const NAME: &str = "block-service-types";
 const TYPES: [&str; 4] = ["ClusterIP", "NodePort", "LoadBalancer", "ExternalName"];
@@ -37,9 +37,29 @@ struct Policy {
     config: Config,
 }
 
-impl Policy {
-    /// What is wrong with `service`: its type, when blocked.
-    fn violations(&self, service: &Value) -> Vec<String> {
+impl policy::Check for Policy {
+    const NAME: &'static str = NAME;
+
+    fn new(config: &str) -> Result<Self, String> {
+        let config: Config = wink_sdk::config(config)?;
+        match config.types.iter().find(|t| !TYPES.contains(&t.as_str())) {
+            Some(t) => Err(format!("bad config: types: {t:?} is none of {TYPES:?}")),
+            None => Ok(Policy { config }),
+        }
+    }
+
+    fn registration(&self) -> Registration {
+        let ops = [Operation::Create, Operation::Update];
+        Registration::new()
+            .watch(Watch::new("v1", "Service"))
+            .admission(Webhook::validate().rule(Rule::new(&ops, "", "v1", "services")))
+    }
+
+    fn rule(&self) -> policy::Rule {
+        policy::Rule::new("service-type", "Best Practices", "an allowed Service type")
+    }
+
+    fn violations(&self, _kind: &str, service: &Value) -> Vec<String> {
         // The API server defaults an absent type to ClusterIP.
         let kind = service["spec"]["type"].as_str().unwrap_or("ClusterIP");
         match self.config.types.iter().any(|t| t == kind) {
@@ -50,49 +70,6 @@ impl Policy {
             false => Vec::new(),
         }
     }
-
-    fn report(&self, obj: &Object) {
-        if let Ok(service) = obj.decode::<Value>() {
-            let rule = policy::Rule::new("service-type", "Best Practices", "an allowed Service type");
-            policy::report(obj, &rule, &self.violations(&service));
-        }
-    }
 }
 
-impl Handler for Policy {
-    fn init(config: &str) -> Result<(Self, Registration), String> {
-        let config: Config = wink_sdk::config(config)?;
-        if let Some(t) = config.types.iter().find(|t| !TYPES.contains(&t.as_str())) {
-            return Err(format!("bad config: types: {t:?} is none of {TYPES:?}"));
-        }
-        let door = Webhook::validate().rule(Rule::new(
-            &[Operation::Create, Operation::Update],
-            "",
-            "v1",
-            "services",
-        ));
-        let registration = Registration::new()
-            .name(NAME)
-            .watch(Watch::new("v1", "Service"))
-            .admission(door);
-        Ok((Policy { config }, registration))
-    }
-
-    fn on_add(&mut self, obj: &Object, _in_initial_list: bool) {
-        self.report(obj);
-    }
-
-    fn on_update(&mut self, _old: &Object, new: &Object) {
-        self.report(new);
-    }
-
-    fn validate(&mut self, request: &admission::Request) -> Verdict {
-        policy::review(NAME, request, |o| {
-            o.decode::<Value>()
-                .map(|v| self.violations(&v))
-                .unwrap_or_default()
-        })
-    }
-}
-
-wink_sdk::export_plugin!(Policy);
+wink_sdk::export_plugin!(policy::Checked<Policy>);

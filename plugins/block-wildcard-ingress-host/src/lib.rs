@@ -9,73 +9,55 @@
 //!
 //! An Ingress with only a default backend (no rules) passes. No config.
 
-use wink_sdk::admission::{self, Operation, Rule, Verdict, Webhook};
+use wink_sdk::admission::{Operation, Rule, Webhook};
 use wink_sdk::serde_json::Value;
-use wink_sdk::{Handler, Object, Registration, Watch, policy};
+use wink_sdk::{Registration, Watch, policy};
 
 const NAME: &str = "block-wildcard-ingress-host";
 
-/// What is wrong with `ingress`: each rule whose host is missing, empty or a wildcard.
-fn violations(ingress: &Value) -> Vec<String> {
-    let rules = ingress["spec"]["rules"]
-        .as_array()
-        .map(Vec::as_slice)
-        .unwrap_or_default();
-    rules
-        .iter()
-        .enumerate()
-        .filter_map(
-            |(i, rule)| match rule.get("host").and_then(Value::as_str).unwrap_or_default() {
-                "" => Some(format!(
-                    "spec.rules[{i}].host is empty: the rule matches every host"
-                )),
-                host if host.contains('*') => Some(format!("spec.rules[{i}].host {host} is a wildcard")),
-                _ => None,
-            },
-        )
-        .collect()
-}
-
-fn report(obj: &Object) {
-    if let Ok(ingress) = obj.decode::<Value>() {
-        let rule = policy::Rule::new("no-wildcard-host", "Best Practices", "every rule names one host");
-        policy::report(obj, &rule, &violations(&ingress));
-    }
-}
-
 struct Policy;
 
-impl Handler for Policy {
-    fn init(config: &str) -> Result<(Self, Registration), String> {
-        if !config.trim().is_empty() && config.trim() != "{}" {
-            return Err("bad config: block-wildcard-ingress-host takes no config".into());
+impl policy::Check for Policy {
+    const NAME: &'static str = NAME;
+
+    fn new(config: &str) -> Result<Self, String> {
+        match config.trim() {
+            "" | "{}" => Ok(Policy),
+            _ => Err(format!("bad config: {NAME} takes no config")),
         }
-        let door = Webhook::validate().rule(Rule::new(
-            &[Operation::Create, Operation::Update],
-            "networking.k8s.io",
-            "v1",
-            "ingresses",
-        ));
-        let registration = Registration::new()
-            .name(NAME)
+    }
+
+    fn registration(&self) -> Registration {
+        let ops = [Operation::Create, Operation::Update];
+        Registration::new()
             .watch(Watch::new("networking.k8s.io/v1", "Ingress"))
-            .admission(door);
-        Ok((Policy, registration))
+            .admission(Webhook::validate().rule(Rule::new(&ops, "networking.k8s.io", "v1", "ingresses")))
     }
 
-    fn on_add(&mut self, obj: &Object, _in_initial_list: bool) {
-        report(obj);
+    fn rule(&self) -> policy::Rule {
+        policy::Rule::new("no-wildcard-host", "Best Practices", "every rule names one host")
     }
 
-    fn on_update(&mut self, _old: &Object, new: &Object) {
-        report(new);
-    }
-
-    fn validate(&mut self, request: &admission::Request) -> Verdict {
-        policy::review(NAME, request, |o| {
-            o.decode::<Value>().map(|v| violations(&v)).unwrap_or_default()
-        })
+    /// Each rule whose host is missing, empty or a wildcard.
+    fn violations(&self, _kind: &str, ingress: &Value) -> Vec<String> {
+        let rules = ingress["spec"]["rules"]
+            .as_array()
+            .map(Vec::as_slice)
+            .unwrap_or_default();
+        rules
+            .iter()
+            .enumerate()
+            .filter_map(
+                |(i, rule)| match rule.get("host").and_then(Value::as_str).unwrap_or_default() {
+                    "" => Some(format!(
+                        "spec.rules[{i}].host is empty: the rule matches every host"
+                    )),
+                    host if host.contains('*') => Some(format!("spec.rules[{i}].host {host} is a wildcard")),
+                    _ => None,
+                },
+            )
+            .collect()
     }
 }
 
-wink_sdk::export_plugin!(Policy);
+wink_sdk::export_plugin!(policy::Checked<Policy>);

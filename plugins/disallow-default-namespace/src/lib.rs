@@ -14,9 +14,10 @@
 //! a kind's `resource` (plural) may be given, else it is the kind in lower
 //! case plus `s` (`es` after `s`, `x`, `ch`, `sh`; `ies` for a final `y`).
 
-use wink_sdk::admission::{self, Operation, Rule, Verdict, Webhook};
+use wink_sdk::admission::{self, Operation, Rule, Webhook};
 use wink_sdk::serde::Deserialize;
-use wink_sdk::{Handler, Object, Registration, Watch, policy, workload};
+use wink_sdk::serde_json::Value;
+use wink_sdk::{Registration, Watch, policy, workload};
 
 const NAME: &str = "disallow-default-namespace";
 const NAMESPACE: &str = "default";
@@ -34,6 +35,10 @@ struct Kind {
 #[serde(crate = "wink_sdk::serde", default, deny_unknown_fields)]
 struct Config {
     kinds: Vec<Kind>,
+}
+
+struct Policy {
+    config: Config,
 }
 
 impl Default for Config {
@@ -84,48 +89,45 @@ impl Kind {
     }
 }
 
-fn violations(namespace: Option<&str>) -> Vec<String> {
-    match namespace {
-        Some(NAMESPACE) => vec![format!(
-            "metadata.namespace is {NAMESPACE}: use a namespace of its own"
-        )],
-        _ => Vec::new(),
-    }
-}
+impl policy::Check for Policy {
+    const NAME: &'static str = NAME;
 
-fn rule() -> policy::Rule {
-    policy::Rule::new("namespace", "Best Practices", "not in the default namespace")
-}
-
-struct Policy;
-
-impl Handler for Policy {
-    fn init(config: &str) -> Result<(Self, Registration), String> {
+    fn new(config: &str) -> Result<Self, String> {
         let config: Config = wink_sdk::config(config)?;
         if config.kinds.is_empty() {
             return Err("bad config: kinds: name at least one kind".into());
         }
+        // Each kind's rule, now: a bad one fails init.
+        config.kinds.iter().try_for_each(|k| k.rule().map(drop))?;
+        Ok(Policy { config })
+    }
+
+    fn registration(&self) -> Registration {
         let mut door =
             Webhook::validate().namespace_selector(format!("kubernetes.io/metadata.name={NAMESPACE}"));
-        let mut registration = Registration::new().name(NAME);
-        for kind in &config.kinds {
-            door = door.rule(kind.rule()?);
+        let mut registration = Registration::new();
+        for kind in &self.config.kinds {
+            if let Ok(rule) = kind.rule() {
+                door = door.rule(rule);
+            }
             registration = registration.watch(Watch::new(&kind.api_version, &kind.kind).namespace(NAMESPACE));
         }
-        Ok((Policy, registration.admission(door)))
+        registration.admission(door)
     }
 
-    fn on_add(&mut self, obj: &Object, _in_initial_list: bool) {
-        policy::report(obj, &rule(), &violations(obj.namespace()));
+    fn rule(&self) -> policy::Rule {
+        policy::Rule::new("namespace", "Best Practices", "not in the default namespace")
     }
 
-    fn on_update(&mut self, _old: &Object, new: &Object) {
-        policy::report(new, &rule(), &violations(new.namespace()));
-    }
-
-    fn validate(&mut self, request: &admission::Request) -> Verdict {
-        policy::verdict(NAME, &violations(request.namespace()))
+    fn violations(&self, _kind: &str, object: &Value) -> Vec<String> {
+        // The request's object carries its namespace (the API server sets it).
+        match object["metadata"]["namespace"].as_str() {
+            Some(NAMESPACE) => vec![format!(
+                "metadata.namespace is {NAMESPACE}: use a namespace of its own"
+            )],
+            _ => Vec::new(),
+        }
     }
 }
 
-wink_sdk::export_plugin!(Policy);
+wink_sdk::export_plugin!(policy::Checked<Policy>);

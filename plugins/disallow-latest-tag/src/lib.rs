@@ -15,11 +15,10 @@
 //! An exempt image is matched whole, or by prefix when it ends with `*`
 //! (`registry.example.com/tools/*`).
 
-use wink_sdk::admission::{self, Operation, Verdict, Webhook};
 use wink_sdk::serde::Deserialize;
 use wink_sdk::serde_json::Value;
 use wink_sdk::workload;
-use wink_sdk::{Handler, Object, Registration, policy};
+use wink_sdk::{Registration, policy};
 
 const NAME: &str = "disallow-latest-tag";
 
@@ -80,7 +79,7 @@ impl Policy {
     }
 
     /// What is wrong with the images of `object` (of kind `kind`), one line per container.
-    fn violations(&self, kind: &str, object: &Value) -> Vec<String> {
+    fn find(&self, kind: &str, object: &Value) -> Vec<String> {
         let mut found = Vec::new();
         for c in workload::containers(kind, object) {
             let image = c.image();
@@ -104,51 +103,30 @@ impl Policy {
     }
 }
 
-impl Handler for Policy {
-    fn init(config: &str) -> Result<(Self, Registration), String> {
+impl policy::Check for Policy {
+    const NAME: &'static str = NAME;
+
+    fn new(config: &str) -> Result<Self, String> {
         let config: Config = wink_sdk::config(config)?;
         config.check()?;
-        let door = workload::rules(&[Operation::Create, Operation::Update], true)
-            .into_iter()
-            .fold(Webhook::validate(), Webhook::rule);
-        let registration = workload::watches()
-            .into_iter()
-            .fold(Registration::new().name(NAME), Registration::watch)
-            .admission(door);
-        Ok((Policy { config }, registration))
+        Ok(Policy { config })
     }
 
-    fn on_add(&mut self, obj: &Object, _in_initial_list: bool) {
-        self.report(obj);
+    fn registration(&self) -> Registration {
+        workload::registration(true)
     }
 
-    fn on_update(&mut self, _old: &Object, new: &Object) {
-        self.report(new);
+    fn rule(&self) -> policy::Rule {
+        policy::Rule::new(
+            "image-tag",
+            "Best Practices",
+            "every image names an allowed tag or a digest",
+        )
     }
 
-    fn validate(&mut self, request: &admission::Request) -> Verdict {
-        policy::review(NAME, request, |o| self.check(o))
+    fn violations(&self, kind: &str, object: &Value) -> Vec<String> {
+        self.find(kind, object)
     }
 }
 
-impl Policy {
-    /// The violations of `obj`, when it decodes.
-    fn check(&self, obj: &Object) -> Vec<String> {
-        obj.decode::<Value>()
-            .map(|object| self.violations(obj.kind(), &object))
-            .unwrap_or_default()
-    }
-
-    fn report(&self, obj: &Object) {
-        if let Ok(object) = obj.decode::<Value>() {
-            let rule = policy::Rule::new(
-                "image-tag",
-                "Best Practices",
-                "every image names an allowed tag or a digest",
-            );
-            policy::report(obj, &rule, &self.violations(obj.kind(), &object));
-        }
-    }
-}
-
-wink_sdk::export_plugin!(Policy);
+wink_sdk::export_plugin!(policy::Checked<Policy>);
