@@ -72,8 +72,10 @@ pub mod admission;
 pub mod cache;
 pub mod events;
 pub mod log;
+pub mod policy;
 pub mod queue;
 pub mod report;
+pub mod workload;
 pub mod write;
 
 pub use object::Object;
