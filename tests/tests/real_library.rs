@@ -125,6 +125,14 @@ async fn every_library_policy_refuses_and_admits_at_the_real_api_servers_door() 
         )
         .await;
     }
+    // What the ServiceAccount controller makes; no controller-manager runs.
+    for ns in ["wink-system", NS, "default"] {
+        admitted(
+            &kubectl,
+            &json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "default", "namespace": ns}}),
+        )
+        .await;
+    }
     let port = free_port();
     let (addr, url) = (format!("127.0.0.1:{port}"), format!("https://127.0.0.1:{port}"));
     let mut wink = s.run(&[
