@@ -84,7 +84,7 @@ pub fn for_create(def: &ResourceDef, body: &mut Value, crd: Option<&ResourceDef>
     }
 }
 
-fn crd_status(body: &Value, d: &ResourceDef) -> Value {
+pub fn crd_status(body: &Value, d: &ResourceDef) -> Value {
     let t = now();
     json!({
         "acceptedNames": body.pointer("/spec/names").cloned().unwrap_or(json!({})),

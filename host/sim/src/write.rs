@@ -220,7 +220,7 @@ pub fn update(
     let is_crd = def.plural == "customresourcedefinitions" && def.group == "apiextensions.k8s.io";
     if is_crd && !status {
         let d = resources::from_crd(&new).map_err(|e| ApiError::invalid(&q, &def.kind, name, &e))?;
-        new["status"] = crd_status(&new, &d);
+        new["status"] = super::prepare::crd_status(&new, &d);
         st.add_table(d);
     }
     if new == old.value {
@@ -435,7 +435,7 @@ mod tests {
             json!({"metadata":{"name":"a"},"data":{"k":"v"}}),
         )
         .unwrap();
-        assert_eq!(a.rv, 2);
+        assert_eq!(a.rv, 3, "after the namespace and its default ServiceAccount");
         assert_eq!(a.value["kind"], "ConfigMap");
         assert!(a.value["metadata"]["uid"].is_string());
         let e = create(
