@@ -5,8 +5,7 @@
 //! (`imagePullPolicy` `Always` for an untagged or `:latest` image, else
 //! `IfNotPresent`; the termination message path and policy), ports'
 //! protocol, probes' timings and HTTP scheme, volumes' modes, and the
-//! fields Go's JSON always writes (a container's `resources: {}`, a
-//! template's `metadata.creationTimestamp: null`).
+//! fields Go's JSON always writes (a container's `resources: {}`).
 //!
 //! Owns: these defaults. Must not touch: validation, the store, HTTP.
 
@@ -31,12 +30,9 @@ pub fn template_path(group: &str, plural: &str) -> Option<&'static str> {
     }
 }
 
-/// Default a Pod template (`metadata` and `spec`).
+/// Default a Pod template's `spec`.
 pub fn template(t: &mut Value) {
     let Some(o) = t.as_object_mut() else { return };
-    if let Some(m) = o.entry("metadata").or_insert_with(|| json!({})).as_object_mut() {
-        m.entry("creationTimestamp").or_insert(Value::Null);
-    }
     if let Some(spec) = o.get_mut("spec") {
         pod_spec(spec);
     }
@@ -146,7 +142,10 @@ mod tests {
                 "readinessProbe": {"httpGet": {"port": 80}}}],
             "volumes": [{"name": "scratch"}, {"name": "cfg", "configMap": {"name": "x"}}]}});
         template(&mut t);
-        assert_eq!(t["metadata"], json!({"creationTimestamp": null}));
+        assert!(
+            t.get("metadata").is_none(),
+            "kube-apiserver 1.32 writes no template timestamp"
+        );
         let s = &t["spec"];
         assert_eq!(
             (&s["dnsPolicy"], &s["restartPolicy"], &s["schedulerName"]),
