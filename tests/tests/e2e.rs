@@ -56,6 +56,7 @@ mod real_admission;
 mod real_deploy;
 mod real_differential;
 mod real_informer;
+mod real_kubectl;
 mod real_leader;
 mod real_library;
 mod real_reconcile;

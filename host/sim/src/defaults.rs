@@ -9,8 +9,10 @@
 //! NetworkPolicy's policyTypes; a ValidatingAdmissionPolicy's failure and
 //! match policies); a Pod on the host's network, whose container ports'
 //! `hostPort` defaults to the `containerPort` (`defaultHostNetworkPorts`),
-//! and a Namespace's label `kubernetes.io/metadata.name` (its name). Pod
-//! templates are not defaulted, as for workloads.
+//! and a Namespace's label `kubernetes.io/metadata.name` (its name); a
+//! Deployment's strategy, revision history and progress deadline, a
+//! DaemonSet's and a StatefulSet's update strategy; the Pod spec's
+//! defaults in Pods and in every Pod template (`defaults_pod`).
 //!
 //! Owns: these defaults. Must not touch: validation, the store, HTTP.
 
@@ -42,8 +44,67 @@ pub fn apply(def: &ResourceDef, body: &mut Value) {
         ("", "namespaces") => name_label(body),
         _ => {}
     }
+    if let Some(t) =
+        super::defaults_pod::template_path(&def.group, &def.plural).and_then(|p| body.pointer_mut(p))
+    {
+        super::defaults_pod::template(t);
+    }
+    if (def.group.as_str(), def.plural.as_str()) == ("", "pods")
+        && let Some(spec) = body.get_mut("spec")
+    {
+        super::defaults_pod::pod_spec(spec);
+        if let Some(s) = spec.as_object_mut() {
+            set(s, "enableServiceLinks", json!(true));
+        }
+    }
     let Some(o) = body.as_object_mut() else { return };
     match (def.group.as_str(), def.plural.as_str()) {
+        ("apps", "deployments") => {
+            let Some(spec) = object(o, "spec") else { return };
+            set(spec, "revisionHistoryLimit", json!(10));
+            set(spec, "progressDeadlineSeconds", json!(600));
+            let Some(strategy) = object(spec, "strategy") else {
+                return;
+            };
+            set(strategy, "type", json!("RollingUpdate"));
+            if strategy["type"] == "RollingUpdate" {
+                let Some(r) = object(strategy, "rollingUpdate") else {
+                    return;
+                };
+                set(r, "maxUnavailable", json!("25%"));
+                set(r, "maxSurge", json!("25%"));
+            }
+        }
+        ("apps", "daemonsets") => {
+            let Some(spec) = object(o, "spec") else { return };
+            set(spec, "revisionHistoryLimit", json!(10));
+            let Some(strategy) = object(spec, "updateStrategy") else {
+                return;
+            };
+            set(strategy, "type", json!("RollingUpdate"));
+            if strategy["type"] == "RollingUpdate" {
+                let Some(r) = object(strategy, "rollingUpdate") else {
+                    return;
+                };
+                set(r, "maxUnavailable", json!(1));
+                set(r, "maxSurge", json!(0));
+            }
+        }
+        ("apps", "statefulsets") => {
+            let Some(spec) = object(o, "spec") else { return };
+            set(spec, "revisionHistoryLimit", json!(10));
+            set(spec, "podManagementPolicy", json!("OrderedReady"));
+            let Some(strategy) = object(spec, "updateStrategy") else {
+                return;
+            };
+            set(strategy, "type", json!("RollingUpdate"));
+            if strategy["type"] == "RollingUpdate" {
+                let Some(r) = object(strategy, "rollingUpdate") else {
+                    return;
+                };
+                set(r, "partition", json!(0));
+            }
+        }
         ("batch", "jobs") => {
             let Some(spec) = object(o, "spec") else { return };
             if spec.get("completions").is_none_or(Value::is_null)
@@ -55,6 +116,10 @@ pub fn apply(def: &ResourceDef, body: &mut Value) {
             set(spec, "backoffLimit", json!(6));
             set(spec, "completionMode", json!("NonIndexed"));
             set(spec, "suspend", json!(false));
+            set(spec, "manualSelector", json!(false));
+            if spec.get("podFailurePolicy").is_none_or(Value::is_null) {
+                set(spec, "podReplacementPolicy", json!("TerminatingOrFailed"));
+            }
         }
         ("batch", "cronjobs") => {
             let Some(spec) = object(o, "spec") else { return };
@@ -181,7 +246,8 @@ mod tests {
         assert_eq!(
             job["spec"],
             json!({"completions": 1, "parallelism": 1, "backoffLimit": 6,
-                "completionMode": "NonIndexed", "suspend": false})
+                "completionMode": "NonIndexed", "suspend": false, "manualSelector": false,
+                "podReplacementPolicy": "TerminatingOrFailed"})
         );
         let wide = defaulted("jobs.batch", json!({"spec": {"parallelism": 4, "suspend": true}}));
         assert_eq!(
@@ -233,6 +299,38 @@ mod tests {
                 &vap["spec"]["matchConstraints"]["resourceRules"][0]["scope"]
             ),
             (&json!("Fail"), &json!("*"))
+        );
+        let d = defaulted(
+            "deployments.apps",
+            json!({"spec": {"template": {"spec": {"containers": [{"name": "c", "image": "nginx:1"}]}}}}),
+        );
+        assert_eq!(
+            (
+                &d["spec"]["revisionHistoryLimit"],
+                &d["spec"]["progressDeadlineSeconds"]
+            ),
+            (&json!(10), &json!(600))
+        );
+        assert_eq!(
+            d["spec"]["strategy"],
+            json!({"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": "25%", "maxSurge": "25%"}})
+        );
+        assert_eq!(
+            d["spec"]["template"]["spec"]["containers"][0]["imagePullPolicy"], "IfNotPresent",
+            "templates get the Pod spec's defaults"
+        );
+        let recreate = defaulted(
+            "deployments.apps",
+            json!({"spec": {"strategy": {"type": "Recreate"}}}),
+        );
+        assert_eq!(recreate["spec"]["strategy"], json!({"type": "Recreate"}));
+        let cj = defaulted(
+            "cronjobs.batch",
+            json!({"spec": {"jobTemplate": {"spec": {"template": {"spec": {"containers": [{"name": "c"}]}}}}}}),
+        );
+        assert_eq!(
+            cj.pointer("/spec/jobTemplate/spec/template/spec/dnsPolicy"),
+            Some(&json!("ClusterFirst"))
         );
         let cm = defaulted("configmaps", json!({"data": {}}));
         assert_eq!(cm, json!({"data": {}}));

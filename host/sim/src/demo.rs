@@ -68,16 +68,32 @@ fn flatten(v: Value, out: &mut Vec<Value>) {
     }
 }
 
-/// Create `objects` (namespaces and CRDs first), with their status.
+/// Create `objects` (namespaces, CRDs and ServiceAccounts first, as Pods
+/// need theirs), with their status. A seeded `default` ServiceAccount
+/// replaces the one its namespace was given.
 pub fn seed(st: &mut State, mut objects: Vec<Value>) -> anyhow::Result<usize> {
     let rank = |v: &Value| match v.get("kind").and_then(Value::as_str) {
         Some("Namespace") => 0,
         Some("CustomResourceDefinition") => 1,
-        _ => 2,
+        Some("ServiceAccount") => 2,
+        _ => 3,
     };
     objects.sort_by_key(rank);
     let n = objects.len();
     for v in objects {
+        if v.get("kind").and_then(Value::as_str) == Some("ServiceAccount")
+            && v.pointer("/metadata/name").and_then(Value::as_str) == Some("default")
+            && let Some(def) = st.registry.get("serviceaccounts").cloned()
+        {
+            let ns = v.pointer("/metadata/namespace").and_then(Value::as_str);
+            let _ = write::delete(
+                st,
+                &def,
+                Some(ns.unwrap_or("default")),
+                "default",
+                &Default::default(),
+            );
+        }
         create_with_status(st, v).map_err(|e| anyhow::anyhow!("seed: {}", e.message))?;
     }
     Ok(n)

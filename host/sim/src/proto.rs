@@ -11,8 +11,14 @@
 //! `Time`/`MicroTime` as RFC 3339, `IntOrString`, `Quantity`,
 //! `RawExtension` and the `[]string` wrappers as their JSON values, bytes
 //! as base64. Fields Go marshals although empty (strings, lists, maps,
-//! messages) are left out, as `omitempty` leaves them out of JSON; numbers
-//! and booleans that were sent are kept.
+//! messages) are left out, as `omitempty` leaves them out of JSON. Go
+//! marshals every non-pointer number and boolean, zero or not: the zeros
+//! of those the Go types tag `omitempty` (`proto/omitzero.txt`, listed by
+//! `proto/omitzero.py`) are left out as the real server's JSON leaves them
+//! out; other zeros that were sent (a pointer's `replicas: 0`) are kept.
+//! The structs Go embeds (`json:",inline"`: a Volume's `volumeSource`, an
+//! IngressRule's `ingressRuleValue`, [`INLINE`]) are a field of their own
+//! in protobuf and their fields are the parent's in JSON.
 //!
 //! Owns: the wire format and the descriptor pool. Must not touch: HTTP or
 //! the store (callers decide what to do with the object).
@@ -21,12 +27,40 @@ use super::status::ApiError;
 use base64::Engine;
 use prost_reflect::{DescriptorPool, DynamicMessage, MapKey, MessageDescriptor, ReflectMessage, Value as Pv};
 use serde_json::{Map, Value, json};
+use std::collections::HashSet;
 use std::sync::LazyLock;
 
 /// The Kubernetes API's descriptors (see `proto/extract.py`).
 static POOL: LazyLock<DescriptorPool> = LazyLock::new(|| {
     DescriptorPool::decode(&include_bytes!("../proto/k8s.fds")[..]).expect("the embedded descriptors decode")
 });
+
+/// `package.Message.field` of the non-pointer `omitempty` scalars (see
+/// `proto/omitzero.py`): their zero is not in the JSON.
+static OMIT_ZERO: LazyLock<HashSet<&'static str>> =
+    LazyLock::new(|| include_str!("../proto/omitzero.txt").lines().collect());
+
+/// `Message.field` (the message's name in any package) of the structs the
+/// Go types embed: their fields are the message's own in JSON.
+pub const INLINE: &[(&str, &str)] = &[
+    ("IngressRule", "ingressRuleValue"),
+    ("Volume", "volumeSource"),
+    ("PersistentVolumeSpec", "persistentVolumeSource"),
+    ("Probe", "handler"),
+    ("EphemeralContainer", "ephemeralContainerCommon"),
+    ("ConfigMapEnvSource", "localObjectReference"),
+    ("ConfigMapKeySelector", "localObjectReference"),
+    ("ConfigMapProjection", "localObjectReference"),
+    ("ConfigMapVolumeSource", "localObjectReference"),
+    ("SecretEnvSource", "localObjectReference"),
+    ("SecretKeySelector", "localObjectReference"),
+    ("SecretProjection", "localObjectReference"),
+    ("NamedRuleWithOperations", "ruleWithOperations"),
+    ("RuleWithOperations", "rule"),
+    ("DeviceAllocationConfiguration", "deviceConfiguration"),
+    ("DeviceClaimConfiguration", "deviceConfiguration"),
+    ("DeviceClassConfiguration", "deviceConfiguration"),
+];
 
 const MAGIC: &[u8] = b"k8s\0";
 const META: &str = "k8s.io.apimachinery.pkg.apis.meta.v1";
@@ -167,18 +201,24 @@ fn message(m: &DynamicMessage) -> Value {
     if name == format!("{META}.Verbs") || name.ends_with(".ExtraValue") {
         return field(1).map(|v| value(&v)).unwrap_or(json!([]));
     }
+    let simple = m.descriptor().name().to_string();
     let mut out = Map::new();
     for (f, v) in m.fields() {
         let j = value(v);
+        let zero = matches!(&j, Value::Bool(false)) || j.as_i64() == Some(0) || j.as_u64() == Some(0);
         let empty = match &j {
             Value::Null => true,
             Value::String(s) => s.is_empty(),
             Value::Array(a) => a.is_empty(),
             Value::Object(o) => o.is_empty() && !f.is_map(),
-            _ => false,
+            _ => zero && OMIT_ZERO.contains(format!("{name}.{}", f.name()).as_str()),
         };
-        if !empty {
-            out.insert(f.name().to_string(), j);
+        match j {
+            _ if empty => {}
+            Value::Object(inner) if INLINE.contains(&(simple.as_str(), f.name())) => out.extend(inner),
+            j => {
+                out.insert(f.name().to_string(), j);
+            }
         }
     }
     Value::Object(out)
@@ -320,6 +360,96 @@ mod tests {
         assert_eq!(v["spec"]["replicas"], 0, "a zero that was sent is kept");
         assert_eq!(v["spec"]["strategy"]["rollingUpdate"]["maxSurge"], "25%");
         assert!(v["metadata"].get("creationTimestamp").is_none());
+    }
+
+    #[test]
+    fn embedded_structs_are_inlined() {
+        let ing = encode("k8s.io.api.networking.v1.Ingress", |m| {
+            m.set_field_by_name("metadata", meta("ing"));
+            let rule = msg("k8s.io.api.networking.v1.IngressRule", |r| {
+                r.set_field_by_name("host", Pv::String("a.example.com".into()));
+                let value = msg("k8s.io.api.networking.v1.IngressRuleValue", |v| {
+                    let http = msg("k8s.io.api.networking.v1.HTTPIngressRuleValue", |h| {
+                        let path = msg("k8s.io.api.networking.v1.HTTPIngressPath", |p| {
+                            p.set_field_by_name("path", Pv::String("/".into()));
+                        });
+                        h.set_field_by_name("paths", Pv::List(vec![path]));
+                    });
+                    v.set_field_by_name("http", http);
+                });
+                r.set_field_by_name("ingressRuleValue", value);
+            });
+            let spec = msg("k8s.io.api.networking.v1.IngressSpec", |s| {
+                s.set_field_by_name("rules", Pv::List(vec![rule]));
+            });
+            m.set_field_by_name("spec", spec);
+        });
+        let v = object(&envelope("networking.k8s.io/v1", "Ingress", &ing)).unwrap();
+        assert_eq!(
+            v["spec"]["rules"],
+            json!([{"host": "a.example.com", "http": {"paths": [{"path": "/"}]}}])
+        );
+        let pod = encode("k8s.io.api.core.v1.Pod", |m| {
+            let volume = msg("k8s.io.api.core.v1.Volume", |vol| {
+                vol.set_field_by_name("name", Pv::String("cfg".into()));
+                let source = msg("k8s.io.api.core.v1.VolumeSource", |src| {
+                    let cm = msg("k8s.io.api.core.v1.ConfigMapVolumeSource", |c| {
+                        let r = msg("k8s.io.api.core.v1.LocalObjectReference", |r| {
+                            r.set_field_by_name("name", Pv::String("settings".into()));
+                        });
+                        c.set_field_by_name("localObjectReference", r);
+                    });
+                    src.set_field_by_name("configMap", cm);
+                });
+                vol.set_field_by_name("volumeSource", source);
+            });
+            let spec = msg("k8s.io.api.core.v1.PodSpec", |s| {
+                s.set_field_by_name("volumes", Pv::List(vec![volume]));
+            });
+            m.set_field_by_name("spec", spec);
+        });
+        let v = object(&envelope("v1", "Pod", &pod)).unwrap();
+        assert_eq!(
+            v["spec"]["volumes"],
+            json!([{"name": "cfg", "configMap": {"name": "settings"}}])
+        );
+    }
+
+    #[test]
+    fn zeros_go_marshals_are_left_out_where_json_omits_them() {
+        let d = encode("k8s.io.api.apps.v1.Deployment", |m| {
+            let container = msg("k8s.io.api.core.v1.Container", |c| {
+                c.set_field_by_name("name", Pv::String("web".into()));
+                c.set_field_by_name("stdin", Pv::Bool(false));
+                c.set_field_by_name("tty", Pv::Bool(true));
+            });
+            let template = msg("k8s.io.api.core.v1.PodTemplateSpec", |t| {
+                let tm = msg(&format!("{META}.ObjectMeta"), |om| {
+                    om.set_field_by_name("generation", Pv::I64(0));
+                });
+                t.set_field_by_name("metadata", tm);
+                let spec = msg("k8s.io.api.core.v1.PodSpec", |s| {
+                    s.set_field_by_name("hostNetwork", Pv::Bool(false));
+                    s.set_field_by_name("terminationGracePeriodSeconds", Pv::I64(0));
+                    s.set_field_by_name("containers", Pv::List(vec![container]));
+                });
+                t.set_field_by_name("spec", spec);
+            });
+            let spec = msg("k8s.io.api.apps.v1.DeploymentSpec", |s| {
+                s.set_field_by_name("replicas", Pv::I32(0));
+                s.set_field_by_name("minReadySeconds", Pv::I32(0));
+                s.set_field_by_name("paused", Pv::Bool(false));
+                s.set_field_by_name("template", template);
+            });
+            m.set_field_by_name("spec", spec);
+        });
+        let v = object(&envelope("apps/v1", "Deployment", &d)).unwrap();
+        assert_eq!(
+            v["spec"],
+            json!({"replicas": 0, "template": {"spec": {"terminationGracePeriodSeconds": 0,
+                "containers": [{"name": "web", "tty": true}]}}}),
+            "pointers' zeros are kept, omitempty scalars' zeros are not"
+        );
     }
 
     #[test]

@@ -2,7 +2,8 @@
 //! (422 Invalid, one cause per field), beyond names and namespaces
 //! (`meta`, `object_meta`) and types (`decode`): a Lease's durations, the
 //! keys of a ConfigMap's and a Secret's data, a Pod's containers and host
-//! ports, Events (`validate_events`), webhook configurations
+//! ports, Events (`validate_events`), workloads' replicas and a CronJob's
+//! schedule (`validate_workloads`), webhook configurations
 //! (`admission::config`).
 //!
 //! Owns: these checks and their wording. Must not touch: the store,
@@ -21,6 +22,10 @@ pub fn values(def: &ResourceDef, body: &Value, old: Option<&Value>) -> Vec<Strin
         ("", "configmaps") => keys(body, &["data", "binaryData"]),
         ("", "secrets") => keys(body, &["data", "stringData"]),
         ("", "pods") => pod(body),
+        ("apps", "deployments" | "replicasets" | "statefulsets") | ("", "replicationcontrollers") => {
+            super::validate_workloads::replicas(body)
+        }
+        ("batch", "cronjobs") => super::validate_workloads::cronjob(body),
         ("admissionregistration.k8s.io", _) => super::admission::config::validate(def, body),
         _ => Vec::new(),
     }

@@ -48,6 +48,9 @@ pub fn create(
                 &format!("unable to create new content in namespace {ns} because it is being terminated"),
             ));
         }
+        if def.group.is_empty() && def.plural == "pods" {
+            super::service_accounts::admit_pod(st, ns, &body)?;
+        }
     }
     if mstr(&body, "resourceVersion").is_some() {
         return Err(ApiError::new(
@@ -117,92 +120,15 @@ pub fn create(
         m.insert("generation".into(), json!(1));
     }
     object_meta::omit_empty(&mut body);
-    prepare_for_create(def, &mut body, new_def.as_ref(), st.control_plane);
+    super::prepare::for_create(def, &mut body, new_def.as_ref(), st.control_plane);
     if let Some(nd) = new_def.filter(|_| !st.mode.dry_run) {
         st.add_table(nd);
     }
-    Ok(st.commit(&def.storage(), k, EvType::Added, body))
-}
-
-/// What the real per-type strategies do to a new object's status and spec.
-fn prepare_for_create(def: &ResourceDef, body: &mut Value, crd: Option<&ResourceDef>, control_plane: bool) {
-    let o = body.as_object_mut().expect("object");
-    if def.has_status {
-        o.remove("status");
+    let o = st.commit(&def.storage(), k, EvType::Added, body);
+    if is_namespace(def) && !st.mode.dry_run {
+        super::service_accounts::create_default(st, &name);
     }
-    if let Some(status) = super::defaults::status_on_create(def) {
-        o.insert("status".into(), status);
-    }
-    match (def.group.as_str(), def.plural.as_str()) {
-        ("", "pods") => {
-            o.insert(
-                "status".into(),
-                json!({"phase": "Pending", "qosClass": "BestEffort"}),
-            );
-        }
-        ("", "namespaces") => {
-            o.insert("status".into(), json!({"phase": "Active"}));
-            if control_plane {
-                let spec = o.entry("spec").or_insert_with(|| json!({}));
-                if spec.get("finalizers").is_none() {
-                    spec["finalizers"] = json!(["kubernetes"]);
-                }
-            }
-        }
-        ("", "secrets") => {
-            fold_string_data(body);
-            if body.get("type").is_none() {
-                body["type"] = json!("Opaque");
-            }
-        }
-        ("", "services") => {
-            let spec = body
-                .as_object_mut()
-                .expect("object")
-                .entry("spec")
-                .or_insert_with(|| json!({}));
-            if spec.get("type").is_none() {
-                spec["type"] = json!("ClusterIP");
-            }
-            if spec.get("clusterIP").is_none() && spec["type"] != "ExternalName" {
-                let ip = format!(
-                    "10.96.{}.{}",
-                    rand::random_range(0..255u8),
-                    rand::random_range(1..255u8)
-                );
-                spec["clusterIP"] = json!(ip);
-                spec["clusterIPs"] = json!([ip]);
-            }
-        }
-        ("apps", "deployments" | "replicasets" | "statefulsets") => {
-            let spec = body
-                .as_object_mut()
-                .expect("object")
-                .entry("spec")
-                .or_insert_with(|| json!({}));
-            if spec.get("replicas").is_none() {
-                spec["replicas"] = json!(1);
-            }
-        }
-        ("apiextensions.k8s.io", "customresourcedefinitions") => {
-            if let Some(d) = crd {
-                body["status"] = crd_status(body, d);
-            }
-        }
-        _ => {}
-    }
-}
-
-fn crd_status(body: &Value, d: &ResourceDef) -> Value {
-    let t = now();
-    json!({
-        "acceptedNames": body.pointer("/spec/names").cloned().unwrap_or(json!({})),
-        "storedVersions": [d.versions[0]],
-        "conditions": [
-            {"type": "NamesAccepted", "status": "True", "reason": "NoConflicts", "message": "no conflicts found", "lastTransitionTime": t},
-            {"type": "Established", "status": "True", "reason": "InitialNamesAccepted", "message": "the initial names have been accepted", "lastTransitionTime": t},
-        ]
-    })
+    Ok(o)
 }
 
 /// Replace an object (PUT), on the main resource or on `/status`.
@@ -294,7 +220,7 @@ pub fn update(
     let is_crd = def.plural == "customresourcedefinitions" && def.group == "apiextensions.k8s.io";
     if is_crd && !status {
         let d = resources::from_crd(&new).map_err(|e| ApiError::invalid(&q, &def.kind, name, &e))?;
-        new["status"] = crd_status(&new, &d);
+        new["status"] = super::prepare::crd_status(&new, &d);
         st.add_table(d);
     }
     if new == old.value {
@@ -509,7 +435,7 @@ mod tests {
             json!({"metadata":{"name":"a"},"data":{"k":"v"}}),
         )
         .unwrap();
-        assert_eq!(a.rv, 2);
+        assert_eq!(a.rv, 3, "after the namespace and its default ServiceAccount");
         assert_eq!(a.value["kind"], "ConfigMap");
         assert!(a.value["metadata"]["uid"].is_string());
         let e = create(
