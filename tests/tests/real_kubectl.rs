@@ -172,7 +172,8 @@ fn shape(v: &Value, at: &str, out: &mut BTreeSet<String>) {
             }
         }
         leaf => {
-            let last = at.rsplit('.').next().unwrap_or("");
+            // A label key's last segment too (`batch.kubernetes.io/controller-uid`).
+            let last = at.rsplit(['.', '/']).next().unwrap_or("");
             if ASSIGNED.contains(&last) || at.ends_with(".clusterIP") {
                 out.insert(at.to_string());
             } else {

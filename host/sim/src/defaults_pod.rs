@@ -30,9 +30,11 @@ pub fn template_path(group: &str, plural: &str) -> Option<&'static str> {
     }
 }
 
-/// Default a Pod template's `spec`.
+/// Default a Pod template: its `spec`, and its `metadata`, which Go's JSON
+/// writes as `{}` when empty (a struct, not a pointer; no timestamp).
 pub fn template(t: &mut Value) {
     let Some(o) = t.as_object_mut() else { return };
+    o.entry("metadata").or_insert_with(|| json!({}));
     if let Some(spec) = o.get_mut("spec") {
         pod_spec(spec);
     }
@@ -142,9 +144,10 @@ mod tests {
                 "readinessProbe": {"httpGet": {"port": 80}}}],
             "volumes": [{"name": "scratch"}, {"name": "cfg", "configMap": {"name": "x"}}]}});
         template(&mut t);
-        assert!(
-            t.get("metadata").is_none(),
-            "kube-apiserver 1.32 writes no template timestamp"
+        assert_eq!(
+            t["metadata"],
+            json!({}),
+            "kube-apiserver writes an empty template metadata, no timestamp"
         );
         let s = &t["spec"];
         assert_eq!(

@@ -147,6 +147,17 @@ fn job_selector(job: &mut Value) {
         .expect("an object")
         .entry("batch.kubernetes.io/controller-uid")
         .or_insert(uid);
+    // A Job without labels of its own takes its template's (the Job
+    // strategy's `PrepareForCreate`).
+    let template_labels = job.pointer("/spec/template/metadata/labels").cloned();
+    let meta = &mut job["metadata"];
+    if meta
+        .get("labels")
+        .is_none_or(|l| l.as_object().is_none_or(|m| m.is_empty()))
+        && let Some(labels) = template_labels
+    {
+        meta["labels"] = labels;
+    }
 }
 
 #[cfg(test)]

@@ -117,9 +117,16 @@ impl ApiError {
             [one] => one.clone(),
             _ => format!("[{}]", causes.join(", ")),
         };
+        // The API server names the kind with its group (`Deployment.apps`;
+        // a core kind alone), as `schema.GroupKind` prints; events.k8s.io is
+        // served by the core Event's storage, whose errors name `Event`.
+        let shown = match qualified.split_once('.') {
+            Some((_, group)) if !kind.contains('.') && group != "events.k8s.io" => format!("{kind}.{group}"),
+            _ => kind.to_string(),
+        };
         ApiError {
             details: Some(d),
-            ..Self::new(422, "Invalid", format!("{kind} \"{name}\" is invalid: {all}"))
+            ..Self::new(422, "Invalid", format!("{shown} \"{name}\" is invalid: {all}"))
         }
     }
 
