@@ -13,6 +13,7 @@ pub mod certs;
 pub mod configurations;
 pub mod flags;
 pub mod metrics;
+pub mod paced;
 pub mod review;
 pub mod scope;
 pub mod server;
