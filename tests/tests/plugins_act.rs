@@ -279,8 +279,10 @@ pub(crate) async fn probe_with(
     args.extend_from_slice(extra);
     let wink = s.run(&args);
     wait_synced(&wink, "probe");
+    // The plugin's write alone fails: the daemon's own requests (watches
+    // resumed, namespaces read) are served meanwhile.
     if let Some((n, status)) = fault {
-        sim.faults().fail_next(n, status);
+        sim.faults().fail_next_on(n, status, "create", "configmaps");
     }
     let trigger = json!({"apiVersion": "v1", "kind": "ConfigMap",
                          "metadata": {"name": "trigger", "namespace": "default"}});

@@ -131,6 +131,24 @@ async fn fail_next_429_carries_retry_after() {
 }
 
 #[tokio::test]
+async fn a_failure_aimed_at_one_verb_and_resource_leaves_the_others_served() {
+    let sim = Sim::start(SimConfig::default()).await.unwrap();
+    let path = "/_sim/faults/fail?n=1&status=500&verb=create&resource=configmaps";
+    let (head, _) = raw(&sim, "POST", path).await;
+    assert!(head.starts_with("http/1.1 200"), "{head}");
+    let api: Api<ConfigMap> = Api::default_namespaced(sim.client());
+    // Reads of the resource and writes of others are served and do not count.
+    api.list(&ListParams::default()).await.unwrap();
+    let secrets: Api<k8s_openapi::api::core::v1::Secret> = Api::default_namespaced(sim.client());
+    let secret = serde_json::from_value(serde_json::json!({"metadata": {"name": "s"}})).unwrap();
+    secrets.create(&PostParams::default(), &secret).await.unwrap();
+    let (code, _) = api_status(api.create(&PostParams::default(), &cm("a")).await.unwrap_err());
+    assert_eq!(code, 500);
+    api.create(&PostParams::default(), &cm("a")).await.unwrap();
+    assert_eq!(sim.request_count("create", "configmaps"), 2);
+}
+
+#[tokio::test]
 async fn compact_makes_resumes_410_and_a_fresh_list_works() {
     let sim = Sim::start(SimConfig::default()).await.unwrap();
     let api: Api<ConfigMap> = Api::default_namespaced(sim.client());

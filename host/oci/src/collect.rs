@@ -16,9 +16,20 @@ use std::time::Duration;
 /// way writes its blobs before it pins or links them.
 pub const GRACE: Duration = Duration::from_secs(10);
 
-/// Remove the blobs nothing names (see the module); how many went.
+/// What one collection did.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Collected {
+    /// How many blobs went.
+    pub removed: usize,
+    /// When blobs nothing names were kept for being younger than
+    /// [`GRACE`]: how long until the youngest of them is old enough.
+    pub again_in: Option<Duration>,
+}
+
+/// Remove the blobs nothing names (see the module): how many went, and
+/// when to come back for those kept only for their age.
 /// `max_component` is the cap a pinned manifest's layer is read under.
-pub fn collect(store: &Store, max_component: u64) -> anyhow::Result<usize> {
+pub fn collect(store: &Store, max_component: u64) -> anyhow::Result<Collected> {
     let mut keep: HashSet<String> = HashSet::new();
     for pin in store.pins()?.values() {
         let Ok(manifest) = Digest::parse(&pin.digest) else {
@@ -38,16 +49,23 @@ pub fn collect(store: &Store, max_component: u64) -> anyhow::Result<usize> {
         }
     }
     let mut removed = 0;
+    let mut again_in: Option<Duration> = None;
     let blobs = store.root().join("blobs/sha256");
     for entry in std::fs::read_dir(&blobs)?.flatten() {
         let hex = entry.file_name().to_string_lossy().into_owned();
         let Ok(m) = entry.metadata() else { continue };
-        let young = m
+        if keep.contains(&hex) || linked.contains(&(m.dev(), m.ino())) {
+            continue;
+        }
+        // A clock set back reads as age zero: kept one grace more.
+        let age = m
             .modified()
             .ok()
             .and_then(|t| t.elapsed().ok())
-            .is_none_or(|age| age < GRACE);
-        if keep.contains(&hex) || linked.contains(&(m.dev(), m.ino())) || young {
+            .unwrap_or_default();
+        if age < GRACE {
+            let left = GRACE - age;
+            again_in = Some(again_in.map_or(left, |a| a.max(left)));
             continue;
         }
         if std::fs::remove_file(entry.path()).is_ok() {
@@ -58,7 +76,7 @@ pub fn collect(store: &Store, max_component: u64) -> anyhow::Result<usize> {
     if removed > 0 {
         tracing::info!(store = %store.root().display(), removed, "blobs no plugin names removed from the store");
     }
-    Ok(removed)
+    Ok(Collected { removed, again_in })
 }
 
 #[cfg(test)]
@@ -93,8 +111,13 @@ mod tests {
                 },
             )
             .unwrap();
-        // Young blobs stay.
-        assert_eq!(collect(&store, 1 << 20).unwrap(), 0);
+        // Young blobs stay, and the collection says when to come back.
+        let young = collect(&store, 1 << 20).unwrap();
+        assert_eq!(young.removed, 0);
+        assert!(
+            young.again_in.is_some_and(|d| d > GRACE / 2 && d <= GRACE),
+            "{young:?}"
+        );
         let old = std::time::SystemTime::now() - GRACE * 2;
         for d in [built.layer_digest, built.manifest_digest, linked, loose] {
             let f = std::fs::File::options()
@@ -103,12 +126,19 @@ mod tests {
                 .unwrap();
             f.set_modified(old).unwrap();
         }
-        assert_eq!(collect(&store, 1 << 20).unwrap(), 1);
+        let old_enough = collect(&store, 1 << 20).unwrap();
+        assert_eq!(
+            old_enough,
+            Collected {
+                removed: 1,
+                again_in: None
+            }
+        );
         assert!(!store.blob_path(loose).exists());
         // Nothing names them any more: gone.
         store.unpin("x").unwrap();
         store.remove_plugin("p").unwrap();
-        assert_eq!(collect(&store, 1 << 20).unwrap(), 3);
+        assert_eq!(collect(&store, 1 << 20).unwrap().removed, 3);
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -97,15 +97,48 @@ impl Store {
         Ok(Some(bytes))
     }
 
-    /// Keep `bytes` as the blob of `digest`, after checking they are.
+    /// Keep `bytes` as the blob of `digest`, after checking they are. A
+    /// blob already there and whole is kept (the same file: plugin files
+    /// linked to it stay one copy, however many pulls of the digest run at
+    /// once) and its age renewed, so that a collection leaves it to the
+    /// pull that is about to pin or link it.
     pub fn write(&self, what: &str, digest: Digest, bytes: &[u8]) -> anyhow::Result<PathBuf> {
         digest::verify(what, bytes, digest)?;
         let path = self.blob_path(digest);
-        self.write_atomically(&path, bytes)?;
+        if !self.renew(&path, digest, bytes.len()) {
+            // Of two pulls writing it at once, the first one's file stays.
+            let keep_first = || self.renew(&path, digest, bytes.len());
+            self.write_atomically_unless(&path, bytes, keep_first)?;
+        }
         Ok(path)
     }
 
+    /// Whether the blob at `path` is there and is `digest`'s: then its
+    /// modification time is now.
+    fn renew(&self, path: &Path, digest: Digest, len: usize) -> bool {
+        let whole = std::fs::read(path)
+            .ok()
+            .is_some_and(|b| b.len() == len && digest::verify("a stored blob", &b, digest).is_ok());
+        whole
+            && std::fs::File::options()
+                .write(true)
+                .open(path)
+                .and_then(|f| f.set_modified(std::time::SystemTime::now()))
+                .is_ok()
+    }
+
     fn write_atomically(&self, path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+        self.write_atomically_unless(path, bytes, || false)
+    }
+
+    /// Write `bytes` to `path` through a temporary file; where a file is
+    /// already there, it is replaced unless `keep` says otherwise.
+    fn write_atomically_unless(
+        &self,
+        path: &Path,
+        bytes: &[u8],
+        keep: impl Fn() -> bool,
+    ) -> anyhow::Result<()> {
         let tmp = self.root.join("tmp").join(format!(
             "{}.{}.{}",
             path.file_name().and_then(|n| n.to_str()).unwrap_or("blob"),
@@ -116,7 +149,11 @@ impl Store {
             let mut f = std::fs::File::create(&tmp)?;
             f.write_all(bytes)?;
             f.sync_all()?;
-            std::fs::rename(&tmp, path)
+            match std::fs::hard_link(&tmp, path) {
+                Ok(()) => std::fs::remove_file(&tmp),
+                Err(_) if keep() => std::fs::remove_file(&tmp),
+                Err(_) => std::fs::rename(&tmp, path),
+            }
         })();
         if written.is_err() {
             let _ = std::fs::remove_file(&tmp);
@@ -311,6 +348,38 @@ mod tests {
         store.remove_plugin("x").unwrap();
         assert!(!path.exists() && again.exists());
         assert!(store.materialise("y", Digest::of(b"other"), 100).is_err());
+        let _ = std::fs::remove_dir_all(store.root());
+    }
+
+    #[test]
+    fn a_blob_written_again_stays_the_file_plugins_link_to_and_is_younger() {
+        use std::os::unix::fs::MetadataExt;
+        let store = Store::open(&temp("again")).unwrap();
+        let d = Digest::of(b"wasm");
+        let blob = store.write("layer", d, b"wasm").unwrap();
+        let old = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+        std::fs::File::options()
+            .write(true)
+            .open(&blob)
+            .unwrap()
+            .set_modified(old)
+            .unwrap();
+        let linked = store.materialise("x", d, 100).unwrap();
+        // Pulls of the same digest, one after the other and at once.
+        store.write("layer", d, b"wasm").unwrap();
+        std::thread::scope(|s| {
+            for _ in 0..8 {
+                s.spawn(|| store.write("layer", d, b"wasm").unwrap());
+            }
+        });
+        let meta = std::fs::metadata(&blob).unwrap();
+        assert_eq!(meta.ino(), std::fs::metadata(&linked).unwrap().ino(), "one copy");
+        assert!(meta.modified().unwrap() > old, "its age renewed");
+        // A damaged blob is replaced, not kept.
+        std::fs::remove_file(&linked).unwrap();
+        std::fs::write(&blob, b"tampered").unwrap();
+        store.write("layer", d, b"wasm").unwrap();
+        assert_eq!(std::fs::read(&blob).unwrap(), b"wasm");
         let _ = std::fs::remove_dir_all(store.root());
     }
 }

@@ -7,6 +7,7 @@
 //! |---|---|
 //! | `POST /_sim/faults/close-watches` | end every open watch stream |
 //! | `POST /_sim/faults/fail?n=3&status=500` | answer the next n requests with status |
+//! | `POST /_sim/faults/fail?n=1&status=429&verb=create&resource=configmaps` | the same for those requests alone |
 //! | `POST /_sim/faults/compact` | drop the event history (resumes get 410) |
 //! | `POST /_sim/faults/pause?ms=2000` | hold every request and watch for ms |
 //! | `POST /_sim/faults/delay?ms=100` | delay every response (0 clears) |
@@ -54,7 +55,10 @@ pub async fn handle(
         (&Method::POST, ["faults", "fail"]) => {
             let n = num("n").unwrap_or(1) as usize;
             let status = num("status").unwrap_or(500) as u16;
-            faults.fail_next(n, status);
+            match (q.get("verb"), q.get("resource")) {
+                (Some(verb), Some(resource)) => faults.fail_next_on(n, status, verb, resource),
+                _ => faults.fail_next(n, status),
+            }
             reply(200, json!({"ok": true, "n": n, "status": status}))
         }
         (&Method::POST, ["faults", "compact"]) => {

@@ -17,6 +17,9 @@ use tokio::time::Instant;
 pub struct FaultState {
     fail_remaining: AtomicUsize,
     fail_status: AtomicU16,
+    /// The only requests failed, when set: a verb and a resource (its
+    /// plural, `plural/subresource` for a subresource).
+    fail_only: Mutex<Option<(String, String)>>,
     close_watches: watch::Sender<u64>,
     paused_until: Mutex<Option<Instant>>,
     delay: Mutex<Option<Duration>>,
@@ -30,6 +33,7 @@ impl Default for FaultState {
         FaultState {
             fail_remaining: AtomicUsize::new(0),
             fail_status: AtomicU16::new(500),
+            fail_only: Mutex::new(None),
             close_watches: watch::channel(0).0,
             paused_until: Mutex::new(None),
             delay: Mutex::new(None),
@@ -39,8 +43,16 @@ impl Default for FaultState {
 }
 
 impl FaultState {
-    /// Take one injected failure if any is pending: its HTTP status.
-    pub fn take_failure(&self) -> Option<u16> {
+    /// Take one injected failure if any is pending for a request of
+    /// `verb` on `resource` (None: not a resource's): its HTTP status.
+    pub fn take_failure(&self, request: Option<(&str, &str)>) -> Option<u16> {
+        let only = self.fail_only.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((verb, resource)) = only.as_ref()
+            && request != Some((verb.as_str(), resource.as_str()))
+        {
+            return None;
+        }
+        drop(only);
         self.fail_remaining
             .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
             .ok()
@@ -70,7 +82,8 @@ impl FaultState {
         *self.delay.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    pub fn set_fail(&self, n: usize, status: u16) {
+    pub fn set_fail(&self, n: usize, status: u16, only: Option<(String, String)>) {
+        *self.fail_only.lock().unwrap_or_else(|e| e.into_inner()) = only;
         self.fail_status.store(status, Ordering::SeqCst);
         self.fail_remaining.store(n, Ordering::SeqCst);
     }
@@ -116,7 +129,16 @@ impl Faults {
     /// Answer the next `n` API requests with `status` (a `Status` object;
     /// 429 carries `Retry-After: 1`). Admin `/_sim` paths are exempt.
     pub fn fail_next(&self, n: usize, status: u16) {
-        self.shared.faults.set_fail(n, status);
+        self.shared.faults.set_fail(n, status, None);
+    }
+
+    /// [`Faults::fail_next`] for the requests of one `verb` (`get`, `list`,
+    /// `watch`, `create`, `update`, `patch`, `delete`, `deletecollection`)
+    /// on one `resource` (its plural, `pods/status` for a subresource)
+    /// alone: any other request is served, and does not count.
+    pub fn fail_next_on(&self, n: usize, status: u16, verb: &str, resource: &str) {
+        let only = Some((verb.to_string(), resource.to_string()));
+        self.shared.faults.set_fail(n, status, only);
     }
 
     /// Drop the event history: resuming a watch or a paged list from any
@@ -159,11 +181,16 @@ mod tests {
     #[test]
     fn failures_are_counted_down() {
         let f = FaultState::default();
-        assert_eq!(f.take_failure(), None);
-        f.set_fail(2, 429);
-        assert_eq!(f.take_failure(), Some(429));
-        assert_eq!(f.take_failure(), Some(429));
-        assert_eq!(f.take_failure(), None);
+        assert_eq!(f.take_failure(None), None);
+        f.set_fail(2, 429, None);
+        assert_eq!(f.take_failure(None), Some(429));
+        assert_eq!(f.take_failure(Some(("get", "pods"))), Some(429));
+        assert_eq!(f.take_failure(None), None);
+        f.set_fail(1, 500, Some(("create".into(), "configmaps".into())));
+        assert_eq!(f.take_failure(Some(("get", "configmaps"))), None);
+        assert_eq!(f.take_failure(None), None);
+        assert_eq!(f.take_failure(Some(("create", "configmaps"))), Some(500));
+        assert_eq!(f.take_failure(Some(("create", "configmaps"))), None);
     }
 
     #[test]

@@ -83,6 +83,7 @@ pub async fn handle(shared: Arc<Shared>, req: Request<hyper::body::Incoming>) ->
         _ => None,
     };
     let watching = matches!(query.get("watch").map(String::as_str), Some("true" | "1"));
+    let mut request: Option<(&str, String)> = None;
     if let Some(rp) = &resource {
         let verb = match (&parts.method, rp.name.is_some()) {
             (&Method::GET, false) if watching => "watch",
@@ -104,6 +105,7 @@ pub async fn handle(shared: Arc<Shared>, req: Request<hyper::body::Incoming>) ->
             let rv = query.get("resourceVersion").cloned().unwrap_or_default();
             shared.stats.watch_requested(&rp.plural, &rv);
         }
+        request = Some((verb, res));
     }
     shared.faults.wait_unpaused().await;
     if let Some(d) = shared.faults.delay() {
@@ -111,7 +113,13 @@ pub async fn handle(shared: Arc<Shared>, req: Request<hyper::body::Incoming>) ->
     }
     let refused = resource.as_ref().filter(|_| !parts.method.is_safe());
     let refused = refused.and_then(|rp| shared.faults.refused_write(&rp.plural));
-    if let Some(e) = shared.faults.take_failure().map(ApiError::injected).or(refused) {
+    let request = request.as_ref().map(|(v, r)| (*v, r.as_str()));
+    if let Some(e) = shared
+        .faults
+        .take_failure(request)
+        .map(ApiError::injected)
+        .or(refused)
+    {
         return error_response(&e);
     }
     let ct = parts

@@ -230,6 +230,7 @@ pub async fn start(
         in_flight: BTreeMap::new(),
         done,
         collected: Instant::now(),
+        collect_again: None,
         _factory: factory,
     };
     tokio::spawn(controller.run(rx, pulled));
@@ -267,6 +268,9 @@ struct Controller {
     done: mpsc::UnboundedSender<Done>,
     /// When the store was last collected.
     collected: Instant,
+    /// When to collect again before [`COLLECT_EVERY`]: a collection was
+    /// put off for a pull under way, or kept unnamed blobs for their age.
+    collect_again: Option<Instant>,
     _factory: Arc<SharedInformerFactory>,
 }
 
@@ -296,7 +300,9 @@ impl Controller {
                         self.reconcile(&name, true).await;
                     }
                     self.write_statuses().await;
-                    if self.collected.elapsed() >= COLLECT_EVERY {
+                    if self.collected.elapsed() >= COLLECT_EVERY
+                        || self.collect_again.is_some_and(|t| t <= Instant::now())
+                    {
                         self.collect();
                     }
                 }
@@ -378,13 +384,17 @@ impl Controller {
     }
 
     /// Collect the store's blobs no plugin names, when no pull is under
-    /// way; and first, once the informer has synced, forget the pins and
-    /// files of WinkPlugins deleted while wink did not run.
+    /// way (else at a later tick); and first, once the informer has
+    /// synced, forget the pins and files of WinkPlugins deleted while wink
+    /// did not run. Blobs kept only for their age are come back for when
+    /// they are old enough.
     fn collect(&mut self) {
         if !self.in_flight.is_empty() || !self.informer.has_synced() {
+            self.collect_again = Some(Instant::now() + REFRESH);
             return;
         }
         self.collected = Instant::now();
+        self.collect_again = None;
         let store = &self.cx.fetcher.store;
         let gone: Vec<String> = store
             .pins()
@@ -398,8 +408,9 @@ impl Controller {
             self.forget(&name);
         }
         let max = self.cx.fetcher.registry.options().max_component_bytes;
-        if let Err(e) = wink_oci::collect::collect(store, max) {
-            tracing::warn!("the OCI store was not collected: {}", short_anyhow(&e));
+        match wink_oci::collect::collect(store, max) {
+            Ok(done) => self.collect_again = done.again_in.map(|d| Instant::now() + d),
+            Err(e) => tracing::warn!("the OCI store was not collected: {}", short_anyhow(&e)),
         }
     }
 
