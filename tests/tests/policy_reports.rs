@@ -256,12 +256,13 @@ async fn report_writes_the_server_refuses_are_retried_until_the_reports_are_righ
     s.install("pod_security", "pod-security", None);
     let wink = s.run(&["--report-batch-ms", "100"]);
     until_reports(&sim, &expected(&pods), WAIT).await;
-    // The next requests (the writer's) fail: 500 three times, then 429.
-    sim.faults().fail_next(3, 500);
+    // The writer's next writes (server-side applies) fail: 500 three
+    // times, then 429.
+    sim.faults().fail_next_on(3, 500, "patch", "policyreports");
     let (ns, name, _) = remove(&mut pods, "pod-04");
     sim.delete("pods", Some(&ns), &name).unwrap();
     wink.wait_for_line("policy report not written (retried)", WAIT);
-    sim.faults().fail_next(1, 429);
+    sim.faults().fail_next_on(1, 429, "patch", "policyreports");
     sim.insert(violating_pod("team-a", "late", 2)).unwrap();
     pods.push(("team-a".into(), "late".into(), 2));
     until_reports(&sim, &expected(&pods), WAIT).await;

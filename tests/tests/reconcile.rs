@@ -87,16 +87,15 @@ async fn a_deleted_config_map_is_restored_and_a_conflicting_create_retried_witho
     });
     until_config_map(&sim, "team-a").await;
 
-    // The API server answers the next two requests 409 Conflict; the
-    // deletion is made inside the simulator, so the plugin's creates are the
-    // only requests: the two that conflict are retried with backoff, with no
-    // event, and the third is applied.
+    // The API server answers the plugin's next two creates 409 Conflict
+    // (the deletion is made inside the simulator): the two that conflict
+    // are retried with backoff, with no event, and the third is applied.
     let retries = |text: &str| sample(text, "workqueue_retries_total", &[("plugin", "defaults-keeper")]);
     let (_, text) = http(&addr, "GET", "/metrics").await;
     let retried_before = retries(&text).unwrap_or(0.0);
     let creates = sim.request_count("create", "configmaps");
     let created_lines = count(&wink, "defaults-keeper: team-a/wink-defaults created");
-    sim.faults().fail_next(2, 409);
+    sim.faults().fail_next_on(2, 409, "create", "configmaps");
     sim.delete("configmaps", Some("team-a"), "wink-defaults").unwrap();
     wink.wait_until("the ConfigMap restored after the conflicts", WAIT, |w| {
         count(w, "defaults-keeper: team-a/wink-defaults created") > created_lines
