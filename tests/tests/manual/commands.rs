@@ -23,6 +23,7 @@ const GENERATED: [&str; 3] = [
 ///   it), or one `{{#include}}` of a file under `plugins/` or `sdk/`, which
 ///   the end-to-end suites build;
 /// - `yaml,grants`: a grants file, read by `wink manifests --grants` below;
+/// - `yaml,wink-test`: a `wink test` case, played by `author_scope`;
 /// - `text`, or any language with `,ignore`: shown, not run, said so;
 /// - anything in a page generated from the code (`GENERATED`), which
 ///   `reference_docs` regenerates and compares.
@@ -33,6 +34,7 @@ fn allowed(doc: &str, block: &Block) -> Result<(), String> {
         _ if block.ignored() => Ok(()),
         "sh" => Ok(()),
         "yaml" if block.info == "yaml,grants" => Ok(()),
+        "yaml" if block.info == "yaml,wink-test" => Ok(()),
         "rust" | "python" if doc == "README.md" => Ok(()),
         "rust" | "python" => {
             let body = block.body.trim();

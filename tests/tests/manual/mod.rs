@@ -20,7 +20,7 @@ mod book;
 mod browser;
 mod cargo_commands;
 mod commands;
-mod markdown;
+pub(crate) mod markdown;
 mod messages;
 mod quick;
 mod sdk_readmes;

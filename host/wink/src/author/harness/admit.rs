@@ -4,7 +4,9 @@
 //! `wink run` does, and records the answer as `expect.admission` lines:
 //! `validate default/web: denied 403 Forbidden: MESSAGE`, `mutate
 //! default/web: allowed`, then `  warning: TEXT`, `  annotation: KEY=VALUE`
-//! (an audit annotation) and `  patch: JSON PATCH` lines. Owns only that; the translation of requests and answers is the
+//! (an audit annotation) and `  patch: JSON PATCH` lines; a request about
+//! an object outside the case's scope is `validate default/web: allowed
+//! without the plugin: WHY`, as the API server would not send it. Owns only that; the translation of requests and answers is the
 //! runtime's ([`crate::runtime::admission::review`]).
 
 use crate::runtime::admission::{AdmissionRequest, review};
@@ -29,6 +31,7 @@ pub struct Admit {
 pub fn play(
     instance: &Arc<PluginInstance>,
     admitting: &mut Option<Arc<PluginInstance>>,
+    scope: Option<&Arc<crate::runtime::scope::Scope>>,
     step: &Admit,
 ) -> anyhow::Result<Vec<String>> {
     let door = match step.door.as_str() {
@@ -67,6 +70,9 @@ pub fn play(
         (_, Some(name)) => name.to_string(),
         _ => "(no name)".to_string(),
     };
+    if let Err(line) = super::scoped::admitted(scope, &step.door, &key, tree) {
+        return Ok(vec![one_line(&line)]);
+    }
     let answer = futures::executor::block_on(admitter.admit(door, asked));
     let (verdict, changed) = match answer {
         Ok(answer) => answer,

@@ -10,6 +10,8 @@
 //! plugin: ../target/wasm32-wasip2/release/pod_logger.wasm   # relative to the case
 //! config: {tag: demo}                                       # optional
 //! fail: [409]                                               # optional: the first write's answer
+//! match: {namespaceSelector: {matchLabels: {enforce: "yes"}}} # optional: the operator's scope
+//! exclude: {objectSelector: {matchLabels: {tier: system}}}  # optional
 //! objects:                                                  # the initial list
 //!   - {apiVersion: v1, kind: Pod, metadata: {name: a, namespace: default}}
 //! steps:
@@ -33,7 +35,9 @@
 //! would, so `expect.writes` and `expect.events` say what the plugin did
 //! (`create v1 ConfigMap team-a/defaults`, `delete v1 Pod default/old`, a
 //! patch with its type and body). Watches get what their namespace, label
-//! and field selectors select ([`feed`]).
+//! and field selectors select ([`feed`]); a scope (`match`, `exclude`, as a
+//! grants entry or WinkPlugin gives it) is enforced as `wink run` does
+//! ([`scoped`]).
 
 mod admit;
 mod capture;
@@ -42,6 +46,7 @@ mod feed;
 mod panics;
 mod patch;
 mod reconcile;
+mod scoped;
 
 use crate::informer::{EventHandler, Notification, ObjRef};
 use crate::reports::Aggregator;
@@ -50,6 +55,7 @@ use crate::runtime::capabilities::cluster::ClusterAccess;
 use crate::runtime::engine::{Compiler, Limits, WinkEngine};
 use crate::runtime::grants::{Grants, Rate};
 use crate::runtime::instance::PluginInstance;
+use crate::runtime::scope::Tracker;
 use crate::runtime::{loader, stdio};
 use anyhow::{Context, bail};
 use feed::Feed;
@@ -72,6 +78,14 @@ pub struct Case {
     /// The plugin's config (given to `init` as JSON text).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub config: Option<Value>,
+    /// Where the plugin applies, as the operator's grants entry or
+    /// WinkPlugin says it (`namespaceSelector`, `objectSelector`,
+    /// `namespaces`, `kinds`).
+    #[serde(rename = "match", default, skip_serializing_if = "Option::is_none")]
+    pub scope_match: Option<crate::runtime::scope::Selection>,
+    /// Where it does not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exclude: Option<crate::runtime::scope::Selection>,
     /// The initial cache contents.
     #[serde(default)]
     pub objects: Vec<Value>,
@@ -180,6 +194,9 @@ pub fn run(path: &Path, case: &Case) -> anyhow::Result<Outcome> {
         .write_scope()
         .grant(WriteAccess::new(instance.name().into(), cluster, permissions));
     let mut feed = Feed::default();
+    let scope = scoped::scope(case.scope_match.as_ref(), case.exclude.as_ref(), &mut feed)?;
+    instance.cache_scope().scope().set(scope);
+    let scope = instance.cache_scope().scope().clone();
     let mut listeners = Vec::new();
     for source in crate::runtime::manager::sources(&registration) {
         let (api_version, kind) = (&source.resource.api_version, &source.resource.kind);
@@ -220,13 +237,18 @@ pub fn run(path: &Path, case: &Case) -> anyhow::Result<Outcome> {
         instance.queue_scope().connect(q.clone());
     }
     // One watch at a time, so the log's order does not depend on threads.
+    let mut scoped_watches = Vec::new();
     for (informer, resync, watch, filter) in listeners.iter().cloned() {
-        let handler: Arc<dyn EventHandler> = Arc::new(Watched {
+        let handler = Arc::new(Watched {
             joined: joined.clone(),
             watch,
             filter,
+            tracker: scope.get().map(|_| Arc::new(Tracker::new(scope.clone()))),
         });
-        informer.add_listener(instance.name(), handler, resync);
+        if handler.tracker.is_some() {
+            scoped_watches.push((handler.clone(), informer.clone()));
+        }
+        informer.add_listener(instance.name(), handler as Arc<dyn EventHandler>, resync);
         feed.settle()?;
     }
     if listeners.is_empty() {
@@ -237,11 +259,19 @@ pub fn run(path: &Path, case: &Case) -> anyhow::Result<Outcome> {
     let mut admitting = None;
     for step in &case.steps {
         if let Step::Admit(a) = step {
-            admission.extend(admit::play(&instance, &mut admitting, a)?);
+            admission.extend(admit::play(&instance, &mut admitting, scope.get().as_ref(), a)?);
             continue;
         }
         feed.play(step)?;
         feed.settle()?;
+        // A step may have moved objects in or out of the scope (a
+        // Namespace relabelled): each watch's objects are decided again.
+        for (watched, informer) in &scoped_watches {
+            let tracker = watched.tracker.as_ref().expect("a scoped watch");
+            for marker in scoped::markers(tracker, informer) {
+                watched.deliver("delivering a scope change", marker, false);
+            }
+        }
         joined.drain();
     }
     let faults = capture.faults.take();
@@ -322,16 +352,33 @@ struct Watched {
     joined: Arc<Joined>,
     watch: u32,
     filter: crate::runtime::filter::UpdateFilter,
+    /// What the plugin was told through this watch, under a scope.
+    tracker: Option<Arc<Tracker>>,
 }
 
 impl Watched {
-    fn deliver(&self, what: &str, n: Notification) {
+    /// Deliver `n` (through the scope's tracker, when scoped); `feeds`:
+    /// it also adds keys to the plugin's queue, as `wink run`'s feeding
+    /// listener does for what is in scope.
+    fn deliver(&self, what: &str, n: Notification, feeds: bool) {
         let instance = &self.joined.instance;
+        let scope = instance.cache_scope().scope();
+        let in_scope = match &n {
+            Notification::Update { old, new } => scope.admits(new) || scope.admits(old),
+            Notification::Add { obj, .. } | Notification::Delete { obj, .. } => scope.admits(obj),
+            Notification::Synced => false,
+        };
         let _ = self.joined.faults.guard(what, || {
-            if let Some(q) = &self.joined.queue {
+            if let Some(q) = self.joined.queue.as_ref().filter(|_| feeds && in_scope) {
                 q.notified(instance, self.watch, &n);
             }
-            futures::executor::block_on(instance.deliver(self.watch, &n))
+            let told = match &self.tracker {
+                Some(tracker) => tracker.map(n),
+                None => Some(n),
+            };
+            if let Some(n) = told {
+                let _ = futures::executor::block_on(instance.deliver(self.watch, &n));
+            }
         });
     }
 }
@@ -342,15 +389,18 @@ impl EventHandler for Watched {
             obj: obj.clone(),
             in_initial_list,
         };
-        self.deliver("delivering an add", n);
+        self.deliver("delivering an add", n, true);
     }
     fn on_update(&self, old: &ObjRef, new: &ObjRef) {
-        if self.filter.delivers(old, new) {
+        let delivers = self.filter.delivers(old, new);
+        // An update that moves the object across the scope is told
+        // whatever the filter says (an add or a delete for the plugin).
+        if delivers || self.tracker.as_ref().is_some_and(|t| t.moves(old, new)) {
             let n = Notification::Update {
                 old: old.clone(),
                 new: new.clone(),
             };
-            self.deliver("delivering an update", n);
+            self.deliver("delivering an update", n, delivers);
         }
     }
     fn on_delete(&self, obj: &ObjRef, final_state_unknown: bool) {
@@ -358,7 +408,7 @@ impl EventHandler for Watched {
             obj: obj.clone(),
             final_state_unknown,
         };
-        self.deliver("delivering a delete", n);
+        self.deliver("delivering a delete", n, true);
     }
     fn on_synced(&self) {
         use std::sync::atomic::Ordering;

@@ -73,11 +73,15 @@ impl Offline {
         }
     }
 
-    /// The plugin synced: every key of the queue's resource, once.
+    /// The plugin synced: every key of the queue's resource in its
+    /// scope, once.
     pub(super) fn synced(&self, instance: &PluginInstance) {
         let (v, k) = &self.resource;
+        let scope = instance.cache_scope().scope();
         if let Some(store) = instance.cache_scope().granted(v, k) {
-            store.list_keys().into_iter().for_each(|key| self.add(key));
+            for obj in store.list(None, None).iter().filter(|o| scope.admits(o)) {
+                self.add(obj.key());
+            }
         }
     }
 
