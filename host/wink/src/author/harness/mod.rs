@@ -377,7 +377,7 @@ impl Watched {
                 None => Some(n),
             };
             if let Some(n) = told {
-                let _ = futures::executor::block_on(instance.deliver(self.watch, &n));
+                futures::executor::block_on(instance.deliver(self.watch, &n));
             }
         });
     }
