@@ -14,6 +14,7 @@ use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 use std::time::Duration;
 use wink_runtime::admission::Decision;
+use wink_runtime::admission::audit::Unrecorded;
 use wink_runtime::instance::Door;
 
 /// Bucket bounds, seconds: the API server's own
@@ -81,9 +82,13 @@ impl AdmissionMetrics {
         }
         drop(deadlines);
         self.seconds.get_or_create(&labels).observe(took.as_secs_f64());
-        if let Some(why) = decision.unrecorded {
+        // Every plugin served has both counts, 0 until a result is dropped.
+        for why in [Unrecorded::Rate, Unrecorded::Full] {
             let dropped: Labels = vec![("plugin", plugin.to_string()), ("reason", why.name().to_string())];
-            self.unrecorded.get_or_create(&dropped).inc();
+            let count = self.unrecorded.get_or_create(&dropped);
+            if decision.unrecorded == Some(why) {
+                count.inc();
+            }
         }
         let mut counted = labels;
         counted.push(("result", result.to_string()));
@@ -122,7 +127,6 @@ impl AdmissionMetrics {
 mod tests {
     use super::*;
     use prometheus_client::encoding::text::encode;
-    use wink_runtime::admission::audit::Unrecorded;
     use wink_runtime::admission::{Fallback, Unanswered, failed};
 
     fn scrape(m: &AdmissionMetrics) -> String {
@@ -181,6 +185,7 @@ mod tests {
             r#"wink_admission_request_seconds_bucket{le="1.0",plugin="p",door="mutate"} 2"#,
             r#"wink_admission_audit_results_dropped_total{plugin="a",reason="rate"} 2"#,
             r#"wink_admission_audit_results_dropped_total{plugin="a",reason="full"} 1"#,
+            r#"wink_admission_audit_results_dropped_total{plugin="p",reason="rate"} 0"#,
         ] {
             assert!(text.contains(line), "no {line} in:\n{text}");
         }
