@@ -33,6 +33,7 @@ mod dev;
 mod grant_escapes;
 mod grants_reload;
 mod hostile_admission;
+mod hostile_admission_audit;
 mod hostile_files;
 mod hostile_network;
 mod hostile_queue;

@@ -67,12 +67,24 @@ pub struct TokenBucket {
 impl TokenBucket {
     /// A full bucket.
     pub fn new(qps: f64, burst: u32) -> Self {
+        Self::new_at(qps, burst, Instant::now())
+    }
+
+    /// A bucket full at `now`.
+    pub fn new_at(qps: f64, burst: u32, now: Instant) -> Self {
         let burst = f64::from(burst.max(1));
         TokenBucket {
             qps: qps.max(0.001),
             burst,
-            state: Mutex::new((burst, Instant::now())),
+            state: Mutex::new((burst, now)),
         }
+    }
+
+    /// Whether the bucket is full again at `now` (it has refilled since it
+    /// was last taken from: forgetting it loses nothing).
+    pub fn is_full_at(&self, now: Instant) -> bool {
+        let (tokens, at) = *self.state.lock().unwrap();
+        tokens + now.saturating_duration_since(at).as_secs_f64() * self.qps >= self.burst
     }
 
     /// Take one token if one is there now (to drop what is over the rate).
@@ -84,7 +96,7 @@ impl TokenBucket {
     pub fn try_take_at(&self, now: Instant) -> bool {
         let mut state = self.state.lock().unwrap();
         let (tokens, at) = *state;
-        let tokens = (tokens + now.duration_since(at).as_secs_f64() * self.qps).min(self.burst);
+        let tokens = (tokens + now.saturating_duration_since(at).as_secs_f64() * self.qps).min(self.burst);
         let taken = tokens >= 1.0;
         *state = (if taken { tokens - 1.0 } else { tokens }, now);
         taken

@@ -41,6 +41,9 @@ pub struct Decision {
     /// Set when this is not the plugin's answer but its failure policy's
     /// ([`failed`]).
     pub fallback: Option<Fallback>,
+    /// In audit mode: set when the plugin's denial was not recorded as a
+    /// policy result ([`audit`]'s bounds), and why.
+    pub unrecorded: Option<audit::Unrecorded>,
 }
 
 /// Why a request got its webhook's failure policy, and which policy:
@@ -65,6 +68,7 @@ impl Decision {
             audit_annotations: Vec::new(),
             patch: None,
             fallback: None,
+            unrecorded: None,
         }
     }
 }
@@ -166,6 +170,7 @@ pub fn audited(plugin: &str, mut decision: Decision) -> Decision {
     Decision {
         warnings: decision.warnings,
         audit_annotations: decision.audit_annotations,
+        unrecorded: decision.unrecorded,
         ..Decision::allow()
     }
 }
@@ -260,14 +265,32 @@ impl AdmissionPool {
     }
 
     /// In audit mode: record `decision` (the plugin's own, before audit mode
-    /// allowed it) as the reviewed object's policy result.
-    pub fn record_audit(&self, door: Door, request: &AdmissionRequest, decision: &Decision) {
-        if let Some(aggregator) = self.handler.report_sink() {
-            let plugin: Arc<str> = Arc::from(self.handler.name());
-            let instance = self.handler.id();
-            self.audit
-                .record(&aggregator, &plugin, instance, door, request, decision);
-        }
+    /// allowed it) as the reviewed object's policy result, within the
+    /// bounds of [`audit`]: `peer` is the address the review came from,
+    /// `cache` says which objects exist. A denial not recorded says why.
+    pub fn record_audit(
+        &self,
+        door: Door,
+        request: &AdmissionRequest,
+        decision: &Decision,
+        peer: Option<std::net::IpAddr>,
+        cache: &dyn audit::Cache,
+    ) -> Result<(), audit::Unrecorded> {
+        let Some(aggregator) = self.handler.report_sink() else {
+            return Ok(());
+        };
+        let plugin: Arc<str> = Arc::from(self.handler.name());
+        let instance = self.handler.id();
+        self.audit.record(
+            &aggregator,
+            &plugin,
+            instance,
+            door,
+            request,
+            decision,
+            peer,
+            cache,
+        )
     }
 }
 

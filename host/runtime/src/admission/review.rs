@@ -242,6 +242,7 @@ pub fn decision(
             .collect(),
         patch: patch.filter(|_| verdict.allowed),
         fallback: None,
+        unrecorded: None,
     })
 }
 

@@ -6,10 +6,13 @@
 
 use super::PluginManager;
 use super::lifecycle::PluginState;
+use crate::admission::audit::{self, InCache};
 use crate::admission::{self, AdmissionPool, AdmissionRequest, Decision, Unanswered};
 use crate::bindings::types::{Registration, Webhook};
 use crate::instance::{Door, PluginInstance};
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use wink_informer::{SharedInformer, SharedInformerFactory};
 
 /// A plugin's calls: its instance's, and its admission pool's (since it
 /// was loaded, whichever instance of the pool made them).
@@ -82,10 +85,17 @@ impl PluginManager {
         found.map(|w| self.with_given_policy(plugin, w))
     }
 
-    /// Ask `plugin` about an AdmissionRequest (its JSON) through `door`.
+    /// Ask `plugin` about an AdmissionRequest (its JSON) through `door`,
+    /// sent from `peer` when known (the bound of audit mode's results).
     /// Always a decision: a plugin that cannot answer gets its webhook's
     /// failure policy (Fail when it declares none).
-    pub async fn admit(&self, plugin: &str, door: Door, request: &AdmissionRequest) -> Decision {
+    pub async fn admit(
+        &self,
+        plugin: &str,
+        door: Door,
+        request: &AdmissionRequest,
+        peer: Option<std::net::IpAddr>,
+    ) -> Decision {
         let (webhook, pool, audit) = {
             let plugins = self.plugins.lock().await;
             let Some(p) = plugins.get(plugin) else {
@@ -127,12 +137,64 @@ impl PluginManager {
         };
         if audit {
             // `sideEffects: None`: a dry run's review leaves no result.
+            let mut unrecorded = None;
             if !request.dry_run() {
-                pool.record_audit(door, request, &decision);
+                let cache = InformerCache::new(&self.factory);
+                unrecorded = pool.record_audit(door, request, &decision, peer, &cache).err();
             }
-            admission::audited(plugin, decision)
+            Decision {
+                unrecorded,
+                ..admission::audited(plugin, decision)
+            }
         } else {
             decision
+        }
+    }
+}
+
+/// Which objects exist, for audit mode's full trail: a synced informer
+/// holding the whole resource (all namespaces, or the object's; no
+/// selector) is asked, whichever plugin it was started for. Each
+/// resource's informer is looked up once per record.
+struct InformerCache<'a> {
+    factory: &'a SharedInformerFactory,
+    found: Mutex<HashMap<Where, Option<Arc<SharedInformer>>>>,
+}
+
+/// A resource, and the namespace of an object of it.
+type Where = (audit::Resource, Option<String>);
+
+impl<'a> InformerCache<'a> {
+    fn new(factory: &'a SharedInformerFactory) -> Self {
+        InformerCache {
+            factory,
+            found: Mutex::default(),
+        }
+    }
+}
+
+impl audit::Cache for InformerCache<'_> {
+    fn in_cache(&self, r: &audit::Resource, subject: &crate::reports::aggregate::Subject) -> InCache {
+        let ns = subject.namespace.clone();
+        let mut found = self.found.lock().unwrap_or_else(|e| e.into_inner());
+        let informer = found.entry((r.clone(), ns.clone())).or_insert_with(|| {
+            self.factory
+                .find_complete(&r.group, &r.version, &r.resource, ns.as_deref())
+                .map(|(informer, _)| informer)
+                .filter(|i| i.has_synced())
+        });
+        let Some(informer) = informer else {
+            return InCache::Unknown;
+        };
+        let key = match &ns {
+            Some(ns) => format!("{ns}/{}", subject.name),
+            None => subject.name.clone(),
+        };
+        // By name: a CREATE's review may carry a uid the stored object
+        // does not (the simulator's dry run makes its own).
+        match informer.store().get(&key) {
+            Some(_) => InCache::Present,
+            None => InCache::Absent,
         }
     }
 }

@@ -3,8 +3,10 @@
 //! (the plugin's own: `allowed`, `denied`, `patched`; or its failure
 //! policy's, named by why the plugin gave none, with the `policy` applied),
 //! how long each took from its first byte read to its answer, and the
-//! deadlines hit. Owns only these counts; the admin server registers them
-//! under their names at scrape time.
+//! deadlines hit; and per plugin, the audit-mode results not recorded, by
+//! why (`rate`: over their peer's rate; `full`: the trail full of results
+//! about objects that exist). Owns only these counts; the admin server
+//! registers them under their names at scrape time.
 
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -12,6 +14,7 @@ use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 use std::time::Duration;
 use wink_runtime::admission::Decision;
+use wink_runtime::admission::audit::Unrecorded;
 use wink_runtime::instance::Door;
 
 /// Bucket bounds, seconds: the API server's own
@@ -30,6 +33,7 @@ pub struct AdmissionMetrics {
     requests: Family<Labels, Counter>,
     seconds: Times,
     deadlines: Family<Labels, Counter>,
+    unrecorded: Family<Labels, Counter>,
 }
 
 impl Default for AdmissionMetrics {
@@ -38,6 +42,7 @@ impl Default for AdmissionMetrics {
             requests: Family::default(),
             seconds: Family::new_with_constructor(|| Histogram::new(BUCKETS)),
             deadlines: Family::default(),
+            unrecorded: Family::default(),
         }
     }
 }
@@ -77,6 +82,14 @@ impl AdmissionMetrics {
         }
         drop(deadlines);
         self.seconds.get_or_create(&labels).observe(took.as_secs_f64());
+        // Every plugin served has both counts, 0 until a result is dropped.
+        for why in [Unrecorded::Rate, Unrecorded::Full] {
+            let dropped: Labels = vec![("plugin", plugin.to_string()), ("reason", why.name().to_string())];
+            let count = self.unrecorded.get_or_create(&dropped);
+            if decision.unrecorded == Some(why) {
+                count.inc();
+            }
+        }
         let mut counted = labels;
         counted.push(("result", result.to_string()));
         if let Some(policy) = policy {
@@ -101,6 +114,11 @@ impl AdmissionMetrics {
             "admission_deadlines",
             "Admission requests the plugin did not answer in time",
             self.deadlines.clone(),
+        );
+        registry.register(
+            "admission_audit_results_dropped",
+            "Audit-mode results not recorded: over their peer's rate, or the trail full of results about objects that exist",
+            self.unrecorded.clone(),
         );
     }
 }
@@ -145,6 +163,13 @@ mod tests {
             ..Decision::allow()
         };
         m.observe("p", Door::Validate, &ignored, ms);
+        for why in [Unrecorded::Rate, Unrecorded::Rate, Unrecorded::Full] {
+            let audited = Decision {
+                unrecorded: Some(why),
+                ..Decision::allow()
+            };
+            m.observe("a", Door::Validate, &audited, ms);
+        }
         let text = scrape(&m);
         for line in [
             r#"wink_admission_requests_total{plugin="p",door="validate",result="allowed"} 2"#,
@@ -158,6 +183,9 @@ mod tests {
             r#"wink_admission_request_seconds_bucket{le="0.0005",plugin="p",door="validate"} 4"#,
             r#"wink_admission_request_seconds_bucket{le="0.5",plugin="p",door="mutate"} 1"#,
             r#"wink_admission_request_seconds_bucket{le="1.0",plugin="p",door="mutate"} 2"#,
+            r#"wink_admission_audit_results_dropped_total{plugin="a",reason="rate"} 2"#,
+            r#"wink_admission_audit_results_dropped_total{plugin="a",reason="full"} 1"#,
+            r#"wink_admission_audit_results_dropped_total{plugin="p",reason="rate"} 0"#,
         ] {
             assert!(text.contains(line), "no {line} in:\n{text}");
         }

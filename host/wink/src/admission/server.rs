@@ -148,21 +148,29 @@ pub async fn serve(
             };
             let paced = Paced::new(tls, options.header_timeout, options.body_timeout + LONGEST_ANSWER)
                 .first_request_within(FIRST_REQUEST);
-            if let Err(e) = connection(paced, manager, &options).await {
+            let from = peer.ip().to_canonical();
+            if let Err(e) = connection(paced, manager, &options, from).await {
                 tracing::debug!(%peer, "admission connection ended: {e}");
             }
         });
     }
 }
 
-async fn connection<I>(io: I, manager: Arc<Served>, options: &ListenOptions) -> Result<(), hyper::Error>
+/// Serve one connection from `peer` (its TCP address: the bound of audit
+/// mode's results, see `wink_runtime::admission::audit`).
+async fn connection<I>(
+    io: I,
+    manager: Arc<Served>,
+    options: &ListenOptions,
+    peer: std::net::IpAddr,
+) -> Result<(), hyper::Error>
 where
     I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
     let body_timeout = options.body_timeout;
     let service = hyper::service::service_fn(move |request: Request<Incoming>| {
         let manager = manager.clone();
-        async move { Ok::<_, std::convert::Infallible>(answer(request, manager, body_timeout).await) }
+        async move { Ok::<_, std::convert::Infallible>(answer(request, manager, body_timeout, peer).await) }
     });
     // No head deadline of hyper's: it would run while a kept-alive
     // connection waits for its next request ([`Paced`] keeps it instead).
@@ -206,6 +214,7 @@ async fn answer(
     request: Request<Incoming>,
     manager: Arc<Served>,
     body_timeout: Duration,
+    peer: std::net::IpAddr,
 ) -> Response<Full<Bytes>> {
     let started = std::time::Instant::now();
     let path = request.uri().path().to_string();
@@ -270,7 +279,7 @@ async fn answer(
             );
         }
     };
-    let decision = decide(&manager, plugin, door, asked.request, asked_within).await;
+    let decision = decide(&manager, plugin, door, asked.request, asked_within, peer).await;
     manager
         .metrics
         .observe(plugin, door, &decision, started.elapsed());
@@ -330,6 +339,7 @@ async fn decide(
     door: Door,
     request: AdmissionRequest,
     asked_within: Option<u32>,
+    peer: std::net::IpAddr,
 ) -> Decision {
     if review::is_lease(request.fields()) {
         return Decision::allow();
@@ -360,7 +370,7 @@ async fn decide(
     // then replaces the instance it was running on, see
     // `PluginInstance::admit`), so no request outlives its answer.
     let asked = async {
-        let decision = manager.admit(plugin, door, &request).await;
+        let decision = manager.admit(plugin, door, &request, Some(peer)).await;
         drop(place);
         decision
     };
