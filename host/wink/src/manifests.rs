@@ -11,6 +11,7 @@
 //! Owns the rendering from [`PluginNeeds`]; reading plugins is [`needs`]'s.
 
 pub mod admission;
+pub mod library;
 pub mod needs;
 
 use crate::reports::ReportApi;
