@@ -4,7 +4,10 @@
 //! `wink-test.kyverno.yaml`), and each file's verdicts are really checked:
 //! a case whose one denial is turned into an allowance fails.
 
+mod shipped;
+
 use crate::common::{plugins_dir, root, scratch, wink_bin};
+use serde_json::Value;
 use std::path::PathBuf;
 use std::process::{Command, Output};
 
@@ -23,6 +26,32 @@ pub const LIBRARY: [&str; 12] = [
     "disallow-default-namespace",
     "require-pdb",
 ];
+
+/// Every policy of the library, as `wink manifests --library all` renders
+/// them: pod-security first, then [`LIBRARY`].
+pub const ALL: [&str; 13] = [
+    "pod-security",
+    "disallow-latest-tag",
+    "allowed-registries",
+    "require-requests-limits",
+    "require-probes",
+    "require-labels",
+    "block-service-types",
+    "unique-ingress-host",
+    "unique-service-selector",
+    "block-wildcard-ingress-host",
+    "replica-limits",
+    "disallow-default-namespace",
+    "require-pdb",
+];
+
+/// The documents of a YAML stream `wink manifests` printed.
+pub fn docs_of(yaml: &str) -> Vec<Value> {
+    yaml.split("\n---\n")
+        .filter(|d| !d.trim().is_empty())
+        .map(|d| serde_norway::from_str(d).unwrap())
+        .collect()
+}
 
 /// A plugin's case files: `wink-test.yaml` and `wink-test.*.yaml`.
 fn cases(plugin: &str) -> Vec<PathBuf> {

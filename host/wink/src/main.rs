@@ -246,6 +246,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                         configs: library_config,
                     },
                     &namespace,
+                    report_api.api(),
                 )?,
             };
             if winkplugins {
@@ -261,7 +262,8 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                     report_api.api(),
                 )?);
             }
-            let deployment = wink::manifests::to_yaml(&wink::manifests::in_install_order(docs));
+            let docs = wink::manifests::in_install_order(wink::manifests::distinct(docs));
+            let deployment = wink::manifests::to_yaml(&docs);
             print!("{deployment}{rules}");
             Ok(())
         }

@@ -303,6 +303,19 @@ pub fn in_install_order(mut docs: Vec<Value>) -> Vec<Value> {
     docs
 }
 
+/// `docs` without the repeats of an object already among them (the same
+/// apiVersion, kind, namespace and name: the report CRDs that both the
+/// deployment and the library bring), the first kept.
+pub fn distinct(docs: Vec<Value>) -> Vec<Value> {
+    let mut seen = BTreeSet::new();
+    docs.into_iter()
+        .filter(|d| {
+            let m = &d["metadata"];
+            seen.insert([&d["apiVersion"], &d["kind"], &m["namespace"], &m["name"]].map(Value::to_string))
+        })
+        .collect()
+}
+
 /// The documents as one multi-document YAML stream.
 pub fn to_yaml(docs: &[Value]) -> String {
     docs.iter()

@@ -250,9 +250,14 @@ fn source(policy: &Policy, registry: &str, o: &Options) -> anyhow::Result<String
     Ok(reference)
 }
 
-/// The WinkPlugin of each chosen policy, and the ClusterRole (bound to
-/// wink's ServiceAccount in `namespace`) reading what they watch.
-pub fn documents(o: &Options, namespace: &str) -> anyhow::Result<Vec<Value>> {
+/// The WinkPlugin of each chosen policy, the ClusterRole (bound to wink's
+/// ServiceAccount in `namespace`) reading what they watch and writing
+/// their results in `report_api`, and that API's CRDs.
+pub fn documents(
+    o: &Options,
+    namespace: &str,
+    report_api: crate::reports::ReportApi,
+) -> anyhow::Result<Vec<Value>> {
     let chosen = select(&o.names)?;
     let registry = o.registry.as_deref().ok_or_else(|| {
         anyhow::anyhow!(
@@ -290,17 +295,22 @@ pub fn documents(o: &Options, namespace: &str) -> anyhow::Result<Vec<Value>> {
             "metadata": {"name": p.name, "labels": {LABEL: "true"}}, "spec": spec}));
         reads.extend(p.watches.iter().copied());
     }
-    docs.extend(role(
-        &reads,
-        chosen.iter().any(|p| p.labels_deployments),
-        namespace,
-    ));
+    let labels = chosen.iter().any(|p| p.labels_deployments);
+    docs.extend(role(&reads, labels, namespace, report_api));
+    // Every policy gives results: the reports' CRDs ship with them.
+    docs.extend(crate::reports::crd::definitions(report_api));
     Ok(docs)
 }
 
 /// `wink-library` (ClusterRole and binding): list and watch of what the
-/// policies watch, patch of Deployments and Events for `require-labels`.
-fn role(reads: &std::collections::BTreeSet<(&str, &str)>, labels: bool, namespace: &str) -> [Value; 2] {
+/// policies watch, their reports (as `wink manifests` gives a reporting
+/// plugin), patch of Deployments and Events for `require-labels`.
+fn role(
+    reads: &std::collections::BTreeSet<(&str, &str)>,
+    labels: bool,
+    namespace: &str,
+    report_api: crate::reports::ReportApi,
+) -> [Value; 2] {
     let mut rules: Vec<Value> = reads
         .iter()
         .map(|(api_version, kind)| {
@@ -308,8 +318,15 @@ fn role(reads: &std::collections::BTreeSet<(&str, &str)>, labels: bool, namespac
             json!({"apiGroups": [group], "resources": [plural], "verbs": ["list", "watch"]})
         })
         .collect();
+    for namespaced in [true, false] {
+        rules.push(
+            json!({"apiGroups": [report_api.group()], "resources": [report_api.plural(namespaced)],
+            "verbs": ["get", "list", "create", "patch", "delete"]}),
+        );
+    }
     if labels {
         rules.push(json!({"apiGroups": ["apps"], "resources": ["deployments"], "verbs": ["patch"]}));
+        rules.push(json!({"apiGroups": ["apps"], "resources": ["deployments/status"], "verbs": ["patch"]}));
         rules.push(
             json!({"apiGroups": ["events.k8s.io"], "resources": ["events"], "verbs": ["create", "patch"]}),
         );
@@ -345,7 +362,7 @@ mod tests {
 
     #[test]
     fn all_is_every_policy_each_enforcing_by_tag_outside_kube_system() {
-        let docs = documents(&options(&["all"]), "wink-system").unwrap();
+        let docs = documents(&options(&["all"]), "wink-system", Default::default()).unwrap();
         let wps = plugins(&docs);
         assert_eq!(wps.len(), POLICIES.len());
         for (wp, p) in wps.iter().zip(&POLICIES) {
@@ -399,17 +416,22 @@ mod tests {
         let e = select(&["pod-security,nope".into()]).unwrap_err().to_string();
         assert!(e.contains("no policy \"nope\""), "{e}");
         assert!(e.contains("disallow-latest-tag, allowed-registries"), "{e}");
-        let docs = documents(&options(&["block-service-types"]), "ns").unwrap_err();
+        let docs = documents(&options(&["block-service-types"]), "ns", Default::default()).unwrap_err();
         assert!(
             docs.to_string().contains("not a policy --library chose"),
             "{docs}"
         );
-        let role = documents(&options(&["block-service-types", "allowed-registries"]), "ns").unwrap();
+        let role = documents(
+            &options(&["block-service-types", "allowed-registries"]),
+            "ns",
+            Default::default(),
+        )
+        .unwrap();
         let rules = role.iter().find(|d| d["kind"] == "ClusterRole").unwrap()["rules"].to_string();
         assert!(rules.contains("services") && rules.contains("pods"), "{rules}");
         assert!(
-            !rules.contains("patch"),
-            "no write for policies that write nothing: {rules}"
+            !rules.contains("events.k8s.io"),
+            "no Event for policies that record none: {rules}"
         );
     }
 
@@ -417,19 +439,19 @@ mod tests {
     fn allowed_registries_needs_a_config_and_a_registry_is_needed() {
         let mut o = options(&["allowed-registries"]);
         o.configs.clear();
-        let e = documents(&o, "ns").unwrap_err().to_string();
+        let e = documents(&o, "ns", Default::default()).unwrap_err().to_string();
         assert!(e.contains("--library-config 'allowed-registries="), "{e}");
         let mut o = options(&["pod-security"]);
         o.configs.clear();
         o.registry = None;
-        let e = documents(&o, "ns").unwrap_err().to_string();
+        let e = documents(&o, "ns", Default::default()).unwrap_err().to_string();
         assert!(e.contains("--library-registry"), "{e}");
         o.registry = Some("Not A Registry!".into());
-        assert!(documents(&o, "ns").is_err());
+        assert!(documents(&o, "ns", Default::default()).is_err());
         let mut o = options(&["allowed-registries"]);
         o.configs = vec!["allowed-registries=[1]".into()];
         assert!(
-            documents(&o, "ns")
+            documents(&o, "ns", Default::default())
                 .unwrap_err()
                 .to_string()
                 .contains("a JSON object")
@@ -446,7 +468,7 @@ mod tests {
         let mut o = options(&["require-pdb"]);
         o.configs.clear();
         o.components = Some(dir.clone());
-        let docs = documents(&o, "ns").unwrap();
+        let docs = documents(&o, "ns", Default::default()).unwrap();
         let digest = wink_oci::artifact::build(&component, None)
             .unwrap()
             .manifest_digest;
@@ -457,7 +479,7 @@ mod tests {
         let mut o = options(&["pod-security"]);
         o.configs.clear();
         o.components = Some(dir.clone());
-        let e = documents(&o, "ns").unwrap_err();
+        let e = documents(&o, "ns", Default::default()).unwrap_err();
         assert!(format!("{e:#}").contains("pod-security"), "{e:#}");
         std::fs::remove_dir_all(&dir).unwrap();
     }
