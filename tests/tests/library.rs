@@ -4,6 +4,7 @@
 //! `wink-test.kyverno.yaml`), and each file's verdicts are really checked:
 //! a case whose one denial is turned into an allowance fails.
 
+mod reproducible;
 mod shipped;
 
 use crate::common::{plugins_dir, root, scratch, wink_bin};
