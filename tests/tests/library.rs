@@ -147,3 +147,37 @@ fn a_library_case_whose_denial_is_turned_into_an_allowance_fails() {
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     assert!(text(&out).contains("admission:"), "{}", text(&out));
 }
+
+#[test]
+fn the_library_page_lists_every_policys_component_and_builds_and_pushes_each() {
+    assert_eq!(ALL[1..], LIBRARY, "pod-security and the others");
+    let page = std::fs::read_to_string(root().join("docs/src/library/index.md")).unwrap();
+    let section = page.split("### Components").nth(1).expect("a Components section");
+    let rows: Vec<Vec<&str>> = section
+        .lines()
+        .skip_while(|l| !l.starts_with("| policy"))
+        .skip(2)
+        .take_while(|l| l.starts_with('|'))
+        .map(|l| l.trim_matches('|').split('|').map(str::trim).collect())
+        .collect();
+    let names: Vec<&str> = rows.iter().map(|r| r[0]).collect();
+    assert_eq!(names, ALL, "the table's policies, in the library's order");
+    for row in &rows {
+        let component = format!("`{}.wasm`", row[0].replace('-', "_"));
+        assert_eq!(row[1], component, "{row:?}");
+        assert!(row[2].parse::<u32>().is_ok_and(|kib| kib > 0), "{row:?}");
+    }
+    // The build command and the push loop name every policy.
+    let shipping = page.split("## Shipping the library").nth(1).unwrap();
+    let command = shipping.split("```").nth(1).unwrap();
+    for name in ALL {
+        assert!(
+            command.contains(&format!("-p {name} ")) || command.contains(&format!("-p {name}\n")),
+            "{name}"
+        );
+        assert!(
+            command.contains(&format!(" {name} ")) || command.contains(&format!(" {name};")),
+            "{name}"
+        );
+    }
+}
