@@ -360,6 +360,14 @@ mod tests {
     }
 
     #[test]
+    fn distinct_keeps_the_first_of_each_object() {
+        let crd = |n: u32| json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition", "metadata": {"name": "a"}, "n": n});
+        let role = |ns: &str| json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": {"name": "a", "namespace": ns}});
+        let kept = distinct(vec![crd(1), role("x"), crd(2), role("y"), role("x")]);
+        assert_eq!(kept, vec![crd(1), role("x"), role("y")]);
+    }
+
+    #[test]
     fn plurals_and_groups_as_rbac_names_them() {
         assert_eq!(group_resource("v1", "Pod"), ("".into(), "pods".into()));
         assert_eq!(
