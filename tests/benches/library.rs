@@ -366,10 +366,12 @@ async fn bench() {
     .unwrap();
     tokio::time::sleep(Duration::from_secs(2)).await;
     let update = procs::cpu_ns(alone.pid()).saturating_sub(before);
+    let us = |d: Duration| d.as_secs_f64() * 1e6;
     println!(
-        "pod-security, one Pod updated (its result given and its report written): CPU {:.0} µs over 2 s, less {:.0} µs idle (scheduler run time)\n",
-        update.as_secs_f64() * 1e6 - idle.as_secs_f64() * 1e6,
-        idle.as_secs_f64() * 1e6
+        "pod-security, one Pod updated (its result given and its report written): {:.0} µs of CPU (the 2 s after it {:.0} µs, an idle 2 s before {:.0} µs; scheduler run time)\n",
+        us(update) - us(idle),
+        us(update),
+        us(idle)
     );
     let ca = ca_from(&sim, "wink-admission-ca").await;
     let mut targets = vec![Target {
