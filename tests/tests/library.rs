@@ -4,7 +4,11 @@
 //! `wink-test.kyverno.yaml`), and each file's verdicts are really checked:
 //! a case whose one denial is turned into an allowance fails.
 
+mod reproducible;
+mod shipped;
+
 use crate::common::{plugins_dir, root, scratch, wink_bin};
+use serde_json::Value;
 use std::path::PathBuf;
 use std::process::{Command, Output};
 
@@ -23,6 +27,32 @@ pub const LIBRARY: [&str; 12] = [
     "disallow-default-namespace",
     "require-pdb",
 ];
+
+/// Every policy of the library, as `wink manifests --library all` renders
+/// them: pod-security first, then [`LIBRARY`].
+pub const ALL: [&str; 13] = [
+    "pod-security",
+    "disallow-latest-tag",
+    "allowed-registries",
+    "require-requests-limits",
+    "require-probes",
+    "require-labels",
+    "block-service-types",
+    "unique-ingress-host",
+    "unique-service-selector",
+    "block-wildcard-ingress-host",
+    "replica-limits",
+    "disallow-default-namespace",
+    "require-pdb",
+];
+
+/// The documents of a YAML stream `wink manifests` printed.
+pub fn docs_of(yaml: &str) -> Vec<Value> {
+    yaml.split("\n---\n")
+        .filter(|d| !d.trim().is_empty())
+        .map(|d| serde_norway::from_str(d).unwrap())
+        .collect()
+}
 
 /// A plugin's case files: `wink-test.yaml` and `wink-test.*.yaml`.
 fn cases(plugin: &str) -> Vec<PathBuf> {
@@ -116,4 +146,38 @@ fn a_library_case_whose_denial_is_turned_into_an_allowance_fails() {
     let out = wink_test(&[path]);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     assert!(text(&out).contains("admission:"), "{}", text(&out));
+}
+
+#[test]
+fn the_library_page_lists_every_policys_component_and_builds_and_pushes_each() {
+    assert_eq!(ALL[1..], LIBRARY, "pod-security and the others");
+    let page = std::fs::read_to_string(root().join("docs/src/library/index.md")).unwrap();
+    let section = page.split("### Components").nth(1).expect("a Components section");
+    let rows: Vec<Vec<&str>> = section
+        .lines()
+        .skip_while(|l| !l.starts_with("| policy"))
+        .skip(2)
+        .take_while(|l| l.starts_with('|'))
+        .map(|l| l.trim_matches('|').split('|').map(str::trim).collect())
+        .collect();
+    let names: Vec<&str> = rows.iter().map(|r| r[0]).collect();
+    assert_eq!(names, ALL, "the table's policies, in the library's order");
+    for row in &rows {
+        let component = format!("`{}.wasm`", row[0].replace('-', "_"));
+        assert_eq!(row[1], component, "{row:?}");
+        assert!(row[2].parse::<u32>().is_ok_and(|kib| kib > 0), "{row:?}");
+    }
+    // The build command and the push loop name every policy.
+    let shipping = page.split("## Shipping the library").nth(1).unwrap();
+    let command = shipping.split("```").nth(1).unwrap();
+    for name in ALL {
+        assert!(
+            command.contains(&format!("-p {name} ")) || command.contains(&format!("-p {name}\n")),
+            "{name}"
+        );
+        assert!(
+            command.contains(&format!(" {name} ")) || command.contains(&format!(" {name};")),
+            "{name}"
+        );
+    }
 }

@@ -238,3 +238,111 @@ async fn every_library_policy_refuses_and_admits_at_the_real_api_servers_door() 
     );
     wink.terminate(Duration::from_secs(10));
 }
+
+/// wink's manifests with `--winkplugins` applied (the WinkPlugin CRD),
+/// then `wink manifests --library` in one go on the real kube-apiserver
+/// (the library's rights, the report CRDs, the WinkPlugins pinned by
+/// digest): wink, run as the ServiceAccount the manifests bind (so with
+/// those rights alone), pulls each from the registry they were pushed to
+/// and reports it Ready.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_librarys_manifests_apply_in_one_go_and_run_with_their_own_rights() {
+    use crate::common::{Wink, plugins_dir};
+    use crate::registry_support::{Registry, push, wink_ok};
+    let Some(cp) = crate::envtest::shared() else {
+        return;
+    };
+    let dir = scratch("real_library_manifests");
+    let kubectl = cp.kubectl(&dir);
+    let ns = cp.namespace("wink-library").await;
+    let reg = Registry::start("real_library_manifests_registry");
+    let prefix = format!("{}/library", reg.host());
+    let chosen = ["pod-security", "disallow-latest-tag", "require-labels"];
+    let components = plugins_dir();
+    let mut digests = Vec::new();
+    for name in chosen {
+        let file = components.join(format!("{}.wasm", name.replace('-', "_")));
+        digests.push(push(&reg, &format!("{prefix}/{name}:v1"), &file));
+    }
+    let plugins = dir.join("plugins");
+    std::fs::create_dir_all(&plugins).unwrap();
+    let deployment = wink_ok(&[
+        "manifests",
+        "--winkplugins",
+        "--namespace",
+        &ns,
+        "--plugins",
+        plugins.to_str().unwrap(),
+    ]);
+    let (ok, stdout, stderr) = kubectl.apply(&deployment).await;
+    assert!(ok, "kubectl apply failed:\n{stderr}\n{stdout}");
+    let deadline = Instant::now() + WAIT;
+    while !kubectl.run(&["get", "winkplugins"]).await.0 {
+        assert!(Instant::now() < deadline, "the WinkPlugin CRD is never served");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let yaml = wink_ok(&[
+        "manifests",
+        "--namespace",
+        &ns,
+        "--library",
+        &chosen.join(","),
+        "--library-registry",
+        &prefix,
+        "--library-components",
+        components.to_str().unwrap(),
+    ]);
+    let (ok, stdout, stderr) = kubectl.apply(&yaml).await;
+    assert!(ok, "kubectl apply failed:\n{stderr}\n{stdout}");
+
+    let kubeconfig = dir.join("wink.kubeconfig");
+    cp.service_account_kubeconfig(&ns, "wink", &kubeconfig).await;
+    let store = dir.join("store");
+    let args = [
+        "run",
+        "--plugins",
+        plugins.to_str().unwrap(),
+        "--kubeconfig",
+        kubeconfig.to_str().unwrap(),
+        "--winkplugins",
+        "auto",
+        "--plain-http",
+        &reg.host(),
+        "--oci-store",
+        store.to_str().unwrap(),
+    ];
+    let env = [
+        ("POD_NAMESPACE", std::ffi::OsStr::new(&ns)),
+        ("POD_NAME", std::ffi::OsStr::new("wink-0")),
+    ];
+    let mut wink = Wink::spawn_with_env(&dir, &args, &env);
+    for (name, digest) in chosen.iter().zip(&digests) {
+        let deadline = Instant::now() + WAIT;
+        loop {
+            let (_, out, _) = kubectl.run(&["get", "winkplugin", name, "-o", "json"]).await;
+            let v: Value = serde_json::from_str(&out).unwrap_or(Value::Null);
+            let ready = v["status"]["conditions"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .any(|c| c["type"] == "Ready" && c["status"] == "True");
+            if ready {
+                assert_eq!(v["status"]["digest"], digest.as_str(), "{v:#}");
+                assert_eq!(v["spec"]["grant"]["mode"], "enforce", "{v:#}");
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{name} never Ready: {v:#}\n{}",
+                wink.lines().join("\n")
+            );
+            tokio::time::sleep(Duration::from_millis(300)).await;
+        }
+    }
+    assert!(
+        !wink.lines().iter().any(|l| l.contains("forbidden")),
+        "{}",
+        wink.lines().join("\n")
+    );
+    wink.terminate(Duration::from_secs(10));
+}

@@ -109,6 +109,25 @@ pub fn component_info(bytes: &[u8]) -> anyhow::Result<ComponentInfo> {
     Ok(info)
 }
 
+/// The config's `created` for a push: `SOURCE_DATE_EPOCH` (seconds since
+/// 1970, the reproducible-builds convention) when set, else none, so
+/// that the manifest's digest is the component's alone: the same
+/// component pushed twice, anywhere, has the same digest. A value that
+/// is not such a number is an error.
+pub fn created() -> anyhow::Result<Option<String>> {
+    let Some(text) = std::env::var_os("SOURCE_DATE_EPOCH") else {
+        return Ok(None);
+    };
+    let text = text.to_string_lossy();
+    let at = text
+        .trim()
+        .parse::<i64>()
+        .ok()
+        .and_then(|epoch| chrono::DateTime::from_timestamp(epoch, 0))
+        .ok_or_else(|| anyhow::anyhow!("SOURCE_DATE_EPOCH={text:?}: not seconds since 1970"))?;
+    Ok(Some(at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)))
+}
+
 /// The blobs and manifest of one artifact, ready to push.
 pub struct Built {
     pub config: Vec<u8>,

@@ -212,8 +212,7 @@ impl Registry {
             bytes.len(),
             self.options.max_component_bytes >> 20
         );
-        let created = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
-        let built = artifact::build(bytes, Some(created))?;
+        let built = artifact::build(bytes, artifact::created()?)?;
         let auth = self.options.auths.for_registry(reference.resolve_registry());
         let push = async {
             // A push token (read capped, as every read) or Basic

@@ -81,11 +81,13 @@ enum Command {
     Sim(SimArgs),
     /// Print a least-privilege deployment for a plugin directory: RBAC
     /// derived from what the plugins watch, read and may write, the
-    /// Deployment, its PodDisruptionBudget, a metrics Service, the grants.
+    /// Deployment, its PodDisruptionBudget, a metrics Service, the grants;
+    /// and with `--library`, the policy library as WinkPlugins.
     Manifests {
-        /// Directory of plugin components.
-        #[arg(long)]
-        plugins: PathBuf,
+        /// Directory of plugin components (the deployment is rendered only
+        /// with it).
+        #[arg(long, required_unless_present = "library")]
+        plugins: Option<PathBuf>,
         /// The operator's grants file (what the plugins may write).
         #[arg(long)]
         grants: Option<PathBuf>,
@@ -108,6 +110,32 @@ enum Command {
         /// (read them, write their status, read pull Secrets in NAMESPACE).
         #[arg(long)]
         winkplugins: bool,
+        /// Render the policy library's WinkPlugins (enforcing, their pages'
+        /// default configs, kube-system excluded) and a ClusterRole reading
+        /// what they watch: policy names, comma-separated, or `all`.
+        #[arg(long, value_name = "NAMES")]
+        library: Vec<String>,
+        /// Where the library's components were pushed: REGISTRY/PATH, each
+        /// policy the repository REGISTRY/PATH/NAME.
+        #[arg(long, value_name = "REGISTRY/PATH", requires = "library")]
+        library_registry: Option<String>,
+        /// The tag the library was pushed under.
+        #[arg(long, default_value = concat!("v", env!("CARGO_PKG_VERSION")), requires = "library")]
+        library_tag: String,
+        /// Pin each source to a digest instead of a tag: the one `wink push`
+        /// gives the component NAME.wasm (dashes as underscores) of this
+        /// directory, e.g. target/wasm32-wasip2/release.
+        #[arg(
+            long,
+            value_name = "DIR",
+            conflicts_with = "library_tag",
+            requires = "library"
+        )]
+        library_components: Option<PathBuf>,
+        /// A policy's config instead of its default: NAME=JSON (repeatable;
+        /// allowed-registries has no default).
+        #[arg(long, value_name = "NAME=JSON", requires = "library")]
+        library_config: Vec<String>,
     },
     /// Scaffold a plugin crate that builds and passes its `wink test` case.
     New {
@@ -200,21 +228,42 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             report_api,
             prometheus_rule,
             winkplugins,
+            library,
+            library_registry,
+            library_tag,
+            library_components,
+            library_config,
         } => {
             let rules = prometheus_rule.render(&namespace)?;
-            let mut docs = match winkplugins {
-                true => wink::winkplugins::manifests::documents(&namespace),
-                false => Vec::new(),
+            let mut docs = match library.is_empty() {
+                true => Vec::new(),
+                false => wink::manifests::library::documents(
+                    &wink::manifests::library::Options {
+                        names: library,
+                        registry: library_registry,
+                        tag: library_tag,
+                        components: library_components,
+                        configs: library_config,
+                    },
+                    &namespace,
+                    report_api.api(),
+                )?,
             };
-            docs.extend(wink::manifests::needs::read(
-                &plugins,
-                grants.as_deref(),
-                namespace,
-                image,
-                admission_port,
-                report_api.api(),
-            )?);
-            let deployment = wink::manifests::to_yaml(&wink::manifests::in_install_order(docs));
+            if winkplugins {
+                docs.extend(wink::winkplugins::manifests::documents(&namespace));
+            }
+            if let Some(plugins) = plugins {
+                docs.extend(wink::manifests::needs::read(
+                    &plugins,
+                    grants.as_deref(),
+                    namespace,
+                    image,
+                    admission_port,
+                    report_api.api(),
+                )?);
+            }
+            let docs = wink::manifests::in_install_order(wink::manifests::distinct(docs));
+            let deployment = wink::manifests::to_yaml(&docs);
             print!("{deployment}{rules}");
             Ok(())
         }

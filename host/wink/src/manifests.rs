@@ -11,6 +11,7 @@
 //! Owns the rendering from [`PluginNeeds`]; reading plugins is [`needs`]'s.
 
 pub mod admission;
+pub mod library;
 pub mod needs;
 
 use crate::reports::ReportApi;
@@ -302,6 +303,19 @@ pub fn in_install_order(mut docs: Vec<Value>) -> Vec<Value> {
     docs
 }
 
+/// `docs` without the repeats of an object already among them (the same
+/// apiVersion, kind, namespace and name: the report CRDs that both the
+/// deployment and the library bring), the first kept.
+pub fn distinct(docs: Vec<Value>) -> Vec<Value> {
+    let mut seen = BTreeSet::new();
+    docs.into_iter()
+        .filter(|d| {
+            let m = &d["metadata"];
+            seen.insert([&d["apiVersion"], &d["kind"], &m["namespace"], &m["name"]].map(Value::to_string))
+        })
+        .collect()
+}
+
 /// The documents as one multi-document YAML stream.
 pub fn to_yaml(docs: &[Value]) -> String {
     docs.iter()
@@ -343,6 +357,14 @@ mod tests {
                 "PrometheusRule"
             ]
         );
+    }
+
+    #[test]
+    fn distinct_keeps_the_first_of_each_object() {
+        let crd = |n: u32| json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition", "metadata": {"name": "a"}, "n": n});
+        let role = |ns: &str| json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": {"name": "a", "namespace": ns}});
+        let kept = distinct(vec![crd(1), role("x"), crd(2), role("y"), role("x")]);
+        assert_eq!(kept, vec![crd(1), role("x"), role("y")]);
     }
 
     #[test]

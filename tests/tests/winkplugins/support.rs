@@ -28,6 +28,13 @@ pub async fn apply(env: &Env, object: &Value) {
     env.ok(&["apply", "-f", file.to_str().unwrap()]).await;
 }
 
+/// `kubectl apply` of a multi-document YAML stream, in one go.
+pub async fn apply_all(env: &Env, yaml: &str) {
+    let file = env.dir.join("objects.yaml");
+    std::fs::write(&file, yaml).unwrap();
+    env.ok(&["apply", "-f", file.to_str().unwrap()]).await;
+}
+
 pub fn winkplugin(name: &str, spec: Value) -> Value {
     json!({"apiVersion": "wink.dev/v1alpha1", "kind": "WinkPlugin", "metadata": {"name": name}, "spec": spec})
 }
