@@ -211,6 +211,8 @@ pub struct PluginManager {
     compilations: std::sync::atomic::AtomicU64,
     /// The Namespace informer scopes read, once one does.
     namespaces: tokio::sync::OnceCell<Arc<wink_informer::SharedInformer>>,
+    /// The operator's exceptions in force (`WinkException`s).
+    exceptions: crate::exceptions::ExceptionSet,
 }
 
 impl PluginManager {
@@ -270,9 +272,15 @@ impl PluginManager {
             queues: Default::default(),
             compilations: Default::default(),
             namespaces: Default::default(),
+            exceptions: Default::default(),
         });
         tokio::spawn(Self::supervise(Arc::downgrade(&manager), crash_rx));
         Ok(manager)
+    }
+
+    /// The operator's exceptions in force (`WinkException`s).
+    pub fn exceptions(&self) -> &crate::exceptions::ExceptionSet {
+        &self.exceptions
     }
 
     /// Whether this replica leads.
