@@ -29,6 +29,7 @@ mod cache_scope;
 mod contract;
 mod daemon_start;
 mod dev;
+mod exceptions;
 mod grant_escapes;
 mod grants_reload;
 mod hostile_admission;

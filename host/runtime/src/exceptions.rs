@@ -218,38 +218,55 @@ pub fn wildcard(pattern: &str, name: &str) -> bool {
     p[i..].iter().all(|c| *c == '*')
 }
 
+/// Exceptions by namespace and name.
+type ByName = BTreeMap<(String, String), Arc<Exception>>;
+
 /// The exceptions in force, shared by everything that honours them.
 #[derive(Clone, Default)]
-pub struct ExceptionSet(Arc<RwLock<BTreeMap<(String, String), Arc<Exception>>>>);
+pub struct ExceptionSet {
+    by_name: Arc<RwLock<ByName>>,
+    /// Bumped by each change (what re-decides delivered objects watches).
+    changes: Arc<std::sync::atomic::AtomicU64>,
+}
 
 impl ExceptionSet {
     /// Put `e` in force (replacing one of its name); false when the set is
     /// full ([`MAX_EXCEPTIONS`]).
     pub fn put(&self, e: Exception) -> bool {
-        let mut set = self.0.write().unwrap_or_else(|e| e.into_inner());
+        let mut set = self.by_name.write().unwrap_or_else(|e| e.into_inner());
         let key = (e.namespace.clone(), e.name.clone());
         if set.len() >= MAX_EXCEPTIONS && !set.contains_key(&key) {
             return false;
         }
-        set.insert(key, Arc::new(e));
+        if set.get(&key).is_none_or(|old| **old != e) {
+            set.insert(key, Arc::new(e));
+            self.changes.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+        }
         true
     }
 
     /// Take the exception `namespace`/`name` away.
     pub fn remove(&self, namespace: &str, name: &str) {
-        let mut set = self.0.write().unwrap_or_else(|e| e.into_inner());
-        set.remove(&(namespace.to_string(), name.to_string()));
+        let mut set = self.by_name.write().unwrap_or_else(|e| e.into_inner());
+        if set.remove(&(namespace.to_string(), name.to_string())).is_some() {
+            self.changes.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+        }
+    }
+
+    /// How many changes the set has seen.
+    pub fn changes(&self) -> u64 {
+        self.changes.load(std::sync::atomic::Ordering::Acquire)
     }
 
     /// Every exception held, expired or not, by namespace and name.
     pub fn all(&self) -> Vec<Arc<Exception>> {
-        let set = self.0.read().unwrap_or_else(|e| e.into_inner());
+        let set = self.by_name.read().unwrap_or_else(|e| e.into_inner());
         set.values().cloned().collect()
     }
 
     /// Whether none is held.
     pub fn is_empty(&self) -> bool {
-        self.0.read().unwrap_or_else(|e| e.into_inner()).is_empty()
+        self.by_name.read().unwrap_or_else(|e| e.into_inner()).is_empty()
     }
 
     /// The first unexpired exception at `now` that excepts the object from
@@ -261,7 +278,7 @@ impl ExceptionSet {
         object: &Target<'a, L>,
         now: SystemTime,
     ) -> Option<Arc<Exception>> {
-        let set = self.0.read().unwrap_or_else(|e| e.into_inner());
+        let set = self.by_name.read().unwrap_or_else(|e| e.into_inner());
         set.values()
             .find(|e| !e.expired(now) && e.names_plugin(plugin, webhook) && e.targets(object))
             .cloned()

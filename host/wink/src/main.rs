@@ -108,6 +108,11 @@ enum Command {
         /// (read them, write their status, read pull Secrets in NAMESPACE).
         #[arg(long)]
         winkplugins: bool,
+        /// Include the WinkException CRD and the rights to honour
+        /// WinkExceptions (read them, write their status); the Deployment's
+        /// wink is given `--exception-namespaces` with these namespaces.
+        #[arg(long, value_delimiter = ',', value_name = "NS")]
+        exceptions: Vec<String>,
     },
     /// Scaffold a plugin crate that builds and passes its `wink test` case.
     New {
@@ -200,20 +205,30 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             report_api,
             prometheus_rule,
             winkplugins,
+            exceptions,
         } => {
             let rules = prometheus_rule.render(&namespace)?;
             let mut docs = match winkplugins {
                 true => wink::winkplugins::manifests::documents(&namespace),
                 false => Vec::new(),
             };
-            docs.extend(wink::manifests::needs::read(
+            let exception_docs = match wink::exceptions::Namespaces::parse(&exceptions)? {
+                Some(_) => wink::exceptions::manifests::documents(&namespace),
+                None => Vec::new(),
+            };
+            let mut needs = wink::manifests::needs::read(
                 &plugins,
                 grants.as_deref(),
                 namespace,
                 image,
                 admission_port,
                 report_api.api(),
-            )?);
+            )?;
+            if !exception_docs.is_empty() {
+                wink::exceptions::manifests::pass_flag(&mut needs, &exceptions);
+            }
+            docs.extend(exception_docs);
+            docs.extend(needs);
             let deployment = wink::manifests::to_yaml(&wink::manifests::in_install_order(docs));
             print!("{deployment}{rules}");
             Ok(())

@@ -1,0 +1,228 @@
+//! End-to-end: the operator's exceptions to a plugin's policy. The
+//! WinkException of the worked example of `docs/src/running/exceptions.md`
+//! lets one Deployment's privileged Pods (`app: legacy-batch`) past
+//! `pod-security` with a warning naming it, where wink reads exceptions
+//! (`--exception-namespaces`); the same exception elsewhere does nothing,
+//! and one past its expiry stops applying without any event: on the
+//! simulated API server here, on a real one in `real_exceptions.rs`.
+
+use crate::cache_support::*;
+use crate::report_support::*;
+use serde_json::{Value, json};
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+/// Where the example's exception lives (the daemon's `--exception-namespaces`).
+pub const EXCEPTIONS: &str = "wink-exceptions";
+/// The Deployment's label the example excepts.
+pub const LABEL: &str = "legacy-batch";
+
+/// The WinkException of the worked example in `docs/src/running/exceptions.md`.
+pub fn example_exception() -> Value {
+    let page = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/src/running/exceptions.md"),
+    )
+    .unwrap();
+    let (_, after) = page
+        .split_once("<!-- winkexception: applied by tests/tests/exceptions.rs -->\n```yaml,ignore\n")
+        .expect("the worked example's WinkException");
+    serde_norway::from_str(after.split_once("```").unwrap().0).unwrap()
+}
+
+/// The example's exception in namespace `ns` (its `team` as `team`), with
+/// `expires` when given.
+pub fn exception_in(ns: &str, team: &str, expires: Option<&str>) -> Value {
+    let mut e = example_exception();
+    e["metadata"]["namespace"] = json!(ns);
+    e["spec"]["match"]["namespaces"] = json!([team]);
+    if let Some(t) = expires {
+        e["spec"]["expires"] = json!(t);
+    }
+    e
+}
+
+/// Run kubectl on `kubeconfig` with `stdin`: (success, stdout, stderr).
+pub fn kubectl(kubeconfig: &Path, args: &[&str], stdin: Option<&str>) -> (bool, String, String) {
+    use std::io::Write;
+    let mut child = std::process::Command::new("/usr/bin/kubectl")
+        .arg("--kubeconfig")
+        .arg(kubeconfig)
+        .args(args)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("kubectl runs");
+    let mut input = child.stdin.take().unwrap();
+    input.write_all(stdin.unwrap_or_default().as_bytes()).unwrap();
+    drop(input);
+    let out = child.wait_with_output().unwrap();
+    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    (out.status.success(), text(&out.stdout), text(&out.stderr))
+}
+
+/// `kubectl apply` of `obj`, which must succeed.
+pub fn apply(kubeconfig: &Path, obj: &Value) {
+    let (ok, out, err) = kubectl(kubeconfig, &["apply", "-f", "-"], Some(&obj.to_string()));
+    assert!(ok, "kubectl apply: {out}{err}");
+}
+
+/// Whether `kubectl create` lets a privileged Pod `name` into `ns`
+/// (labelled `app: legacy-batch` when `labelled`): its warnings when it
+/// does (the Pod is deleted again), none when pod-security refuses it.
+pub fn created(kubeconfig: &Path, ns: &str, name: &str, labelled: bool) -> Option<String> {
+    let mut pod = violating_pod(ns, name, 1);
+    if labelled {
+        pod["metadata"]["labels"] = json!({"app": LABEL});
+    }
+    let (ok, out, err) = kubectl(kubeconfig, &["create", "-f", "-"], Some(&pod.to_string()));
+    if !ok {
+        assert!(err.contains("pod-security.validate.wink.dev"), "{out}{err}");
+        return None;
+    }
+    let (deleted, _, why) = kubectl(
+        kubeconfig,
+        &["-n", ns, "delete", "pod", name, "--wait=false"],
+        None,
+    );
+    assert!(deleted, "{why}");
+    Some(err)
+}
+
+/// Wait until a labelled privileged Pod is let in (its warnings) or not.
+pub fn until_let_in(kubeconfig: &Path, ns: &str, let_in: bool, within: Duration) -> Option<String> {
+    let deadline = Instant::now() + within;
+    let mut n = 0;
+    loop {
+        n += 1;
+        let got = created(kubeconfig, ns, &format!("legacy-batch-{n}"), true);
+        if got.is_some() == let_in {
+            return got;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "a labelled privileged Pod {} in {ns}",
+            if let_in {
+                "is still refused"
+            } else {
+                "is still let in"
+            }
+        );
+        std::thread::sleep(Duration::from_millis(250));
+    }
+}
+
+/// Wait until `kubectl get winkexceptions -n ns` shows the line `want`
+/// (its columns joined by single spaces, Age left out).
+pub fn until_listed(kubeconfig: &Path, ns: &str, want: &str, within: Duration) {
+    let deadline = Instant::now() + within;
+    loop {
+        let (ok, out, err) = kubectl(kubeconfig, &["-n", ns, "get", "winkexceptions"], None);
+        assert!(ok, "{err}");
+        let lines: Vec<String> = out
+            .lines()
+            .map(|l| {
+                let cells: Vec<&str> = l.split_whitespace().collect();
+                cells[..cells.len() - 1].join(" ")
+            })
+            .collect();
+        if lines.iter().any(|l| l == want) {
+            assert_eq!(lines[0], "NAME PLUGINS TARGETS EXPIRES EXCEPTING", "{out}");
+            return;
+        }
+        assert!(Instant::now() < deadline, "no line {want:?} in:\n{out}");
+        std::thread::sleep(Duration::from_millis(250));
+    }
+}
+
+/// An RFC 3339 time `secs` from now.
+pub fn in_seconds(secs: u64) -> String {
+    let t = std::time::SystemTime::now() + Duration::from_secs(secs);
+    let t = t.duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() as i64;
+    k8s_openapi::jiff::Timestamp::from_second(t).unwrap().to_string()
+}
+
+/// The exception's whole life, on the cluster of `kubeconfig` where wink
+/// runs pod-security with `--exception-namespaces wink-exceptions`, `team`
+/// holds a privileged `app: legacy-batch` Pod and `elsewhere` exists.
+pub fn the_exceptions_life(kubeconfig: &Path, team: &str, elsewhere: &str) {
+    // No exception: refused.
+    until_let_in(kubeconfig, team, false, WAIT);
+
+    // The same exception where wink does not read them, then the example.
+    apply(kubeconfig, &exception_in(elsewhere, team, None));
+    apply(kubeconfig, &exception_in(EXCEPTIONS, team, None));
+    let warning = until_let_in(kubeconfig, team, true, WAIT).unwrap();
+    assert!(
+        warning
+            .contains("Warning: excepted by WinkException wink-exceptions/legacy-batch: legacy-batch loads"),
+        "{warning}"
+    );
+    // A privileged Pod of another Deployment is still refused.
+    assert!(created(kubeconfig, team, "other", false).is_none());
+    // kubectl shows it, with the one Pod of the cache it excepts.
+    let targets = format!("namespaces={team} kinds=Pod labels=app={LABEL}");
+    let line = format!("legacy-batch pod-security {targets} 2099-01-01T00:00:00Z 1");
+    until_listed(kubeconfig, EXCEPTIONS, &line, WAIT);
+
+    // Deleted: refused again, the one elsewhere notwithstanding.
+    let (ok, _, err) = kubectl(
+        kubeconfig,
+        &["-n", EXCEPTIONS, "delete", "winkexception", "legacy-batch"],
+        None,
+    );
+    assert!(ok, "{err}");
+    until_let_in(kubeconfig, team, false, WAIT);
+
+    // One that expires in a few seconds: in force, then not, with no event.
+    apply(kubeconfig, &exception_in(EXCEPTIONS, team, Some(&in_seconds(6))));
+    until_let_in(kubeconfig, team, true, WAIT);
+    let expiring = Instant::now();
+    until_let_in(kubeconfig, team, false, Duration::from_secs(20));
+    assert!(expiring.elapsed() < Duration::from_secs(20));
+}
+
+/// wink's arguments for the example: pod-security's webhook on `port`,
+/// exceptions read in `wink-exceptions`.
+pub fn wink_args(port: u16) -> Vec<String> {
+    vec![
+        "--admission-addr".into(),
+        format!("127.0.0.1:{port}"),
+        "--admission-webhook-url".into(),
+        format!("https://127.0.0.1:{port}"),
+        "--report-batch-ms".into(),
+        "200".into(),
+        "--exception-namespaces".into(),
+        EXCEPTIONS.into(),
+    ]
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_exception_lets_one_deployments_pods_in_with_a_warning_until_it_expires() {
+    let sim = wink_sim::Sim::start(wink_sim::SimConfig::default())
+        .await
+        .unwrap();
+    for ns in ["team", "elsewhere", EXCEPTIONS] {
+        namespace(&sim, ns).await;
+    }
+    let mut old = violating_pod("team", "legacy-batch-old", 1);
+    old["metadata"]["labels"] = json!({"app": LABEL});
+    sim.insert(old).unwrap();
+    let s = Setup::new("exceptions_pod_security", &sim);
+    s.install("pod_security", "pod-security", None);
+    let args = wink_args(free_port());
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let wink = s.run(&args);
+    wait_synced(&wink, "pod-security");
+    let kubeconfig = s.kubeconfig.clone();
+    let life =
+        tokio::task::spawn_blocking(move || the_exceptions_life(&kubeconfig, "team", "elsewhere")).await;
+    let lines = wink.lines();
+    assert!(life.is_ok(), "{life:?}\n{lines:#?}");
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains("WinkExceptions honoured in namespace(s) wink-exceptions alone")),
+        "{lines:#?}"
+    );
+}
