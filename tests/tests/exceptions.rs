@@ -2,13 +2,15 @@
 //! WinkException of the worked example of `docs/src/running/exceptions.md`
 //! lets one Deployment's privileged Pods (`app: legacy-batch`) past
 //! `pod-security` with a warning naming it, where wink reads exceptions
-//! (`--exception-namespaces`); the same exception elsewhere does nothing,
+//! (`--exception-namespaces`), and keeps their Pod from the plugin's
+//! handlers, a `skip` in the reports; the same exception elsewhere does nothing,
 //! and one past its expiry stops applying without any event: on the
 //! simulated API server here, on a real one in `real_exceptions.rs`.
 
 use crate::cache_support::*;
 use crate::report_support::*;
 use serde_json::{Value, json};
+use std::collections::BTreeSet;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -142,12 +144,44 @@ pub fn in_seconds(secs: u64) -> String {
     k8s_openapi::jiff::Timestamp::from_second(t).unwrap().to_string()
 }
 
-/// The exception's whole life, on the cluster of `kubeconfig` where wink
-/// runs pod-security with `--exception-namespaces wink-exceptions`, `team`
-/// holds a privileged `app: legacy-batch` Pod and `elsewhere` exists.
-pub fn the_exceptions_life(kubeconfig: &Path, team: &str, elsewhere: &str) {
-    // No exception: refused.
+/// The outcomes the reports hold about the Pod `ns`/`name`, by rule.
+pub async fn outcomes(client: &kube::Client, ns: &str, name: &str) -> BTreeSet<(String, String)> {
+    let reports = reports_of(client, wink::reports::ReportApi::Wgpolicyk8s).await;
+    rows(&reports)
+        .into_iter()
+        .filter(|r| r.0 == ns && r.1 == name)
+        .map(|r| (r.3, r.4))
+        .collect()
+}
+
+/// Wait until the reports about `ns`/`name` are `skip`s alone (`skipped`),
+/// or hold pod-security's own `fail` and no `skip`.
+pub fn until_reported(client: &kube::Client, ns: &str, name: &str, skipped: bool) {
+    let deadline = Instant::now() + WAIT;
+    let runtime = tokio::runtime::Handle::current();
+    loop {
+        let got = runtime.block_on(outcomes(client, ns, name));
+        let skips = got.iter().filter(|(_, o)| o == "skip").count();
+        let done = match skipped {
+            true => got == BTreeSet::from([("wink-exception".to_string(), "skip".to_string())]),
+            false => skips == 0 && got.iter().any(|(_, o)| o == "fail"),
+        };
+        if done {
+            return;
+        }
+        assert!(Instant::now() < deadline, "{ns}/{name} reported {got:?}");
+        std::thread::sleep(Duration::from_millis(250));
+    }
+}
+
+/// The exception's whole life, on the cluster of `kubeconfig` (`client`)
+/// where wink runs pod-security with `--exception-namespaces
+/// wink-exceptions`, `team` holds the privileged `app: legacy-batch` Pod
+/// `legacy-batch-old` and `elsewhere` exists.
+pub fn the_exceptions_life(kubeconfig: &Path, client: &kube::Client, team: &str, elsewhere: &str) {
+    // No exception: refused, and the Pod there reported failing.
     until_let_in(kubeconfig, team, false, WAIT);
+    until_reported(client, team, "legacy-batch-old", false);
 
     // The same exception where wink does not read them, then the example.
     apply(kubeconfig, &exception_in(elsewhere, team, None));
@@ -157,6 +191,23 @@ pub fn the_exceptions_life(kubeconfig: &Path, team: &str, elsewhere: &str) {
         warning
             .contains("Warning: excepted by WinkException wink-exceptions/legacy-batch: legacy-batch loads"),
         "{warning}"
+    );
+    // The Pod there: not the plugin's any more, a `skip` naming the exception.
+    until_reported(client, team, "legacy-batch-old", true);
+    let reports =
+        tokio::runtime::Handle::current().block_on(reports_of(client, wink::reports::ReportApi::Wgpolicyk8s));
+    let skip = reports
+        .iter()
+        .flat_map(|r| r["results"].as_array().cloned().unwrap_or_default())
+        .find(|r| r["result"] == "skip")
+        .unwrap();
+    assert_eq!(skip["policy"], "pod-security", "{skip}");
+    assert!(
+        skip["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("excepted by WinkException wink-exceptions/legacy-batch: "),
+        "{skip}"
     );
     // A privileged Pod of another Deployment is still refused.
     assert!(created(kubeconfig, team, "other", false).is_none());
@@ -173,6 +224,7 @@ pub fn the_exceptions_life(kubeconfig: &Path, team: &str, elsewhere: &str) {
     );
     assert!(ok, "{err}");
     until_let_in(kubeconfig, team, false, WAIT);
+    until_reported(client, team, "legacy-batch-old", false);
 
     // One that expires in a few seconds: in force, then not, with no event.
     apply(kubeconfig, &exception_in(EXCEPTIONS, team, Some(&in_seconds(6))));
@@ -180,6 +232,8 @@ pub fn the_exceptions_life(kubeconfig: &Path, team: &str, elsewhere: &str) {
     let expiring = Instant::now();
     until_let_in(kubeconfig, team, false, Duration::from_secs(20));
     assert!(expiring.elapsed() < Duration::from_secs(20));
+    // And the Pod there is the plugin's again.
+    until_reported(client, team, "legacy-batch-old", false);
 }
 
 /// wink's arguments for the example: pod-security's webhook on `port`,
@@ -214,9 +268,10 @@ async fn an_exception_lets_one_deployments_pods_in_with_a_warning_until_it_expir
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let wink = s.run(&args);
     wait_synced(&wink, "pod-security");
-    let kubeconfig = s.kubeconfig.clone();
+    let (kubeconfig, client) = (s.kubeconfig.clone(), sim.client());
     let life =
-        tokio::task::spawn_blocking(move || the_exceptions_life(&kubeconfig, "team", "elsewhere")).await;
+        tokio::task::spawn_blocking(move || the_exceptions_life(&kubeconfig, &client, "team", "elsewhere"))
+            .await;
     let lines = wink.lines();
     assert!(life.is_ok(), "{life:?}\n{lines:#?}");
     assert!(
