@@ -204,6 +204,7 @@ impl HostArgs {
             max_restarts: self.max_restarts,
             tier_up: self.tier_up.unwrap_or(false),
             only: self.only.clone(),
+            exceptions: wink::exceptions::Namespaces::parse(&self.exception_namespaces)?.is_some(),
             ..Default::default()
         };
         Ok((factory, manager))
