@@ -56,6 +56,7 @@ mod readme_paths;
 mod real_admission;
 mod real_deploy;
 mod real_differential;
+mod real_exceptions;
 mod real_informer;
 mod real_kubectl;
 mod real_leader;

@@ -65,7 +65,11 @@ pub fn kubectl(kubeconfig: &Path, args: &[&str], stdin: Option<&str>) -> (bool, 
 
 /// `kubectl apply` of `obj`, which must succeed.
 pub fn apply(kubeconfig: &Path, obj: &Value) {
-    let (ok, out, err) = kubectl(kubeconfig, &["apply", "-f", "-"], Some(&obj.to_string()));
+    let (ok, out, err) = kubectl(
+        kubeconfig,
+        &["apply", "--validate=false", "-f", "-"],
+        Some(&obj.to_string()),
+    );
     assert!(ok, "kubectl apply: {out}{err}");
 }
 
@@ -77,7 +81,11 @@ pub fn created(kubeconfig: &Path, ns: &str, name: &str, labelled: bool) -> Optio
     if labelled {
         pod["metadata"]["labels"] = json!({"app": LABEL});
     }
-    let (ok, out, err) = kubectl(kubeconfig, &["create", "-f", "-"], Some(&pod.to_string()));
+    let (ok, out, err) = kubectl(
+        kubeconfig,
+        &["create", "--validate=false", "-f", "-"],
+        Some(&pod.to_string()),
+    );
     if !ok {
         assert!(err.contains("pod-security.validate.wink.dev"), "{out}{err}");
         return None;
@@ -174,22 +182,32 @@ pub fn until_reported(client: &kube::Client, ns: &str, name: &str, skipped: bool
     }
 }
 
+/// The namespaces of a run of the example.
+pub struct Namespaces<'a> {
+    /// wink's `--exception-namespaces`.
+    pub exceptions: &'a str,
+    /// Where the Pods are, with the privileged `app: legacy-batch` Pod `legacy-batch-old`.
+    pub team: &'a str,
+    /// Where the same exception does nothing.
+    pub elsewhere: &'a str,
+}
+
 /// The exception's whole life, on the cluster of `kubeconfig` (`client`)
-/// where wink runs pod-security with `--exception-namespaces
-/// wink-exceptions`, `team` holds the privileged `app: legacy-batch` Pod
-/// `legacy-batch-old` and `elsewhere` exists.
-pub fn the_exceptions_life(kubeconfig: &Path, client: &kube::Client, team: &str, elsewhere: &str) {
+/// where wink runs pod-security with `--exception-namespaces` `ns.exceptions`.
+pub fn the_exceptions_life(kubeconfig: &Path, client: &kube::Client, ns: &Namespaces<'_>) {
+    let (team, elsewhere, exceptions) = (ns.team, ns.elsewhere, ns.exceptions);
     // No exception: refused, and the Pod there reported failing.
     until_let_in(kubeconfig, team, false, WAIT);
     until_reported(client, team, "legacy-batch-old", false);
 
     // The same exception where wink does not read them, then the example.
     apply(kubeconfig, &exception_in(elsewhere, team, None));
-    apply(kubeconfig, &exception_in(EXCEPTIONS, team, None));
+    apply(kubeconfig, &exception_in(exceptions, team, None));
     let warning = until_let_in(kubeconfig, team, true, WAIT).unwrap();
     assert!(
-        warning
-            .contains("Warning: excepted by WinkException wink-exceptions/legacy-batch: legacy-batch loads"),
+        warning.contains(&format!(
+            "Warning: excepted by WinkException {exceptions}/legacy-batch: legacy-batch loads"
+        )),
         "{warning}"
     );
     // The Pod there: not the plugin's any more, a `skip` naming the exception.
@@ -206,7 +224,7 @@ pub fn the_exceptions_life(kubeconfig: &Path, client: &kube::Client, team: &str,
         skip["message"]
             .as_str()
             .unwrap()
-            .starts_with("excepted by WinkException wink-exceptions/legacy-batch: "),
+            .starts_with(&format!("excepted by WinkException {exceptions}/legacy-batch: ")),
         "{skip}"
     );
     // A privileged Pod of another Deployment is still refused.
@@ -214,12 +232,12 @@ pub fn the_exceptions_life(kubeconfig: &Path, client: &kube::Client, team: &str,
     // kubectl shows it, with the one Pod of the cache it excepts.
     let targets = format!("namespaces={team} kinds=Pod labels=app={LABEL}");
     let line = format!("legacy-batch pod-security {targets} 2099-01-01T00:00:00Z 1");
-    until_listed(kubeconfig, EXCEPTIONS, &line, WAIT);
+    until_listed(kubeconfig, exceptions, &line, WAIT);
 
     // Deleted: refused again, the one elsewhere notwithstanding.
     let (ok, _, err) = kubectl(
         kubeconfig,
-        &["-n", EXCEPTIONS, "delete", "winkexception", "legacy-batch"],
+        &["-n", exceptions, "delete", "winkexception", "legacy-batch"],
         None,
     );
     assert!(ok, "{err}");
@@ -227,7 +245,7 @@ pub fn the_exceptions_life(kubeconfig: &Path, client: &kube::Client, team: &str,
     until_reported(client, team, "legacy-batch-old", false);
 
     // One that expires in a few seconds: in force, then not, with no event.
-    apply(kubeconfig, &exception_in(EXCEPTIONS, team, Some(&in_seconds(6))));
+    apply(kubeconfig, &exception_in(exceptions, team, Some(&in_seconds(6))));
     until_let_in(kubeconfig, team, true, WAIT);
     let expiring = Instant::now();
     until_let_in(kubeconfig, team, false, Duration::from_secs(20));
@@ -237,8 +255,8 @@ pub fn the_exceptions_life(kubeconfig: &Path, client: &kube::Client, team: &str,
 }
 
 /// wink's arguments for the example: pod-security's webhook on `port`,
-/// exceptions read in `wink-exceptions`.
-pub fn wink_args(port: u16) -> Vec<String> {
+/// exceptions read in `exceptions`.
+pub fn wink_args(port: u16, exceptions: &str) -> Vec<String> {
     vec![
         "--admission-addr".into(),
         format!("127.0.0.1:{port}"),
@@ -247,7 +265,7 @@ pub fn wink_args(port: u16) -> Vec<String> {
         "--report-batch-ms".into(),
         "200".into(),
         "--exception-namespaces".into(),
-        EXCEPTIONS.into(),
+        exceptions.into(),
     ]
 }
 
@@ -264,14 +282,20 @@ async fn an_exception_lets_one_deployments_pods_in_with_a_warning_until_it_expir
     sim.insert(old).unwrap();
     let s = Setup::new("exceptions_pod_security", &sim);
     s.install("pod_security", "pod-security", None);
-    let args = wink_args(free_port());
+    let args = wink_args(free_port(), EXCEPTIONS);
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let wink = s.run(&args);
     wait_synced(&wink, "pod-security");
     let (kubeconfig, client) = (s.kubeconfig.clone(), sim.client());
-    let life =
-        tokio::task::spawn_blocking(move || the_exceptions_life(&kubeconfig, &client, "team", "elsewhere"))
-            .await;
+    let life = tokio::task::spawn_blocking(move || {
+        let ns = Namespaces {
+            exceptions: EXCEPTIONS,
+            team: "team",
+            elsewhere: "elsewhere",
+        };
+        the_exceptions_life(&kubeconfig, &client, &ns)
+    })
+    .await;
     let lines = wink.lines();
     assert!(life.is_ok(), "{life:?}\n{lines:#?}");
     assert!(
