@@ -305,3 +305,65 @@ async fn an_exception_lets_one_deployments_pods_in_with_a_warning_until_it_expir
         "{lines:#?}"
     );
 }
+
+#[test]
+fn manifests_ship_the_crd_the_rights_and_the_flag() {
+    let dir = crate::common::scratch("exceptions_manifests");
+    let plugins = dir.join("plugins");
+    std::fs::create_dir_all(&plugins).unwrap();
+    std::fs::copy(
+        crate::common::plugin("pod_security"),
+        plugins.join("pod-security.wasm"),
+    )
+    .unwrap();
+    let render = |extra: &[&str]| -> Vec<Value> {
+        let mut args = vec!["manifests", "--plugins", plugins.to_str().unwrap()];
+        args.extend_from_slice(extra);
+        crate::registry_support::wink_ok(&args)
+            .split("\n---\n")
+            .filter(|d| !d.trim().is_empty())
+            .map(|d| serde_norway::from_str(d).unwrap())
+            .collect()
+    };
+    let docs = render(&["--exceptions", "wink-exceptions,team-b"]);
+    let crd = docs
+        .iter()
+        .find(|d| d["metadata"]["name"] == "winkexceptions.wink.dev")
+        .expect("the CRD");
+    assert_eq!(crd["spec"]["scope"], "Namespaced");
+    assert_eq!(crd["spec"]["names"]["shortNames"], json!(["wex"]));
+    let columns: Vec<&str> = crd["spec"]["versions"][0]["additionalPrinterColumns"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(columns, ["Plugins", "Targets", "Expires", "Excepting", "Age"]);
+    let role = docs
+        .iter()
+        .find(|d| d["kind"] == "ClusterRole" && d["metadata"]["name"] == "wink-winkexceptions")
+        .expect("the ClusterRole");
+    let rules = role["rules"].as_array().unwrap();
+    let verbs = |resource: &str| {
+        rules
+            .iter()
+            .find(|r| r["resources"] == json!([resource]))
+            .map(|r| r["verbs"].clone())
+    };
+    assert_eq!(verbs("winkexceptions"), Some(json!(["get", "list", "watch"])));
+    assert_eq!(verbs("winkexceptions/status"), Some(json!(["get", "patch"])));
+    let deployment = docs
+        .iter()
+        .find(|d| d["kind"] == "Deployment")
+        .expect("the Deployment");
+    let args = &deployment["spec"]["template"]["spec"]["containers"][0]["args"];
+    assert!(
+        args.as_array()
+            .unwrap()
+            .contains(&json!("--exception-namespaces=wink-exceptions,team-b")),
+        "{args}"
+    );
+    // Without the flag, none of it.
+    let plain = serde_json::to_string(&render(&[])).unwrap();
+    assert!(!plain.contains("winkexceptions") && !plain.contains("--exception-namespaces"));
+}

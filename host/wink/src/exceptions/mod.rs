@@ -187,3 +187,27 @@ async fn start(
     tokio::spawn(writer.run());
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(names: &[&str]) -> anyhow::Result<Option<Namespaces>> {
+        Namespaces::parse(&names.iter().map(|s| s.to_string()).collect::<Vec<_>>())
+    }
+
+    #[test]
+    fn the_flag_names_namespaces_or_all_and_absent_is_off() {
+        assert_eq!(parse(&[]).unwrap(), None);
+        assert_eq!(parse(&[" "]).unwrap(), None);
+        assert_eq!(
+            parse(&["a", "b-2"]).unwrap(),
+            Some(Namespaces::Some(vec!["a".into(), "b-2".into()]))
+        );
+        assert_eq!(parse(&["a", "*"]).unwrap(), Some(Namespaces::All));
+        assert!(parse(&["Not_A_Namespace"]).is_err());
+        let many: Vec<String> = (0..=MAX_NAMESPACES).map(|i| format!("n{i}")).collect();
+        let many: Vec<&str> = many.iter().map(String::as_str).collect();
+        assert!(parse(&many).is_err());
+    }
+}
