@@ -135,7 +135,9 @@ impl InstanceEventHandler {
         // the others' before they counted down).
         let leading = self.leadership.is_leading();
         if let Some(r) = self.reconciling.as_ref().filter(|_| leading) {
-            r.enqueue_all(&self.instance);
+            r.enqueue_all(&self.instance, |o| {
+                self.tracker.as_ref().is_some_and(|t| t.excepts(o))
+            });
         }
         leading
     }

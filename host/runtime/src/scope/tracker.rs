@@ -58,6 +58,11 @@ impl Tracker {
         (scope.is_some() || self.excepting.is_some()) && shown(old) != shown(new)
     }
 
+    /// Whether an exception excepts `obj` now (nothing else done).
+    pub fn excepts(&self, obj: &ObjRef) -> bool {
+        self.excepting.as_ref().is_some_and(|e| e.excepts(obj))
+    }
+
     /// Whether the plugin is to see `obj` (in scope, not excepted); a
     /// decision made on delivery, which sets or takes back its `skip`.
     fn shows(&self, scope: Option<&Scope>, obj: &ObjRef) -> bool {
