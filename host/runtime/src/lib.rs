@@ -14,6 +14,7 @@
 //! - [`reports`]: what plugins report, aggregated and written as PolicyReports
 //!   or OpenReports Reports;
 //! - [`scope`]: where the operator lets a plugin apply (`match`, `exclude`);
+//! - [`exceptions`]: the operator's exceptions to a plugin's policy (`WinkException`s);
 //! - [`leadership`]: whether this replica leads (deliveries and writes read it);
 //! - [`text_log`]: the text log's escaping of what plugins control;
 //! - [`workqueue`]: client-go's workqueue for the keys plugins reconcile.
@@ -27,6 +28,7 @@ pub mod call_times;
 pub mod capabilities;
 pub mod compat;
 pub mod engine;
+pub mod exceptions;
 pub mod filter;
 pub mod grants;
 pub mod instance;

@@ -11,6 +11,7 @@
 //! are read from the shared Namespace informer's store at each decision, so
 //! a namespace relabelled takes effect at once.
 
+pub mod excepting;
 pub mod selection;
 pub mod tracker;
 pub mod webhook;

@@ -137,6 +137,12 @@ pub(crate) struct HostArgs {
     /// `off` (default: auto in `wink run`, install in `wink dev`).
     #[arg(long, value_enum)]
     pub(crate) winkplugins: Option<wink::winkplugins::Watch>,
+    /// Honour WinkExceptions in these namespaces alone (`*`: all), as
+    /// Kyverno's `--exceptionNamespace`; RBAC on `winkexceptions` says who
+    /// may create them there. Without it, exceptions are off and nothing
+    /// watches them. The CRD is created when missing.
+    #[arg(long, value_delimiter = ',', value_name = "NS")]
+    pub(crate) exception_namespaces: Vec<String>,
 }
 
 /// Where `cargo build --release --target wasm32-wasip2` puts components.
@@ -198,6 +204,7 @@ impl HostArgs {
             max_restarts: self.max_restarts,
             tier_up: self.tier_up.unwrap_or(false),
             only: self.only.clone(),
+            exceptions: wink::exceptions::Namespaces::parse(&self.exception_namespaces)?.is_some(),
             ..Default::default()
         };
         Ok((factory, manager))
@@ -258,6 +265,7 @@ impl HostArgs {
         let changes = (!self.no_reload)
             .then(|| reload::record(&self.plugins))
             .transpose()?;
+        let exception_namespaces = wink::exceptions::Namespaces::parse(&self.exception_namespaces)?;
         let d = Daemon::start(config, &self.plugins, factory, manager, reports).await?;
         let _reload = changes.map(|c| c.apply_to(d.manager.clone()));
         // A slow or unreachable registry delays no other part of the start.
@@ -268,6 +276,12 @@ impl HostArgs {
         let watch = self.winkplugins.unwrap_or(wink::winkplugins::Watch::Auto);
         let (oci, dir, ns) = (&self.oci, &self.plugins, &self.leader_elect_namespace);
         wink::winkplugins::watch(watch, &admission_config, &d.manager, oci, dir, ns)?;
+        wink::exceptions::watch(
+            exception_namespaces,
+            &admission_config,
+            &d.manager,
+            d.factory.clone(),
+        )?;
         let admission_metrics = admission
             .as_ref()
             .map(|_| wink::admission::metrics::AdmissionMetrics::default());

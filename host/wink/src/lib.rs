@@ -20,6 +20,7 @@ pub use wink_runtime::{reports, text_log};
 pub mod cache_view;
 pub mod cli_docs;
 pub mod daemon;
+pub mod exceptions;
 pub mod leader;
 pub mod listener;
 pub mod manifests;

@@ -136,6 +136,11 @@ enum Command {
         /// allowed-registries has no default).
         #[arg(long, value_name = "NAME=JSON", requires = "library")]
         library_config: Vec<String>,
+        /// Include the WinkException CRD and the rights to honour
+        /// WinkExceptions (read them, write their status); the Deployment's
+        /// wink is given `--exception-namespaces` with these namespaces.
+        #[arg(long, value_delimiter = ',', value_name = "NS")]
+        exceptions: Vec<String>,
     },
     /// Scaffold a plugin crate that builds and passes its `wink test` case.
     New {
@@ -233,6 +238,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             library_tag,
             library_components,
             library_config,
+            exceptions,
         } => {
             let rules = prometheus_rule.render(&namespace)?;
             let mut docs = match library.is_empty() {
@@ -252,16 +258,25 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             if winkplugins {
                 docs.extend(wink::winkplugins::manifests::documents(&namespace));
             }
+            let exception_docs = match wink::exceptions::Namespaces::parse(&exceptions)? {
+                Some(_) => wink::exceptions::manifests::documents(&namespace),
+                None => Vec::new(),
+            };
             if let Some(plugins) = plugins {
-                docs.extend(wink::manifests::needs::read(
+                let mut needs = wink::manifests::needs::read(
                     &plugins,
                     grants.as_deref(),
                     namespace,
                     image,
                     admission_port,
                     report_api.api(),
-                )?);
+                )?;
+                if !exception_docs.is_empty() {
+                    wink::exceptions::manifests::pass_flag(&mut needs, &exceptions);
+                }
+                docs.extend(needs);
             }
+            docs.extend(exception_docs);
             let docs = wink::manifests::in_install_order(wink::manifests::distinct(docs));
             let deployment = wink::manifests::to_yaml(&docs);
             print!("{deployment}{rules}");

@@ -129,6 +129,8 @@ pub(super) struct FeedHandler {
     pub(super) filter: crate::filter::UpdateFilter,
     pub(super) leadership: crate::leadership::Leadership,
     pub(super) scope: crate::scope::ScopeCell,
+    /// The operator's exceptions, when honoured: what they except adds no key.
+    pub(super) exceptions: Option<crate::exceptions::ExceptionSet>,
 }
 
 impl FeedHandler {
@@ -136,7 +138,13 @@ impl FeedHandler {
     /// new instance) adds nothing here: every key of the queue's resource
     /// is enqueued once the plugin has synced.
     fn passes(&self, n: &Notification) -> bool {
-        let admits = |o: &ObjRef| self.scope.admits(o);
+        let now = std::time::SystemTime::now();
+        let excepted = |o: &ObjRef| {
+            self.exceptions
+                .as_ref()
+                .is_some_and(|x| x.excepting_obj(self.instance.name(), o, now).is_some())
+        };
+        let admits = |o: &ObjRef| self.scope.admits(o) && !excepted(o);
         match n {
             Notification::Update { old, new } => {
                 self.filter.delivers(old, new) && (admits(new) || admits(old))

@@ -14,6 +14,7 @@ mod admitting;
 mod allowed;
 mod compiling;
 mod enqueueing;
+mod excepting;
 mod lifecycle;
 mod naming;
 mod reconciling;
@@ -153,6 +154,10 @@ pub struct ManagerOptions {
     /// same component; the running plugin is not swapped (that would replay
     /// its initial list again). For `wink dev`'s edit loop.
     pub tier_up: bool,
+    /// Honour the operator's WinkExceptions ([`PluginManager::exceptions`]):
+    /// every watch then tracks what it delivered, and a change of the
+    /// exceptions (or an expiry) re-decides the objects.
+    pub exceptions: bool,
 }
 
 impl ManagerOptions {
@@ -183,6 +188,7 @@ impl Default for ManagerOptions {
             tier_up: false,
             reports: crate::reports::Aggregator::new(),
             only: None,
+            exceptions: false,
         }
     }
 }
@@ -211,6 +217,8 @@ pub struct PluginManager {
     compilations: std::sync::atomic::AtomicU64,
     /// The Namespace informer scopes read, once one does.
     namespaces: tokio::sync::OnceCell<Arc<wink_informer::SharedInformer>>,
+    /// The operator's exceptions in force (`WinkException`s).
+    exceptions: crate::exceptions::ExceptionSet,
 }
 
 impl PluginManager {
@@ -270,9 +278,18 @@ impl PluginManager {
             queues: Default::default(),
             compilations: Default::default(),
             namespaces: Default::default(),
+            exceptions: Default::default(),
         });
         tokio::spawn(Self::supervise(Arc::downgrade(&manager), crash_rx));
+        if manager.options.exceptions {
+            tokio::spawn(Self::follow_exceptions(Arc::downgrade(&manager)));
+        }
         Ok(manager)
+    }
+
+    /// The operator's exceptions in force (`WinkException`s).
+    pub fn exceptions(&self) -> &crate::exceptions::ExceptionSet {
+        &self.exceptions
     }
 
     /// Whether this replica leads.

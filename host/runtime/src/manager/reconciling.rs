@@ -26,6 +26,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::Notify;
+use wink_informer::ObjRef;
 use wink_informer::repeated::RepeatedFailure;
 
 /// How often a worker waiting to be allowed to reconcile (not leading, its
@@ -106,21 +107,20 @@ impl Reconciling {
 
     /// Level-triggered: every key of the queue's resource in the cache (in
     /// the plugin's scope), once.
-    pub(super) fn enqueue_all(&self, instance: &PluginInstance) {
+    pub(super) fn enqueue_all(&self, instance: &PluginInstance, excepted: impl Fn(&ObjRef) -> bool) {
         let (v, k) = self.resource();
         let Some(store) = instance.cache_scope().granted(v, k) else {
             return;
         };
-        // Under a scope, only the keys of objects in it.
-        let keys: Vec<String> = match instance.cache_scope().scope().get() {
-            None => store.list_keys(),
-            Some(scope) => store
-                .list(None, None)
-                .iter()
-                .filter(|o| scope.admits(o))
-                .map(|o| o.key())
-                .collect(),
-        };
+        // Under a scope, only the keys of objects in it; never those of
+        // objects the operator's exceptions except.
+        let scope = instance.cache_scope().scope().get();
+        let keys: Vec<String> = store
+            .list(None, None)
+            .iter()
+            .filter(|o| scope.as_ref().is_none_or(|s| s.admits(o)) && !excepted(o))
+            .map(|o| o.key())
+            .collect();
         tracing::debug!(plugin = %self.plugin, keys = keys.len(), "every key of the queue's resource enqueued");
         for key in keys {
             self.queue.add(&key);

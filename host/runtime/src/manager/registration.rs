@@ -135,7 +135,9 @@ impl InstanceEventHandler {
         // the others' before they counted down).
         let leading = self.leadership.is_leading();
         if let Some(r) = self.reconciling.as_ref().filter(|_| leading) {
-            r.enqueue_all(&self.instance);
+            r.enqueue_all(&self.instance, |o| {
+                self.tracker.as_ref().is_some_and(|t| t.excepts(o))
+            });
         }
         leading
     }
@@ -499,8 +501,18 @@ impl PluginManager {
                 handles_events: w.handles_events,
                 leadership: self.options.leadership.clone(),
                 reconciling: reconciling.clone(),
-                tracker: (scoped && w.handles_events)
-                    .then(|| Arc::new(crate::scope::Tracker::new(instance.cache_scope().scope().clone()))),
+                tracker: ((scoped || self.options.exceptions) && w.handles_events).then(|| {
+                    let tracker = crate::scope::Tracker::new(instance.cache_scope().scope().clone());
+                    Arc::new(match self.options.exceptions {
+                        true => tracker.with_exceptions(crate::scope::excepting::Excepting::new(
+                            self.exceptions().clone(),
+                            instance.name().into(),
+                            instance.id(),
+                            instance.report_scope().clone(),
+                        )),
+                        false => tracker,
+                    })
+                }),
             });
             let feeder = reconciling
                 .as_ref()
@@ -516,6 +528,7 @@ impl PluginManager {
                         filter: handler.filter.clone(),
                         leadership: self.options.leadership.clone(),
                         scope: instance.cache_scope().scope().clone(),
+                        exceptions: self.options.exceptions.then(|| self.exceptions().clone()),
                     })
                 });
             let tracker = handler.tracker.clone();

@@ -27,7 +27,7 @@ pub(super) struct Rescope {
 
 impl Rescope {
     /// Queue the markers that re-decide the objects of `namespace` (none: all).
-    fn queue(&self, namespace: Option<&str>) {
+    pub(super) fn queue(&self, namespace: Option<&str>) {
         let objects = self.store.list(namespace, None);
         if !objects.is_empty() {
             self.listener.push_all(self.tracker.rescope(objects));

@@ -6,10 +6,14 @@
 //! relabelled, a grant changed) is re-decided by queueing the objects it may
 //! move as markers ([`Tracker::rescope`]) behind what is queued.
 //!
+//! With the operator's exceptions ([`Excepting`]), an object an exception
+//! excepts is kept from the plugin as one outside the scope is.
+//!
 //! Owns the set of keys delivered; it decides nothing about the scope
-//! ([`super::Scope`] does).
+//! ([`super::Scope`] does) or the exceptions ([`Excepting`] does).
 
-use super::ScopeCell;
+use super::excepting::Excepting;
+use super::{Scope, ScopeCell};
 use std::collections::HashSet;
 use std::sync::Mutex;
 use wink_informer::{Notification, ObjRef};
@@ -23,6 +27,8 @@ pub struct Tracker {
     /// Keys queued to be decided again (their marker is an update of an
     /// object to itself, delivered only when it moves the object).
     rescoping: Mutex<HashSet<String>>,
+    /// The operator's exceptions, when they are honoured.
+    excepting: Option<Excepting>,
 }
 
 impl Tracker {
@@ -34,11 +40,41 @@ impl Tracker {
         }
     }
 
+    /// Keep what `excepting` excepts from the plugin too.
+    pub fn with_exceptions(mut self, excepting: Excepting) -> Self {
+        self.excepting = Some(excepting);
+        self
+    }
+
     /// Whether a queued update from `old` to `new` may move the object in
-    /// or out of scope (it must reach [`Tracker::map`] whatever filters
-    /// the updates).
+    /// or out of what the plugin sees (it must reach [`Tracker::map`]
+    /// whatever filters the updates).
     pub fn moves(&self, old: &ObjRef, new: &ObjRef) -> bool {
-        self.scope.get().is_some_and(|s| s.admits(old) != s.admits(new))
+        let scope = self.scope.get();
+        let shown = |o: &ObjRef| {
+            scope.as_ref().is_none_or(|s| s.admits(o))
+                && !self.excepting.as_ref().is_some_and(|e| e.excepts(o))
+        };
+        (scope.is_some() || self.excepting.is_some()) && shown(old) != shown(new)
+    }
+
+    /// Whether an exception excepts `obj` now (nothing else done).
+    pub fn excepts(&self, obj: &ObjRef) -> bool {
+        self.excepting.as_ref().is_some_and(|e| e.excepts(obj))
+    }
+
+    /// Whether the plugin is to see `obj` (in scope, not excepted); a
+    /// decision made on delivery, which sets or takes back its `skip`.
+    fn shows(&self, scope: Option<&Scope>, obj: &ObjRef) -> bool {
+        let in_scope = scope.is_none_or(|s| s.admits(obj));
+        match &self.excepting {
+            Some(e) if in_scope => !e.decide(obj),
+            Some(e) => {
+                e.unskip(obj);
+                false
+            }
+            None => in_scope,
+        }
     }
 
     /// The markers that re-decide `objects`: queue them on the listener.
@@ -59,13 +95,15 @@ impl Tracker {
     /// What the plugin is told of `n`: `n`, an add or delete in its place,
     /// or nothing.
     pub fn map(&self, n: Notification) -> Option<Notification> {
-        let Some(scope) = self.scope.get() else {
+        let scope = self.scope.get();
+        if scope.is_none() && self.excepting.is_none() {
             return Some(n);
-        };
+        }
+        let scope = scope.as_deref();
         let mut known = self.known.lock().unwrap();
         match n {
             Notification::Add { ref obj, .. } => {
-                if scope.admits(obj) {
+                if self.shows(scope, obj) {
                     known.insert(obj.key());
                     Some(n)
                 } else {
@@ -76,7 +114,7 @@ impl Tracker {
             Notification::Update { ref old, ref new } => {
                 let key = new.key();
                 let marker = std::sync::Arc::ptr_eq(old, new) && self.rescoping.lock().unwrap().remove(&key);
-                match (known.contains(&key), scope.admits(new)) {
+                match (known.contains(&key), self.shows(scope, new)) {
                     (true, true) if marker => None,
                     (true, true) => Some(n),
                     (true, false) => {
@@ -96,7 +134,12 @@ impl Tracker {
                     (false, false) => None,
                 }
             }
-            Notification::Delete { ref obj, .. } => known.remove(&obj.key()).then_some(n),
+            Notification::Delete { ref obj, .. } => {
+                if let Some(e) = &self.excepting {
+                    e.unskip(obj);
+                }
+                known.remove(&obj.key()).then_some(n)
+            }
             Notification::Synced => Some(n),
         }
     }
@@ -169,5 +212,50 @@ mod tests {
         // Without a scope everything passes as it is.
         cell.set(None);
         assert_eq!(kind(&t.map(add(&a))), "add");
+    }
+
+    #[test]
+    fn an_excepted_object_is_kept_from_the_plugin_and_holds_a_skip() {
+        use crate::exceptions::{Exception, ExceptionSet};
+        let set = ExceptionSet::default();
+        let reports = crate::capabilities::report::ReportScope::default();
+        let aggregator = crate::reports::Aggregator::new();
+        reports.connect(aggregator.clone());
+        let excepting = super::Excepting::new(set.clone(), "p".into(), 1, reports);
+        let t = Tracker::new(ScopeCell::default()).with_exceptions(excepting);
+        let (db, web) = (pod(1, "p", "db"), pod(2, "p", "web"));
+        let add = |o: &ObjRef| Notification::Add {
+            obj: o.clone(),
+            in_initial_list: true,
+        };
+        let update = |o: &ObjRef, n: &ObjRef| Notification::Update {
+            old: o.clone(),
+            new: n.clone(),
+        };
+        assert_eq!(kind(&t.map(add(&db))), "add", "no exception: delivered");
+        let e = Exception::from_object(&serde_json::json!({
+            "metadata": {"namespace": "ops", "name": "web"},
+            "spec": {"plugins": [{"name": "p"}], "match": {"objectSelector": {"matchLabels": {"app": "web"}}},
+                     "reason": "r"}}))
+        .unwrap();
+        set.put(e);
+        assert!(t.moves(&db, &web));
+        assert_eq!(
+            kind(&t.map(update(&db, &web))),
+            "delete",
+            "excepted: gone for the plugin"
+        );
+        let skipped = aggregator.snapshot(&Some("ns".to_string()));
+        assert_eq!(skipped.len(), 1);
+        assert_eq!(skipped[0].result.outcome, crate::reports::Outcome::Skip);
+        assert_eq!(skipped[0].result.message, "excepted by WinkException ops/web: r");
+        assert_eq!(kind(&t.map(update(&web, &db))), "add", "no longer excepted");
+        assert!(aggregator.snapshot(&Some("ns".to_string())).is_empty());
+        set.remove("ops", "web");
+        assert_eq!(
+            kind(&t.map(update(&db, &web))),
+            "update",
+            "the exception gone: delivered"
+        );
     }
 }

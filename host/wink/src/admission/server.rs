@@ -360,6 +360,17 @@ async fn decide(
         tracing::debug!(plugin, "review answered without the plugin: {why}");
         return Decision::allow();
     }
+    let webhook_name = match door {
+        Door::Validate => "validate",
+        Door::Mutate => "mutate",
+    };
+    let now = std::time::SystemTime::now();
+    if let Some(e) =
+        crate::exceptions::review::excepted(manager.exceptions(), plugin, webhook_name, &request, now)
+    {
+        tracing::debug!(plugin, "review answered without the plugin: {}", e.message());
+        return crate::exceptions::review::allowed(&e);
+    }
     let registered = webhook.as_ref().map_or(10, |w| w.timeout_seconds);
     let within = deadline(asked_within.map_or(registered, |t| t.min(registered)));
     let Some(place) = served.place(plugin) else {

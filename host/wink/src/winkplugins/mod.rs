@@ -138,17 +138,36 @@ async fn ensure_crd(client: &kube::Client, install: bool) -> anyhow::Result<bool
     if !install {
         return Ok(false);
     }
-    let definition: CustomResourceDefinition = serde_json::from_value(crd::definition())?;
+    ensure_named_crd(client, crd::CRD_NAME, crd::definition(), "WinkPlugin").await?;
+    Ok(true)
+}
+
+/// Create the CRD `name` (`definition`, of `kind`s) when it is missing.
+pub(crate) async fn ensure_named_crd(
+    client: &kube::Client,
+    name: &str,
+    definition: Value,
+    kind: &str,
+) -> anyhow::Result<()> {
+    let api: Api<CustomResourceDefinition> = Api::all(client.clone());
+    match api.get_opt(name).await {
+        Ok(Some(_)) => return Ok(()),
+        Ok(None) => {}
+        // Not allowed to look: try to create it, which says more.
+        Err(kube::Error::Api(s)) if s.code == 403 => {}
+        Err(e) => return Err(e.into()),
+    }
+    let definition: CustomResourceDefinition = serde_json::from_value(definition)?;
     match api.create(&PostParams::default(), &definition).await {
-        Ok(_) => tracing::info!("installed the WinkPlugin CRD"),
+        Ok(_) => tracing::info!("installed the {kind} CRD"),
         Err(kube::Error::Api(s)) if s.code == 409 => {}
         Err(kube::Error::Api(s)) if s.code == 403 => anyhow::bail!(
-            "the WinkPlugin CRD is missing and wink may not create it ({}): install it (`wink manifests --winkplugins` includes it)",
+            "the {kind} CRD {name} is missing and wink may not create it ({}): install it (`wink manifests` includes it)",
             s.message
         ),
         Err(e) => return Err(e.into()),
     }
-    Ok(true)
+    Ok(())
 }
 
 /// Run the WinkPlugins of the cluster of `config` (per `watch`) in
