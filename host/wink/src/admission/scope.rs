@@ -99,6 +99,27 @@ pub fn sent(webhook: &Webhook, request: &Value) -> Result<(), String> {
 /// matches an object selector); else why not. Namespace labels are the
 /// scope's own (the shared Namespace informer's).
 pub fn in_scope(scope: &wink_runtime::scope::Scope, request: &Value) -> Result<(), String> {
+    let versions = ["object", "oldObject"].map(|k| request.get(k));
+    in_scope_with(scope, request, versions)
+}
+
+/// [`in_scope`] of a parsed request: its fields, and its `object` and
+/// `oldObject` (which parsing keeps apart from the fields) read once here.
+pub fn request_in_scope(
+    scope: &wink_runtime::scope::Scope,
+    request: &wink_runtime::admission::AdmissionRequest,
+) -> Result<(), String> {
+    let (object, old) = (request.object_value(), request.old_object_value());
+    in_scope_with(scope, request.fields(), [Some(&object), Some(&old)])
+}
+
+/// Whether the review of `fields` about the object's `versions` (`object`,
+/// `oldObject`; a missing or null one is not there) is in scope.
+fn in_scope_with(
+    scope: &wink_runtime::scope::Scope,
+    request: &Value,
+    versions: [Option<&Value>; 2],
+) -> Result<(), String> {
     let group = str_at(request, &["kind", "group"]);
     let version = str_at(request, &["kind", "version"]);
     let kind = str_at(request, &["kind", "kind"]);
@@ -117,10 +138,7 @@ pub fn in_scope(scope: &wink_runtime::scope::Scope, request: &Value) -> Result<(
             k => labels.and_then(|l| l.get(k)).and_then(Value::as_str),
         })
     };
-    let versions: Vec<&Value> = ["object", "oldObject"]
-        .iter()
-        .filter_map(|k| request.get(*k).filter(|v| v.is_object()))
-        .collect();
+    let versions: Vec<&Value> = versions.into_iter().flatten().filter(|v| v.is_object()).collect();
     let inside = match versions.is_empty() {
         true => admits(None),
         false => versions.into_iter().any(|v| admits(Some(v))),
@@ -214,6 +232,11 @@ mod tests {
         // An update is sent when either version is in scope.
         let leaving = review("team", "Pod", json!({"skip": "y"}), json!({"metadata": {}}));
         assert!(in_scope(&scope, &leaving).is_ok());
+        // A parsed request's objects are kept apart from its fields: read too.
+        let parsed = |v: &Value| wink_runtime::admission::AdmissionRequest::from_value(v.clone());
+        assert!(request_in_scope(&scope, &parsed(&skipped)).is_err());
+        assert!(request_in_scope(&scope, &parsed(&review("team", "Pod", json!({}), Value::Null))).is_ok());
+        assert!(request_in_scope(&scope, &parsed(&leaving)).is_ok());
     }
 
     #[test]

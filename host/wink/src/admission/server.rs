@@ -355,7 +355,7 @@ async fn decide(
         return Decision::allow();
     }
     if let Some(scope) = manager.scope_of(plugin).await
-        && let Err(why) = super::scope::in_scope(&scope, request.fields())
+        && let Err(why) = super::scope::request_in_scope(&scope, &request)
     {
         tracing::debug!(plugin, "review answered without the plugin: {why}");
         return Decision::allow();
