@@ -86,4 +86,5 @@ mod sim_paging;
 mod sim_semantics;
 mod sim_watcher;
 mod skeleton;
+mod team_plugins;
 mod winkplugins;

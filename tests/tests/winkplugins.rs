@@ -26,7 +26,7 @@ mod scoped;
 mod slow_registry;
 mod status_writes;
 mod store_sharing;
-mod support;
+pub(crate) mod support;
 
 use crate::cache_support::{Setup, WAIT, deployment, wait_synced};
 use crate::common::{plugin, scratch};

@@ -1,0 +1,158 @@
+//! End-to-end: team plugins. Two teams, `team-a` and `team-b`, each run
+//! `cache-probe` as a NamespacedWinkPlugin under the operator's team policy
+//! (the grants file's `teams:`). Each is told of its own namespace's Pods
+//! only, and its cache queries of every Pod, of the other namespace's Pods
+//! and of the other team's Pod by key answer with its own Pods alone; a
+//! namespace the policy does not name gets a status saying so, and a
+//! component from a registry the policy does not allow is not loaded.
+
+use crate::cache_support::{Setup, WAIT, lines_starting, namespace, pod};
+use crate::common::{plugin, scratch};
+use crate::kubectl_support::{Env, env, have_kubectl};
+use crate::registry_support::Registry;
+use crate::winkplugins::support::{apply, condition, push, run_args};
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::{Api, PostParams};
+use serde_json::{Value, json};
+use std::time::{Duration, Instant};
+use wink_sim::SimConfig;
+
+fn team_plugin(ns: &str, reference: &str, other: &str) -> Value {
+    json!({"apiVersion": "wink.dev/v1alpha1", "kind": "NamespacedWinkPlugin",
+    "metadata": {"name": "probe", "namespace": ns},
+    "spec": {"source": {"oci": reference},
+             "config": {"name": format!("probe--{ns}"), "log_events": true,
+                        "trigger": "trigger",
+                        "watches": [{"api_version": "v1", "kind": "Pod"}],
+                        "queries": [
+                            {"op": "list", "api_version": "v1", "kind": "Pod"},
+                            {"op": "list", "api_version": "v1", "kind": "Pod", "namespace": other},
+                            {"op": "get", "api_version": "v1", "kind": "Pod", "key": format!("{other}/p")}
+                        ]}}})
+}
+
+/// The NamespacedWinkPlugin `probe` of `ns`, once its condition `kind` holds `pred`.
+async fn wait_condition(env: &Env, ns: &str, kind: &str, pred: impl Fn(&Value) -> bool) -> Value {
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let (_, out, _) = env
+            .run(&["get", "namespacedwinkplugin", "probe", "-n", ns, "-o", "json"])
+            .await;
+        let object: Value = serde_json::from_str(&out).unwrap_or(Value::Null);
+        if let Some(c) = condition(&object, kind)
+            && pred(&c)
+        {
+            return object;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{ns}/probe: no {kind} as wanted: {object:#}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_team_sees_only_its_namespace_and_the_policy_says_who_may_run() {
+    if !have_kubectl() {
+        return;
+    }
+    let env = env("team_plugins", SimConfig::default()).await;
+    let s = Setup::new("team_plugins", &env.sim);
+    let reg = Registry::start("team_plugins_registry");
+    let reference = format!("{}/teams/probe:v1", reg.host());
+    push(&reg, &reference, &plugin("cache_probe"));
+    let elsewhere = format!("{}/other/probe:v1", reg.host());
+    push(&reg, &elsewhere, &plugin("cache_probe"));
+    for ns in ["team-a", "team-b", "team-c"] {
+        namespace(&env.sim, ns).await;
+        Api::<Pod>::namespaced(env.sim.client(), ns)
+            .create(&PostParams::default(), &pod(ns, "p", json!({}), None))
+            .await
+            .unwrap();
+    }
+    let grants = scratch("team_plugins_grants").join("grants.yaml");
+    std::fs::write(
+        &grants,
+        format!(
+            "teams:\n  namespaces: [team-a, team-b]\n  registries: [\"{}/teams\"]\n",
+            reg.host()
+        ),
+    )
+    .unwrap();
+    let store = scratch("team_plugins_store").join("store");
+    let mut args = run_args(&reg.host(), &store);
+    args.extend(["--grants".to_string(), grants.to_str().unwrap().to_string()]);
+    let wink = s.run(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    wink.wait_for_line("watching NamespacedWinkPlugins", WAIT);
+
+    for (ns, other) in [("team-a", "team-b"), ("team-b", "team-a"), ("team-c", "team-a")] {
+        apply(&env, &team_plugin(ns, &reference, other)).await;
+    }
+    for ns in ["team-a", "team-b"] {
+        let object = wait_condition(&env, ns, "Ready", |c| c["status"] == "True").await;
+        assert_eq!(object["status"]["team"], ns, "{object:#}");
+        assert_eq!(object["status"]["plugin"], format!("probe--{ns}"), "{object:#}");
+    }
+    let refused = wait_condition(&env, "team-c", "Loaded", |c| c["status"] == "False").await;
+    let loaded = condition(&refused, "Loaded").unwrap();
+    assert_eq!(loaded["reason"], "NotAllowed", "{refused:#}");
+    assert!(
+        loaded["message"]
+            .as_str()
+            .unwrap()
+            .contains("team-c may not run team plugins"),
+        "{refused:#}"
+    );
+
+    for ns in ["team-a", "team-b"] {
+        Api::<Pod>::namespaced(env.sim.client(), ns)
+            .create(&PostParams::default(), &pod(ns, "trigger", json!({}), None))
+            .await
+            .unwrap();
+    }
+    for (ns, other) in [("team-a", "team-b"), ("team-b", "team-a")] {
+        let name = format!("probe--{ns}");
+        wink.wait_for_line(&format!("[{name}] probe done"), WAIT);
+        assert_eq!(
+            lines_starting(&wink, &name, "query "),
+            [
+                format!("query 0 list Pod: ok [{ns}/p {ns}/trigger]"),
+                format!("query 1 list Pod: ok []"),
+                format!("query 2 get Pod: ok [none]"),
+            ],
+            "{name} sees its own Pods only"
+        );
+        let events = lines_starting(&wink, &name, "event add ");
+        assert!(
+            events.iter().all(|l| l.starts_with(&format!("event add {ns}/"))),
+            "{events:#?}"
+        );
+        assert!(!events.is_empty());
+        assert!(
+            !wink
+                .plugin_lines(&name)
+                .iter()
+                .any(|l| l.contains(&format!("{other}/"))),
+            "{name} saw the other team: {:#?}",
+            wink.plugin_lines(&name)
+        );
+    }
+    assert!(
+        !wink.lines().iter().any(|l| l.contains("[probe--team-c]")),
+        "a namespace outside the policy runs nothing"
+    );
+
+    // A component from a registry the policy does not allow is not loaded.
+    let mut moved = team_plugin("team-a", &elsewhere, "team-b");
+    moved["metadata"]["name"] = json!("probe");
+    apply(&env, &moved).await;
+    let object = wait_condition(&env, "team-a", "Loaded", |c| c["reason"] == "RegistryNotAllowed").await;
+    assert!(
+        condition(&object, "Loaded").unwrap()["message"]
+            .as_str()
+            .unwrap()
+            .contains("not under a registry the operator allows"),
+        "{object:#}"
+    );
+}
