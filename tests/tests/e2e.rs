@@ -63,6 +63,7 @@ mod real_library;
 mod real_reconcile;
 mod real_reports;
 mod real_scope;
+mod real_team_plugins;
 mod real_winkplugins;
 mod real_writes;
 mod reconcile;

@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 use std::time::{Duration, Instant};
 use wink_sim::SimConfig;
 
-fn team_plugin(ns: &str, reference: &str, other: &str) -> Value {
+pub(crate) fn team_plugin(ns: &str, reference: &str, other: &str) -> Value {
     json!({"apiVersion": "wink.dev/v1alpha1", "kind": "NamespacedWinkPlugin",
     "metadata": {"name": "probe", "namespace": ns},
     "spec": {"source": {"oci": reference},
