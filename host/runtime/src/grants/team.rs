@@ -262,6 +262,17 @@ teams:
     }
 
     #[test]
+    fn the_manuals_team_policy_parses() {
+        let page = include_str!("../../../../docs/src/running/team-plugins.md");
+        let (_, rest) = page.split_once("```yaml,grants\n").unwrap();
+        let (yaml, _) = rest.split_once("```").unwrap();
+        let p = Grants::parse(yaml.as_bytes()).unwrap().teams.unwrap();
+        assert_eq!(p.namespaces, ["team-a", "team-b"]);
+        assert_eq!(p.mode, Some(Mode::Audit));
+        assert!(p.allows_source("registry.example.com/teams/probe:1.0"));
+    }
+
+    #[test]
     fn registries_match_at_a_path_boundary() {
         let p = policy();
         assert!(p.allows_source("reg.example/teams/probe:v1"));
