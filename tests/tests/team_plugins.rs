@@ -4,7 +4,11 @@
 //! only, and its cache queries of every Pod, of the other namespace's Pods
 //! and of the other team's Pod by key answer with its own Pods alone; a
 //! namespace the policy does not name gets a status saying so, and a
-//! component from a registry the policy does not allow is not loaded.
+//! component from a registry the policy does not allow is not loaded. A
+//! team's `write-probe` writes in its own namespace what the policy
+//! allows; a write in the other namespace, a verb the policy does not
+//! allow and an Event about the other namespace's object are refused, each
+//! answer saying so.
 
 use crate::cache_support::{Setup, WAIT, lines_starting, namespace, pod};
 use crate::common::{plugin, scratch};
@@ -153,4 +157,108 @@ async fn each_team_sees_only_its_namespace_and_the_policy_says_who_may_run() {
             .contains("not under a registry the operator allows"),
         "{object:#}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_team_plugins_writes_outside_its_namespace_are_refused_and_said() {
+    if !have_kubectl() {
+        return;
+    }
+    let env = env("team_plugins_writes", SimConfig::default()).await;
+    let s = Setup::new("team_plugins_writes", &env.sim);
+    let reg = Registry::start("team_plugins_writes_registry");
+    let reference = format!("{}/teams/writer:v1", reg.host());
+    push(&reg, &reference, &plugin("write_probe"));
+    for ns in ["team-a", "team-b"] {
+        namespace(&env.sim, ns).await;
+    }
+    let grants = scratch("team_plugins_writes_grants").join("grants.yaml");
+    std::fs::write(
+        &grants,
+        format!(
+            "teams:\n  namespaces: [team-a, team-b]\n  events: true\n  writes: [{{apiVersion: v1, kind: ConfigMap, verbs: [create]}}]\n  registries: [\"{}/teams\"]\n",
+            reg.host()
+        ),
+    )
+    .unwrap();
+    let store = scratch("team_plugins_writes_store").join("store");
+    let mut args = run_args(&reg.host(), &store);
+    args.extend(["--grants".to_string(), grants.to_str().unwrap().to_string()]);
+    let wink = s.run(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    wink.wait_for_line("watching NamespacedWinkPlugins", WAIT);
+    let cm = |ns: &str, name: &str| json!({"metadata": {"name": name, "namespace": ns}});
+    let writer = json!({"apiVersion": "wink.dev/v1alpha1", "kind": "NamespacedWinkPlugin",
+    "metadata": {"name": "writer", "namespace": "team-a"},
+    "spec": {"source": {"oci": reference},
+             "grant": {"events": true, "writes": [{"apiVersion": "v1", "kind": "ConfigMap", "verbs": ["create", "delete"]}]},
+             "config": {"name": "writer--team-a", "events": true,
+                        "writes": [{"api_version": "v1", "kind": "ConfigMap", "verbs": ["create", "delete"]}],
+                        "ops": [
+                            {"op": "create", "api_version": "v1", "kind": "ConfigMap", "body": cm("team-a", "mine")},
+                            {"op": "create", "api_version": "v1", "kind": "ConfigMap", "body": cm("team-b", "theirs")},
+                            {"op": "delete", "api_version": "v1", "kind": "ConfigMap", "key": "team-a/mine"},
+                            {"op": "event", "key": "team-a/trigger", "type": "normal", "reason": "Probe", "action": "Probed", "note": "n"},
+                            {"op": "event", "key": "team-b/other", "type": "normal", "reason": "Probe", "action": "Probed", "note": "n"}
+                        ]}}});
+    Api::<k8s_openapi::api::core::v1::ConfigMap>::namespaced(env.sim.client(), "team-b")
+        .create(
+            &PostParams::default(),
+            &crate::cache_support::config_map("team-b", "other", json!({})),
+        )
+        .await
+        .unwrap();
+    apply(&env, &writer).await;
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let (_, out, _) = env
+            .run(&[
+                "get",
+                "namespacedwinkplugin",
+                "writer",
+                "-n",
+                "team-a",
+                "-o",
+                "jsonpath={.status.ready}",
+            ])
+            .await;
+        if out.trim() == "True" {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "never ready:\n{}",
+            wink.lines().join("\n")
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    crate::cache_support::wait_synced(&wink, "writer--team-a");
+    Api::<k8s_openapi::api::core::v1::ConfigMap>::namespaced(env.sim.client(), "team-a")
+        .create(
+            &PostParams::default(),
+            &crate::cache_support::config_map("team-a", "trigger", json!({})),
+        )
+        .await
+        .unwrap();
+    wink.wait_for_line("[writer--team-a] probe done", WAIT);
+    let answers = lines_starting(&wink, "writer--team-a", "write ");
+    assert_eq!(answers.len(), 5, "{answers:#?}");
+    assert_eq!(answers[0], "write 0 create: ok team-a/mine", "{answers:#?}");
+    assert!(
+        answers[1].starts_with("write 1 create: error not-permitted"),
+        "{answers:#?}"
+    );
+    assert!(
+        answers[2].starts_with("write 2 delete: error not-permitted"),
+        "delete was asked for but the team policy does not allow it: {answers:#?}"
+    );
+    assert_eq!(answers[3], "write 3 event: ok team-a/trigger", "{answers:#?}");
+    assert_eq!(
+        answers[4], "write 4 event: no object team-b/other",
+        "the other namespace's objects cannot even be named: {answers:#?}"
+    );
+    let theirs = Api::<k8s_openapi::api::core::v1::ConfigMap>::namespaced(env.sim.client(), "team-b")
+        .get_opt("theirs")
+        .await
+        .unwrap();
+    assert!(theirs.is_none(), "nothing written in the other namespace");
 }
