@@ -4,7 +4,8 @@
 //! only, and its cache queries of every Pod, of the other namespace's Pods
 //! and of the other team's Pod by key answer with its own Pods alone; a
 //! namespace the policy does not name gets a status saying so, and a
-//! component from a registry the policy does not allow is not loaded. A
+//! component from a registry the policy does not allow is not loaded; a
+//! namespace taken out of the policy (the grants file edited) is unloaded. A
 //! team's `write-probe` writes in its own namespace what the policy
 //! allows; a write in the other namespace, a verb the policy does not
 //! allow and an Event about the other namespace's object are refused, each
@@ -146,6 +147,20 @@ async fn each_team_sees_only_its_namespace_and_the_policy_says_who_may_run() {
         !wink.lines().iter().any(|l| l.contains("[probe--team-c]")),
         "a namespace outside the policy runs nothing"
     );
+
+    // The policy edited (hot-reloaded): a namespace taken out of it is
+    // unloaded and its status says why.
+    std::fs::write(
+        &grants,
+        format!(
+            "teams:\n  namespaces: [team-a]\n  registries: [\"{}/teams\"]\n",
+            reg.host()
+        ),
+    )
+    .unwrap();
+    let out = wait_condition(&env, "team-b", "Loaded", |c| c["reason"] == "NotAllowed").await;
+    assert_eq!(out["status"]["ready"], "False", "{out:#}");
+    wink.wait_for_line("team plugin no longer allowed: its plugin is unloaded", WAIT);
 
     // A component from a registry the policy does not allow is not loaded.
     apply(&env, &team_plugin("team-a", &elsewhere, "team-b")).await;
