@@ -121,6 +121,11 @@ pub struct PluginGrant {
     /// Where it does not.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub exclude: Option<crate::scope::Selection>,
+    /// The cluster-scoped kinds it sees (`Kind` or `apiVersion/Kind`;
+    /// Namespaces go by `match`/`exclude`); none: every one. A team
+    /// plugin's grant sets it from the team policy ([`team`]).
+    #[serde(rename = "clusterReads", skip_serializing_if = "Option::is_none")]
+    pub cluster_reads: Option<Vec<String>>,
 }
 
 impl PluginGrant {
@@ -134,6 +139,16 @@ impl PluginGrant {
             if e.is_empty() {
                 return Err("exclude: name at least one of namespaceSelector, objectSelector, namespaces, kinds (an empty exclude would exclude everything)".into());
             }
+        }
+        if let Some(kinds) = &self.cluster_reads {
+            let at = crate::scope::Selection {
+                kinds: Some(kinds.clone()),
+                ..Default::default()
+            };
+            at.check("clusterReads")?;
+            let scope = crate::scope::Scope::new(self.match_.as_ref(), self.exclude.as_ref())
+                .unwrap_or_else(crate::scope::Scope::everywhere);
+            return Ok(Some(scope.with_cluster_reads(kinds.clone())));
         }
         Ok(crate::scope::Scope::new(
             self.match_.as_ref(),
@@ -155,6 +170,10 @@ pub struct DaemonGrant {
 pub struct Grants {
     pub plugins: BTreeMap<String, PluginGrant>,
     pub daemon: DaemonGrant,
+    /// The operator's policy for team plugins (`NamespacedWinkPlugin`s);
+    /// none: team plugins are off.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub teams: Option<TeamPolicy>,
     /// Grant whatever a plugin declares (`wink dev`); never from a file.
     #[serde(skip)]
     pub grant_declared: bool,
@@ -372,7 +391,9 @@ impl Grants {
 }
 
 mod file;
+pub mod team;
 pub use file::{GrantsFile, MAX_GRANTS_BYTES};
+pub use team::TeamPolicy;
 
 #[cfg(test)]
 mod tests;

@@ -32,6 +32,9 @@ pub struct Scope {
     include: Selection,
     exclude: Option<Selection>,
     namespaces: Option<Store>,
+    /// The cluster-scoped kinds seen (but Namespaces, which go by the
+    /// selections); none: every one.
+    cluster_reads: Option<Vec<String>>,
 }
 
 impl std::fmt::Debug for Scope {
@@ -57,7 +60,25 @@ impl Scope {
             include,
             exclude,
             namespaces: None,
+            cluster_reads: None,
         })
+    }
+
+    /// The scope that narrows nothing (to narrow with [`Scope::with_cluster_reads`]).
+    pub fn everywhere() -> Scope {
+        Scope {
+            include: Selection::default(),
+            exclude: None,
+            namespaces: None,
+            cluster_reads: None,
+        }
+    }
+
+    /// See only these cluster-scoped kinds (`Kind` or `apiVersion/Kind`)
+    /// besides Namespaces.
+    pub fn with_cluster_reads(mut self, kinds: Vec<String>) -> Self {
+        self.cluster_reads = Some(kinds);
+        self
     }
 
     /// The selection `match`.
@@ -106,6 +127,18 @@ impl Scope {
             kind,
             namespace,
         };
+        if namespace.is_none()
+            && !(kind == "Namespace" && api_version == "v1")
+            && let Some(kinds) = &self.cluster_reads
+        {
+            let allowed = Selection {
+                kinds: Some(kinds.clone()),
+                ..Selection::default()
+            };
+            if !allowed.has_kind(api_version, kind) {
+                return false;
+            }
+        }
         self.selects(&self.include, &object, &label)
             && !self
                 .exclude

@@ -71,6 +71,9 @@ impl Grants {
         for name in grants.plugins.keys() {
             grants.scope(name)?;
         }
+        if let Some(teams) = &grants.teams {
+            teams.check()?;
+        }
         Ok(grants)
     }
 }

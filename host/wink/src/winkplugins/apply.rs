@@ -32,11 +32,20 @@ pub struct Context_ {
     pub namespace: String,
     /// Names taken by the plugin directory or `--plugin-ref`.
     pub taken: wink_oci::plugins::Taken,
+    /// The prefix of this controller's pins ([`PINS`] or [`TEAM_PINS`]).
+    pub pins: &'static str,
 }
 
-/// The pins of WinkPlugins are kept apart from `--plugin-ref`'s.
-pub fn pin_key(name: &str) -> String {
-    format!("winkplugin.{name}")
+/// The prefix of WinkPlugins' pins, kept apart from `--plugin-ref`'s.
+pub const PINS: &str = "winkplugin.";
+/// The prefix of NamespacedWinkPlugins' pins.
+pub const TEAM_PINS: &str = "namespacedwinkplugin.";
+
+impl Context_ {
+    /// The key of the pin of plugin `name`.
+    pub fn pin_key(&self, name: &str) -> String {
+        format!("{}{name}", self.pins)
+    }
 }
 
 /// Why a fetch failed, as a condition reason.
@@ -178,7 +187,8 @@ async fn registry(cx: &Context_, spec: &Spec) -> anyhow::Result<Option<Registry>
     let Some(secret) = &spec.pull_secret else {
         return Ok(None);
     };
-    let auths = super::pull_secret::read(&cx.client, &cx.namespace, secret).await?;
+    let namespace = spec.namespace.as_deref().unwrap_or(&cx.namespace);
+    let auths = super::pull_secret::read(&cx.client, namespace, secret).await?;
     let mut options = cx.fetcher.registry.options().clone();
     options.auths = auths;
     Ok(Some(Registry::new(options)))
@@ -219,7 +229,7 @@ async fn fetch(
     };
     let reference = parse_reference(raw)?;
     let store = &cx.fetcher.store;
-    let key = pin_key(name);
+    let key = cx.pin_key(name);
     // A pin made for another object of this name (deleted, created anew)
     // is not taken: its tag is resolved again.
     let pinned = store

@@ -6,9 +6,12 @@
 //! WinkPlugin's `spec.match`/`spec.exclude` may select namespaces by label,
 //! which one shared Namespace informer serves; the objects are not known
 //! when the manifests are rendered). wink's default `--winkplugins=auto`
-//! then watches them.
+//! then watches them. NamespacedWinkPlugins (team plugins) get the same:
+//! their CRD, and get, list and watch them and patch their status in every
+//! namespace; a team's pull Secret is read in its own namespace, which
+//! needs a Role there that the manifests do not grant.
 
-use super::crd;
+use super::{crd, namespaced};
 use serde_json::{Value, json};
 
 /// The documents (`wink manifests` puts them in install order with the
@@ -19,12 +22,15 @@ pub fn documents(namespace: &str) -> Vec<Value> {
     let subject = json!([{"kind": "ServiceAccount", "name": "wink", "namespace": namespace}]);
     vec![
         crd::definition(),
+        namespaced::definition(),
         json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
         "metadata": {"name": name, "labels": labels},
         "rules": [
             {"apiGroups": [crd::GROUP], "resources": [crd::PLURAL], "verbs": ["get", "list", "watch"]},
             {"apiGroups": [crd::GROUP], "resources": [format!("{}/status", crd::PLURAL)], "verbs": ["get", "patch", "update"]},
-            {"apiGroups": ["apiextensions.k8s.io"], "resources": ["customresourcedefinitions"], "resourceNames": [crd::CRD_NAME], "verbs": ["get"]},
+            {"apiGroups": [crd::GROUP], "resources": [namespaced::PLURAL], "verbs": ["get", "list", "watch"]},
+            {"apiGroups": [crd::GROUP], "resources": [format!("{}/status", namespaced::PLURAL)], "verbs": ["get", "patch", "update"]},
+            {"apiGroups": ["apiextensions.k8s.io"], "resources": ["customresourcedefinitions"], "resourceNames": [crd::CRD_NAME, namespaced::CRD_NAME], "verbs": ["get"]},
             {"apiGroups": [""], "resources": ["namespaces"], "verbs": ["list", "watch"]}
         ]}),
         json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",

@@ -23,18 +23,26 @@
 //! more than the call counts changed, and for the counts alone at most
 //! once each [`COUNTERS_REFRESH`]; it says in its log when a status it
 //! writes reports another generation or readiness.
+//!
+//! NamespacedWinkPlugins (team plugins, [`namespaced`]) go through a second
+//! controller of the same code: each named `<name>--<namespace>`, run as
+//! the WinkPlugin the operator's team policy makes of it (refused with a
+//! condition saying why), passed over again when that policy changes, its
+//! status saying its team and plugin name.
 
 pub mod apply;
 pub mod crd;
 pub mod manifests;
+pub mod namespaced;
+mod objects;
+pub(crate) use objects::ensure_named_crd;
 pub mod pull_secret;
 pub mod spec;
 pub mod status;
 
 use apply::Context_;
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams, PostParams};
-use kube::core::GroupVersionKind;
+use kube::api::{Api, DynamicObject, Patch, PatchParams};
+use objects::{Objects, api_resource, ensure_crd, run_controller};
 use serde_json::Value;
 use status::{Outcome, Running};
 use std::collections::BTreeMap;
@@ -42,9 +50,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
 use wink_informer::SharedInformerFactory;
-use wink_informer::factory::{FactoryOptions, WatchSpec};
-use wink_informer::object::ObjRef;
-use wink_informer::processor::EventHandler;
 use wink_informer::repeated::{RepeatedFailure, short_anyhow, short_error, short_text};
 
 /// The first wait before a failed pass is tried again.
@@ -101,75 +106,6 @@ struct Entry {
     status_failures: RepeatedFailure,
 }
 
-struct Names(mpsc::UnboundedSender<String>);
-
-impl EventHandler for Names {
-    fn on_add(&self, obj: &ObjRef, _: bool) {
-        let _ = self.0.send(obj.name().to_string());
-    }
-    fn on_update(&self, _: &ObjRef, new: &ObjRef) {
-        let _ = self.0.send(new.name().to_string());
-    }
-    fn on_delete(&self, obj: &ObjRef, _: bool) {
-        let _ = self.0.send(obj.name().to_string());
-    }
-}
-
-fn api_resource() -> ApiResource {
-    ApiResource::from_gvk_with_plural(
-        &GroupVersionKind::gvk(crd::GROUP, crd::VERSION, crd::KIND),
-        crd::PLURAL,
-    )
-}
-
-/// Whether the CRD is there; with `install`, create it when it is not.
-async fn ensure_crd(client: &kube::Client, install: bool) -> anyhow::Result<bool> {
-    let api: Api<CustomResourceDefinition> = Api::all(client.clone());
-    match api.get_opt(crd::CRD_NAME).await {
-        Ok(Some(_)) => return Ok(true),
-        Ok(None) => {}
-        // Not allowed to look: as good as not installed, unless asked to install.
-        Err(kube::Error::Api(s)) if s.code == 403 && !install => {
-            tracing::debug!("WinkPlugins not watched: the CRD may not be read ({})", s.message);
-            return Ok(false);
-        }
-        Err(e) => return Err(e.into()),
-    }
-    if !install {
-        return Ok(false);
-    }
-    ensure_named_crd(client, crd::CRD_NAME, crd::definition(), "WinkPlugin").await?;
-    Ok(true)
-}
-
-/// Create the CRD `name` (`definition`, of `kind`s) when it is missing.
-pub(crate) async fn ensure_named_crd(
-    client: &kube::Client,
-    name: &str,
-    definition: Value,
-    kind: &str,
-) -> anyhow::Result<()> {
-    let api: Api<CustomResourceDefinition> = Api::all(client.clone());
-    match api.get_opt(name).await {
-        Ok(Some(_)) => return Ok(()),
-        Ok(None) => {}
-        // Not allowed to look: try to create it, which says more.
-        Err(kube::Error::Api(s)) if s.code == 403 => {}
-        Err(e) => return Err(e.into()),
-    }
-    let definition: CustomResourceDefinition = serde_json::from_value(definition)?;
-    match api.create(&PostParams::default(), &definition).await {
-        Ok(_) => tracing::info!("installed the {kind} CRD"),
-        Err(kube::Error::Api(s)) if s.code == 409 => {}
-        Err(kube::Error::Api(s)) if s.code == 403 => anyhow::bail!(
-            "the {kind} CRD {name} is missing and wink may not create it ({}): install it (`wink manifests` includes it)",
-            s.message
-        ),
-        Err(e) => return Err(e.into()),
-    }
-    Ok(())
-}
-
 /// Run the WinkPlugins of the cluster of `config` (per `watch`) in
 /// `manager`, beside the plugin directory `plugins` and the `--plugin-ref`s
 /// of `oci`; pull Secrets are read in `namespace`. Started in the
@@ -191,13 +127,14 @@ pub fn watch(
     let (manager, oci, plugins) = (manager.clone(), oci.clone(), plugins.to_path_buf());
     let namespace = namespace.to_string();
     tokio::spawn(async move {
-        let cx = || {
+        let cx = |pins| {
             Ok(Context_ {
-                manager,
+                manager: manager.clone(),
                 fetcher: oci.fetcher()?,
                 client: client.clone(),
-                namespace,
+                namespace: namespace.clone(),
                 taken: oci.taken(&plugins),
+                pins,
             })
         };
         match start(watch, client.clone(), cx).await {
@@ -215,45 +152,26 @@ pub fn watch(
 pub async fn start(
     watch: Watch,
     client: kube::Client,
-    cx: impl FnOnce() -> anyhow::Result<Context_>,
+    cx: impl Fn(&'static str) -> anyhow::Result<Context_>,
 ) -> anyhow::Result<bool> {
-    if watch == Watch::Off || !ensure_crd(&client, watch == Watch::Install).await? {
+    if watch == Watch::Off
+        || !ensure_crd(&client, watch == Watch::Install, crd::CRD_NAME, crd::definition()).await?
+    {
         return Ok(false);
     }
-    let cx = cx()?;
-    let factory = SharedInformerFactory::new(client.clone(), FactoryOptions::default());
-    let spec = WatchSpec::all(crd::API_VERSION, crd::KIND);
-    // A CRD just created is served a moment later.
-    let mut tries = 0;
-    let informer = loop {
-        match factory.informer_for(&spec).await {
-            Ok(i) => break i,
-            Err(e) if tries < 20 => {
-                tries += 1;
-                tracing::debug!("WinkPlugins not served yet: {e:#}");
-                tokio::time::sleep(Duration::from_millis(250)).await;
+    run_controller(client.clone(), cx(apply::PINS)?, Objects::Cluster).await?;
+    // Team plugins: beside WinkPlugins, when their CRD is there (or installed).
+    let install = watch == Watch::Install;
+    match ensure_crd(&client, install, namespaced::CRD_NAME, namespaced::definition()).await {
+        Ok(true) => {
+            let keys = Objects::Team(Default::default());
+            if let Err(e) = run_controller(client, cx(apply::TEAM_PINS)?, keys).await {
+                tracing::warn!("NamespacedWinkPlugins not watched: {}", short_anyhow(&e));
             }
-            Err(e) => return Err(e.context("watching WinkPlugins")),
         }
-    };
-    let (tx, rx) = mpsc::unbounded_channel();
-    informer.add_listener("winkplugins", Arc::new(Names(tx)), None);
-    let (done, pulled) = mpsc::unbounded_channel();
-    let controller = Controller {
-        cx: Arc::new(cx),
-        client,
-        informer,
-        entries: BTreeMap::new(),
-        pulls: Arc::new(tokio::sync::Semaphore::new(MAX_CONCURRENT_PULLS)),
-        hosts: BTreeMap::new(),
-        in_flight: BTreeMap::new(),
-        done,
-        collected: Instant::now(),
-        collect_again: None,
-        _factory: factory,
-    };
-    tokio::spawn(controller.run(rx, pulled));
-    tracing::info!("watching WinkPlugins");
+        Ok(false) => tracing::debug!("NamespacedWinkPlugins not watched: their CRD is not installed"),
+        Err(e) => tracing::warn!("NamespacedWinkPlugins not watched: {}", short_anyhow(&e)),
+    }
     Ok(true)
 }
 
@@ -290,6 +208,9 @@ struct Controller {
     /// When to collect again before [`COLLECT_EVERY`]: a collection was
     /// put off for a pull under way, or kept unnamed blobs for their age.
     collect_again: Option<Instant>,
+    objects: Objects,
+    /// The team policy the team plugins were last passed under.
+    policy: Option<Option<wink_runtime::grants::TeamPolicy>>,
     _factory: Arc<SharedInformerFactory>,
 }
 
@@ -308,6 +229,7 @@ impl Controller {
                 },
                 Some(done) = pulled.recv() => self.pulled(done).await,
                 _ = tick.tick() => {
+                    self.policy_changed();
                     let now = Instant::now();
                     let due: Vec<String> = self
                         .entries
@@ -330,8 +252,51 @@ impl Controller {
     }
 
     fn object(&self, name: &str) -> Option<Value> {
-        let obj = self.informer.store().get(name)?;
+        let obj = self.informer.store().get(&self.objects.key(name)?)?;
         serde_json::from_str(&obj.json()).ok()
+    }
+
+    /// Team plugins: when the operator's team policy changed, pass over
+    /// every one again (its grant is recomputed, or it is unloaded).
+    fn policy_changed(&mut self) {
+        if !matches!(self.objects, Objects::Team(_)) {
+            return;
+        }
+        let now = self.cx.manager.grants().teams.clone();
+        if self.policy.as_ref() == Some(&now) {
+            return;
+        }
+        if self.policy.is_some() {
+            tracing::info!("the team policy changed: every NamespacedWinkPlugin is passed over again");
+            for e in self.entries.values_mut() {
+                e.retry_at = Some(Instant::now());
+            }
+        }
+        self.policy = Some(now);
+    }
+
+    /// The WinkPlugin object `object` runs as: itself, or a team plugin's
+    /// under the team policy ([`namespaced::as_winkplugin`]); else the
+    /// outcome saying why it may not run.
+    fn prepare(&self, object: Value) -> Result<Value, Box<Outcome>> {
+        if !matches!(self.objects, Objects::Team(_)) {
+            return Ok(object);
+        }
+        let grants = self.cx.manager.grants();
+        namespaced::as_winkplugin(&object, grants.teams.as_ref()).map_err(|r| {
+            let mut o = Outcome {
+                generation: object["metadata"]["generation"].as_i64().unwrap_or(0),
+                ..Outcome::default()
+            };
+            o.conditions.push(status::Condition::new(
+                "Loaded",
+                Some(false),
+                r.reason,
+                r.message.clone(),
+            ));
+            o.last_error = Some(r.message);
+            Box::new(o)
+        })
     }
 
     /// Make plugin `name` what its object says; `retry`: a failed pass's
@@ -340,7 +305,10 @@ impl Controller {
         let Some(object) = self.object(name) else {
             if self.entries.remove(name).is_some_and(|e| e.applied) {
                 self.cx.manager.unload(name).await;
-                tracing::info!(winkplugin = %name, "WinkPlugin deleted: its plugin is unloaded");
+                tracing::info!(winkplugin = %name, "{} deleted: its plugin is unloaded", self.objects.kind());
+            }
+            if let Objects::Team(keys) = &self.objects {
+                keys.lock().unwrap_or_else(|e| e.into_inner()).remove(name);
             }
             self.cx.manager.give_grant(name, None).await;
             self.cx.manager.give_failure_policy(name, None);
@@ -371,8 +339,25 @@ impl Controller {
             generation,
             retry,
         };
+        let object = self.prepare(object);
+        if object.is_err()
+            && let Some(e) = self.entries.get_mut(name)
+            && e.applied
+        {
+            // No longer allowed (the team policy changed): not left running.
+            self.cx.manager.unload(name).await;
+            self.cx.manager.give_grant(name, None).await;
+            e.applied = false;
+            e.running = None;
+            tracing::warn!(winkplugin = %name, "team plugin no longer allowed: its plugin is unloaded");
+        }
         self.in_flight.insert(name.to_string(), flight.clone());
-        let host = spec::parse(&object).map(|s| s.source.host()).unwrap_or_default();
+        let host = object
+            .as_ref()
+            .ok()
+            .and_then(|o| spec::parse(o).ok())
+            .map(|s| s.source.host())
+            .unwrap_or_default();
         // Turns of hosts no pull holds or waits for any more are dropped.
         self.hosts.retain(|_, s| Arc::strong_count(s) > 1);
         let of_host = self
@@ -385,7 +370,10 @@ impl Controller {
         tokio::spawn(async move {
             let _host_turn = of_host.acquire_owned().await;
             let _turn = pulls.acquire_owned().await;
-            let result = apply::pull(&cx, &name, &object).await;
+            let result = match object {
+                Ok(object) => apply::pull(&cx, &name, &object).await,
+                Err(refused) => Err(refused),
+            };
             let _ = done.send(Done { name, flight, result });
         });
     }
@@ -395,7 +383,7 @@ impl Controller {
     fn forget(&self, name: &str) {
         let store = &self.cx.fetcher.store;
         if let Err(e) = store
-            .unpin(&apply::pin_key(name))
+            .unpin(&self.cx.pin_key(name))
             .and_then(|_| store.remove_plugin(name))
         {
             tracing::warn!(winkplugin = %name, "the store keeps what the deleted WinkPlugin used: {}", short_anyhow(&e));
@@ -419,7 +407,7 @@ impl Controller {
             .pins()
             .unwrap_or_default()
             .keys()
-            .filter_map(|k| k.strip_prefix(&apply::pin_key("")))
+            .filter_map(|k| k.strip_prefix(self.cx.pins))
             .filter(|n| !self.entries.contains_key(*n) && self.object(n).is_none())
             .map(str::to_string)
             .collect();
@@ -521,19 +509,38 @@ impl Controller {
             .iter()
             .map(|s| (s.name.clone(), Running::of(s)))
             .collect();
-        let api: Api<DynamicObject> = Api::all_with(self.client.clone(), &api_resource());
         let names: Vec<String> = self.entries.keys().cloned().collect();
         for name in names {
             let current = self.object(&name).and_then(|o| o.get("status").cloned());
             let entry = &self.entries[&name];
             let run = running.get(&name).filter(|_| entry.applied);
-            let new = status::render(&entry.outcome, run, current.as_ref());
+            let mut new = status::render(&entry.outcome, run, current.as_ref());
+            let (api, object_name): (Api<DynamicObject>, String) = match self.objects.key(&name) {
+                Some(key) if matches!(self.objects, Objects::Team(_)) => {
+                    let (ns, object) = key.split_once('/').unwrap_or_default();
+                    // Status and reports say the team (the namespace) and the plugin name.
+                    new["team"] = Value::from(ns);
+                    new["plugin"] = Value::from(name.as_str());
+                    let ar = api_resource(namespaced::KIND, namespaced::PLURAL);
+                    (
+                        Api::namespaced_with(self.client.clone(), ns, &ar),
+                        object.to_string(),
+                    )
+                }
+                _ => (
+                    Api::all_with(self.client.clone(), &api_resource(crd::KIND, crd::PLURAL)),
+                    name.clone(),
+                ),
+            };
             let since = entry.written_at.map(|t| t.elapsed());
             if !status::due(&new, current.as_ref(), entry.written.as_ref(), since) {
                 continue;
             }
             let patch = Patch::Merge(status::patch(&new, current.as_ref()));
-            match api.patch_status(&name, &PatchParams::default(), &patch).await {
+            match api
+                .patch_status(&object_name, &PatchParams::default(), &patch)
+                .await
+            {
                 Ok(_) => {
                     if let Some(e) = self.entries.get_mut(&name) {
                         // Said when this replica first writes it, and when

@@ -63,6 +63,9 @@ pub struct Spec {
     /// The cosign key the OCI source's manifest must be signed by
     /// (`spec.verify.cosign.publicKey`).
     pub cosign_key: Option<PublicKey>,
+    /// Where the pull Secret is read: a NamespacedWinkPlugin's namespace
+    /// (none: wink's own, for a WinkPlugin).
+    pub namespace: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -206,6 +209,7 @@ pub fn parse(object: &Value) -> anyhow::Result<Spec> {
         failure_policy,
         pull_secret: raw.pull_secret,
         cosign_key,
+        namespace: object["metadata"]["namespace"].as_str().map(str::to_string),
     })
 }
 

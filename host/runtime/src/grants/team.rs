@@ -1,0 +1,296 @@
+//! The team policy: the `teams:` section of the grants file, the operator's
+//! word on team plugins (`NamespacedWinkPlugin`s). It says which namespaces
+//! may run them, the writes (namespaced kinds and verbs) and Events they
+//! may be granted, the cluster-scoped kinds they may read, their rate,
+//! whether audit mode is forced, and which registries their components
+//! come from and which cosign keys must have signed them.
+//!
+//! ```yaml
+//! teams:
+//!   namespaces: [team-a, team-b]   # "*" for every namespace
+//!   writes:
+//!     - {apiVersion: v1, kind: ConfigMap, verbs: [create, patch]}
+//!   events: true
+//!   clusterReads: [Namespace]      # cluster-scoped kinds readable (read only)
+//!   rate: {qps: 2, burst: 4}       # at most; a team asking less gets less
+//!   mode: audit                    # forced on every team plugin
+//!   registries: [registry.example.com/teams]
+//!   cosignKeys: ["-----BEGIN PUBLIC KEY-----..."]
+//! ```
+//!
+//! Owns the policy's parse and [`TeamPolicy::grant`]: a team plugin's
+//! grant is the intersection of what it declares and this policy, its
+//! scope confined to its own namespace. With no `teams:` section, team
+//! plugins are off. It performs no write and holds no state.
+
+use super::{Mode, PluginGrant, Rate, WriteGrant};
+use crate::scope::Selection;
+use serde::{Deserialize, Serialize};
+
+/// At most this many entries in each list of the policy.
+pub const MAX_TEAM_ITEMS: usize = 256;
+
+/// The operator's policy for team plugins.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase", deny_unknown_fields)]
+pub struct TeamPolicy {
+    /// The namespaces that may run team plugins (`*`: every one).
+    pub namespaces: Vec<String>,
+    /// The writes a team plugin may be granted, in its namespace only
+    /// (no `namespaces` field: the plugin's namespace is the only one).
+    pub writes: Vec<WriteGrant>,
+    /// Whether a team plugin may record Events (in its namespace).
+    pub events: bool,
+    /// Cluster-scoped kinds a team plugin may read (`Kind` or
+    /// `apiVersion/Kind`); never written. Others are not seen.
+    pub cluster_reads: Vec<String>,
+    /// The most a team plugin's writes may go at.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rate: Option<Rate>,
+    /// `audit`: every team plugin's writes are dry runs, whatever it asks.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mode: Option<Mode>,
+    /// Reference prefixes components must come from (an OCI reference or
+    /// https URL starting with one of them at a path boundary); empty:
+    /// none is allowed.
+    pub registries: Vec<String>,
+    /// Cosign public keys (PEM); when given, a team plugin's component
+    /// must be verified under one of them.
+    pub cosign_keys: Vec<String>,
+}
+
+impl TeamPolicy {
+    /// Check sizes and fields; `at` names the section in errors.
+    pub fn check(&self) -> Result<(), String> {
+        for (field, len) in [
+            ("namespaces", self.namespaces.len()),
+            ("writes", self.writes.len()),
+            ("clusterReads", self.cluster_reads.len()),
+            ("registries", self.registries.len()),
+            ("cosignKeys", self.cosign_keys.len()),
+        ] {
+            if len > MAX_TEAM_ITEMS {
+                return Err(format!("teams.{field}: {len} items (at most {MAX_TEAM_ITEMS})"));
+            }
+        }
+        if self.writes.iter().any(|w| w.namespaces.is_some()) {
+            return Err(
+                "teams.writes: no namespaces (a team plugin writes in its own namespace only)".into(),
+            );
+        }
+        if self.registries.iter().any(|r| r.is_empty()) {
+            return Err("teams.registries: an empty prefix would allow every registry".into());
+        }
+        Ok(())
+    }
+
+    /// Whether `namespace` may run team plugins.
+    pub fn allows_namespace(&self, namespace: &str) -> bool {
+        self.namespaces.iter().any(|n| n == namespace || n == "*")
+    }
+
+    /// Whether a component from `source` (an OCI reference or https URL)
+    /// comes from an allowed registry: a prefix followed by nothing, `/`,
+    /// `:` or `@` (so `reg/team-a` does not allow `reg/team-ab`).
+    pub fn allows_source(&self, source: &str) -> bool {
+        self.registries.iter().any(|prefix| {
+            source.strip_prefix(prefix.as_str()).is_some_and(|rest| {
+                prefix.ends_with('/') || rest.is_empty() || rest.starts_with(['/', ':', '@'])
+            })
+        })
+    }
+
+    /// The grant of a team plugin in `namespace` that declares `declared`
+    /// (its spec's grant and scope): what both allow, confined to
+    /// `namespace`. An error says why it may not run at all.
+    pub fn grant(&self, namespace: &str, declared: &PluginGrant) -> Result<PluginGrant, String> {
+        if !self.allows_namespace(namespace) {
+            return Err(format!(
+                "the namespace {namespace} may not run team plugins (the operator's teams.namespaces)"
+            ));
+        }
+        if declared.secrets {
+            return Err("a team plugin may not be granted Secrets".into());
+        }
+        if declared.writes.iter().any(|w| w.namespaces.is_some()) {
+            return Err(
+                "spec.grant.writes: no namespaces (a team plugin writes in its own namespace only)".into(),
+            );
+        }
+        for (at, s) in [("match", &declared.match_), ("exclude", &declared.exclude)] {
+            if let Some(s) = s
+                && (s.namespaces.is_some() || s.namespace_selector.is_some())
+            {
+                return Err(format!(
+                    "spec.{at}: no namespaces or namespaceSelector (a team plugin is confined to its namespace)"
+                ));
+            }
+        }
+        let mut writes = Vec::new();
+        for d in &declared.writes {
+            for p in self.writes.iter().filter(|p| p.is_for(&d.api_version, &d.kind)) {
+                let verbs: Vec<_> = d.verbs.iter().copied().filter(|v| p.verbs.contains(v)).collect();
+                if !verbs.is_empty() {
+                    writes.push(WriteGrant {
+                        api_version: d.api_version.clone(),
+                        kind: d.kind.clone(),
+                        verbs,
+                        namespaces: Some(vec![namespace.to_string()]),
+                    });
+                }
+            }
+        }
+        let cap = self.rate.unwrap_or(super::PLUGIN_RATE);
+        let rate = match declared.rate {
+            None => cap,
+            Some(r) => Rate {
+                qps: r.qps.min(cap.qps),
+                burst: r.burst.min(cap.burst),
+            },
+        };
+        let mode = match self.mode {
+            Some(Mode::Audit) => Mode::Audit,
+            _ => declared.mode,
+        };
+        let match_ = Selection {
+            namespaces: Some(vec![namespace.to_string()]),
+            namespace_selector: None,
+            ..declared.match_.clone().unwrap_or_default()
+        };
+        Ok(PluginGrant {
+            mode,
+            events: declared.events && self.events,
+            secrets: false,
+            writes,
+            rate: Some(rate),
+            match_: Some(match_),
+            exclude: declared.exclude.clone(),
+            cluster_reads: Some(self.cluster_reads.clone()),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::grants::{Grants, Verb};
+
+    fn policy() -> TeamPolicy {
+        let g = Grants::parse(
+            br#"
+teams:
+  namespaces: [team-a, team-b]
+  writes:
+    - {apiVersion: v1, kind: ConfigMap, verbs: [create, patch]}
+  events: true
+  clusterReads: [Namespace]
+  rate: {qps: 2, burst: 4}
+  mode: audit
+  registries: [reg.example/teams, "localhost:5000/wink/"]
+"#,
+        )
+        .unwrap();
+        g.teams.unwrap()
+    }
+
+    fn declared(yaml: &str) -> PluginGrant {
+        serde_norway::from_str(yaml).unwrap()
+    }
+
+    #[test]
+    fn the_grant_is_the_intersection_confined_to_the_namespace() {
+        let d = declared(
+            "{events: true, rate: {qps: 5, burst: 1}, writes: [{apiVersion: v1, kind: ConfigMap, verbs: [create, delete]}, {apiVersion: v1, kind: Pod, verbs: [patch]}, {apiVersion: rbac.authorization.k8s.io/v1, kind: ClusterRole, verbs: [create]}], match: {kinds: [Pod]}}",
+        );
+        let g = policy().grant("team-a", &d).unwrap();
+        assert_eq!(g.writes.len(), 1, "{:?}", g.writes);
+        assert_eq!(g.writes[0].kind, "ConfigMap");
+        assert_eq!(g.writes[0].verbs, [Verb::Create]);
+        assert!(g.writes[0].allows("v1", "ConfigMap", Verb::Create, Some("team-a")));
+        assert!(!g.writes[0].allows("v1", "ConfigMap", Verb::Create, Some("team-b")));
+        assert!(!g.writes[0].allows("v1", "ConfigMap", Verb::Create, None));
+        assert!(g.events);
+        assert_eq!(g.mode, Mode::Audit, "audit forced");
+        assert_eq!(g.rate, Some(Rate { qps: 2.0, burst: 1 }));
+        let m = g.match_.clone().unwrap();
+        assert_eq!(m.namespaces.unwrap(), ["team-a"]);
+        assert_eq!(m.kinds.unwrap(), ["Pod"], "the team's own narrowing is kept");
+        let scope = g.scope().unwrap().unwrap();
+        assert!(scope.admits_parts("v1", "Pod", Some("team-a"), |_| None));
+        assert!(!scope.admits_parts("v1", "Pod", Some("team-b"), |_| None));
+    }
+
+    #[test]
+    fn cluster_scoped_kinds_are_seen_only_where_the_policy_allows() {
+        let g = policy().grant("team-a", &declared("{}")).unwrap();
+        let scope = g.scope().unwrap().unwrap();
+        assert!(!scope.admits_parts("v1", "Node", None, |_| None));
+        assert!(!scope.admits_parts("rbac.authorization.k8s.io/v1", "ClusterRole", None, |_| None));
+        let own = |k: &str| (k == crate::scope::NAME_LABEL).then_some("team-a");
+        let other = |k: &str| (k == crate::scope::NAME_LABEL).then_some("team-b");
+        assert!(scope.admits_parts("v1", "Namespace", None, own));
+        assert!(!scope.admits_parts("v1", "Namespace", None, other));
+        let mut p = policy();
+        p.cluster_reads = vec!["Node".into()];
+        let scope = p
+            .grant("team-a", &declared("{}"))
+            .unwrap()
+            .scope()
+            .unwrap()
+            .unwrap();
+        assert!(scope.admits_parts("v1", "Node", None, |_| None));
+    }
+
+    #[test]
+    fn what_the_policy_refuses_is_said() {
+        let p = policy();
+        let e = p.grant("team-c", &declared("{}")).unwrap_err();
+        assert!(e.contains("team-c may not run team plugins"), "{e}");
+        let e = p.grant("team-a", &declared("{secrets: true}")).unwrap_err();
+        assert!(e.contains("Secrets"), "{e}");
+        let e = p
+            .grant("team-a", &declared("{match: {namespaces: [team-b]}}"))
+            .unwrap_err();
+        assert!(e.contains("confined to its namespace"), "{e}");
+        let e = p
+            .grant(
+                "team-a",
+                &declared("{writes: [{apiVersion: v1, kind: Pod, verbs: [patch], namespaces: [team-b]}]}"),
+            )
+            .unwrap_err();
+        assert!(e.contains("own namespace"), "{e}");
+    }
+
+    #[test]
+    fn the_manuals_team_policy_parses() {
+        let page = include_str!("../../../../docs/src/running/team-plugins.md");
+        let (_, rest) = page.split_once("```yaml,grants\n").unwrap();
+        let (yaml, _) = rest.split_once("```").unwrap();
+        let p = Grants::parse(yaml.as_bytes()).unwrap().teams.unwrap();
+        assert_eq!(p.namespaces, ["team-a", "team-b"]);
+        assert_eq!(p.mode, Some(Mode::Audit));
+        assert!(p.allows_source("registry.example.com/teams/probe:1.0"));
+    }
+
+    #[test]
+    fn registries_match_at_a_path_boundary() {
+        let p = policy();
+        assert!(p.allows_source("reg.example/teams/probe:v1"));
+        assert!(p.allows_source("reg.example/teams@sha256:00"));
+        assert!(!p.allows_source("reg.example/teams-evil/probe:v1"));
+        assert!(!p.allows_source("other.example/teams/probe:v1"));
+        assert!(p.allows_source("localhost:5000/wink/probe:v1"));
+        assert!(!TeamPolicy::default().allows_source("reg.example/teams/probe:v1"));
+    }
+
+    #[test]
+    fn a_policy_that_does_not_check_is_an_error_and_absent_means_off() {
+        assert!(Grants::parse(b"plugins: {}").unwrap().teams.is_none());
+        let e =
+            Grants::parse(b"teams: {writes: [{apiVersion: v1, kind: Pod, verbs: [patch], namespaces: [a]}]}")
+                .unwrap_err();
+        assert!(format!("{e:#}").contains("teams.writes"), "{e:#}");
+        let e = Grants::parse(b"teams: {namespace: [a]}").unwrap_err();
+        assert!(format!("{e:#}").contains("unknown field"), "{e:#}");
+    }
+}
