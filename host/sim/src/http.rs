@@ -10,6 +10,7 @@ use super::Shared;
 use super::admission::{self, flow};
 use super::authz;
 use super::decode;
+use super::delete_options;
 use super::discovery;
 use super::events;
 use super::limits;
@@ -416,7 +417,7 @@ fn serve_resource(
             Ok(obj_response(o.1, &o.0, &api_version))
         }
         (&Method::DELETE, Some(name)) => {
-            let pre = preconditions(&body, ct, q)?;
+            let pre = delete_options::preconditions(&body, ct, q)?;
             let mode = write_mode::with_delete_options(mode.clone(), &body);
             if let Some(a) = adm {
                 let target = flow::Target {
@@ -443,7 +444,7 @@ fn serve_resource(
         }
         (&Method::DELETE, None) => {
             let (labels, fields) = selectors(&def, q)?;
-            let propagation = preconditions(&body, ct, q)?.propagation;
+            let propagation = delete_options::preconditions(&body, ct, q)?.propagation;
             // Each object is admitted as its own DELETE; a refused one stays,
             // the others go, and the first refusal is the answer.
             let (refused, first_refusal) = match adm {
@@ -536,45 +537,6 @@ fn returns_object(def: &ResourceDef) -> bool {
             def.plural.as_str(),
             "pods" | "services" | "namespaces" | "customresourcedefinitions"
         )
-}
-
-/// The DeleteOptions of a request: its body's (JSON or protobuf),
-/// `propagationPolicy` (or the legacy `orphanDependents`) from the body or
-/// the query.
-fn preconditions(body: &[u8], ct: &str, q: &HashMap<String, String>) -> Result<Preconditions, ApiError> {
-    let v: Value = match body.iter().all(u8::is_ascii_whitespace) {
-        true => json!({}),
-        false if ct.starts_with("application/vnd.kubernetes.protobuf") => super::proto::object(body)?,
-        false => serde_json::from_slice(body).map_err(|e| ApiError::bad_request(e.to_string()))?,
-    };
-    let s = |k: &str| {
-        v.pointer(&format!("/preconditions/{k}"))
-            .and_then(Value::as_str)
-            .map(String::from)
-    };
-    let orphan = v
-        .get("orphanDependents")
-        .and_then(Value::as_bool)
-        .or(qparam(q, "orphanDependents").map(|o| o == "true"))
-        == Some(true);
-    let propagation = v
-        .get("propagationPolicy")
-        .and_then(Value::as_str)
-        .or(qparam(q, "propagationPolicy"))
-        .map(String::from)
-        .or(orphan.then(|| "Orphan".to_string()));
-    if let Some(p) = propagation.as_deref()
-        && !matches!(p, "Background" | "Foreground" | "Orphan")
-    {
-        return Err(ApiError::bad_request(format!(
-            "propagationPolicy: Unsupported value: \"{p}\": supported values: \"Background\", \"Foreground\", \"Orphan\""
-        )));
-    }
-    Ok(Preconditions {
-        uid: s("uid"),
-        resource_version: s("resourceVersion"),
-        propagation,
-    })
 }
 
 fn obj_response(code: u16, o: &Obj, api_version: &str) -> Resp {

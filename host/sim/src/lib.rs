@@ -30,6 +30,7 @@ mod control;
 mod decode;
 mod defaults;
 mod defaults_pod;
+mod delete_options;
 mod demo;
 mod depth;
 mod discovery;
