@@ -30,21 +30,9 @@ pub const LIBRARY: [&str; 12] = [
 
 /// Every policy of the library, as `wink manifests --library all` renders
 /// them: pod-security first, then [`LIBRARY`].
-pub const ALL: [&str; 13] = [
-    "pod-security",
-    "disallow-latest-tag",
-    "allowed-registries",
-    "require-requests-limits",
-    "require-probes",
-    "require-labels",
-    "block-service-types",
-    "unique-ingress-host",
-    "unique-service-selector",
-    "block-wildcard-ingress-host",
-    "replica-limits",
-    "disallow-default-namespace",
-    "require-pdb",
-];
+pub fn all() -> Vec<&'static str> {
+    std::iter::once("pod-security").chain(LIBRARY).collect()
+}
 
 /// The documents of a YAML stream `wink manifests` printed.
 pub fn docs_of(yaml: &str) -> Vec<Value> {
@@ -150,7 +138,6 @@ fn a_library_case_whose_denial_is_turned_into_an_allowance_fails() {
 
 #[test]
 fn the_library_page_lists_every_policys_component_and_builds_and_pushes_each() {
-    assert_eq!(ALL[1..], LIBRARY, "pod-security and the others");
     let page = std::fs::read_to_string(root().join("docs/src/library/index.md")).unwrap();
     let section = page.split("### Components").nth(1).expect("a Components section");
     let rows: Vec<Vec<&str>> = section
@@ -161,7 +148,7 @@ fn the_library_page_lists_every_policys_component_and_builds_and_pushes_each() {
         .map(|l| l.trim_matches('|').split('|').map(str::trim).collect())
         .collect();
     let names: Vec<&str> = rows.iter().map(|r| r[0]).collect();
-    assert_eq!(names, ALL, "the table's policies, in the library's order");
+    assert_eq!(names, all(), "the table's policies, in the library's order");
     for row in &rows {
         let component = format!("`{}.wasm`", row[0].replace('-', "_"));
         assert_eq!(row[1], component, "{row:?}");
@@ -170,7 +157,7 @@ fn the_library_page_lists_every_policys_component_and_builds_and_pushes_each() {
     // The build command and the push loop name every policy.
     let shipping = page.split("## Shipping the library").nth(1).unwrap();
     let command = shipping.split("```").nth(1).unwrap();
-    for name in ALL {
+    for name in all() {
         assert!(
             command.contains(&format!("-p {name} ")) || command.contains(&format!("-p {name}\n")),
             "{name}"

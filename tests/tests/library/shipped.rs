@@ -7,7 +7,7 @@
 //! policies' own registrations make `wink manifests --plugins` derive; an
 //! unknown name is refused with the library's names.
 
-use super::{ALL, docs_of};
+use super::{all, docs_of};
 use crate::cache_support::{Setup, WAIT};
 use crate::common::{plugins_dir, scratch};
 use crate::kubectl_support::{env, have_kubectl};
@@ -29,7 +29,7 @@ async fn every_library_plugin_is_pushed_and_runs_as_a_winkplugin_from_the_render
     let reg = Registry::start("library_shipped_registry");
     let prefix = format!("{}/library", reg.host());
     let mut pushed = Vec::new();
-    for name in ALL {
+    for name in all() {
         let reference = format!("{prefix}/{name}:v0.1.0");
         let file = components.join(format!("{}.wasm", name.replace('-', "_")));
         let digest = push(&reg, &reference, &file);
@@ -70,9 +70,9 @@ async fn every_library_plugin_is_pushed_and_runs_as_a_winkplugin_from_the_render
     wink.wait_for_line("watching WinkPlugins", WAIT);
     let started = Instant::now();
     apply_all(&env, &yaml).await;
-    for name in ALL {
+    for name in all() {
         let object = wait_condition(&env, name, "Ready", |c| c["status"] == "True").await;
-        let digest = &pushed[ALL.iter().position(|n| *n == name).unwrap()];
+        let digest = &pushed[all().iter().position(|n| *n == name).unwrap()];
         assert!(
             digest.ends_with(object["status"]["digest"].as_str().unwrap()),
             "{name}: {object:#}"
@@ -81,13 +81,13 @@ async fn every_library_plugin_is_pushed_and_runs_as_a_winkplugin_from_the_render
     }
     println!(
         "{} library WinkPlugins Ready in {:?}",
-        ALL.len(),
+        all().len(),
         started.elapsed()
     );
     let listed = env
         .ok(&["get", "wp", "-l", "wink.dev/library=true", "-o", "name"])
         .await;
-    assert_eq!(listed.lines().count(), ALL.len(), "{listed}");
+    assert_eq!(listed.lines().count(), all().len(), "{listed}");
     wink.terminate(WAIT).expect("stops");
 }
 
@@ -113,7 +113,7 @@ fn the_library_role_covers_what_the_policies_register() {
     let components = plugins_dir();
     let dir = scratch("library_role").join("plugins");
     std::fs::create_dir_all(&dir).unwrap();
-    for name in ALL {
+    for name in all() {
         let file = format!("{}.wasm", name.replace('-', "_"));
         std::fs::copy(components.join(&file), dir.join(format!("{name}.wasm"))).unwrap();
     }
@@ -174,7 +174,7 @@ fn an_unknown_library_name_is_refused_with_the_librarys_names() {
         "registry.example.com/wink",
     ]);
     assert!(err.contains(r#"no policy "no-such-policy""#), "{err}");
-    for name in ALL {
+    for name in all() {
         assert!(err.contains(name), "{name}: {err}");
     }
     let err = wink_err(&[
