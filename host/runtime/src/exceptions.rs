@@ -78,6 +78,17 @@ pub struct Target<'a, L: Fn(&str) -> Option<&'a str>> {
     pub labels: L,
 }
 
+/// A cached object as a target.
+pub fn target_of<'a>(obj: &'a wink_informer::ObjRef) -> Target<'a, impl Fn(&str) -> Option<&'a str> + 'a> {
+    Target {
+        api_version: obj.api_version(),
+        kind: obj.kind(),
+        namespace: obj.namespace(),
+        name: obj.name(),
+        labels: |k: &str| obj.label(k),
+    }
+}
+
 impl Exception {
     /// The exception a WinkException object (its JSON) says; else why not.
     pub fn from_object(obj: &serde_json::Value) -> Result<Exception, String> {
@@ -294,14 +305,7 @@ impl ExceptionSet {
         if self.is_empty() {
             return None;
         }
-        let target = Target {
-            api_version: obj.api_version(),
-            kind: obj.kind(),
-            namespace: obj.namespace(),
-            name: obj.name(),
-            labels: |k: &str| obj.label(k),
-        };
-        self.excepting(plugin, None, &target, now)
+        self.excepting(plugin, None, &target_of(obj), now)
     }
 }
 

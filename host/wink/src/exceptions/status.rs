@@ -15,7 +15,7 @@ use std::time::{Duration, SystemTime};
 use wink_informer::repeated::{RepeatedFailure, short_error};
 use wink_informer::{SharedInformer, SharedInformerFactory};
 use wink_runtime::PluginManager;
-use wink_runtime::exceptions::{Exception, Target, Targets};
+use wink_runtime::exceptions::{Exception, Targets, target_of};
 
 /// How often statuses are computed (and written when changed).
 pub const EVERY: Duration = Duration::from_secs(3);
@@ -169,14 +169,7 @@ fn count(cache: &SharedInformerFactory, e: &Exception) -> usize {
             if read > MAX_COUNTED {
                 return seen.len();
             }
-            let target = Target {
-                api_version: obj.api_version(),
-                kind: obj.kind(),
-                namespace: obj.namespace(),
-                name: obj.name(),
-                labels: |k: &str| obj.label(k),
-            };
-            if e.targets(&target) {
+            if e.targets(&target_of(&obj)) {
                 seen.insert((
                     obj.kind().to_string(),
                     obj.namespace().unwrap_or_default().to_string(),
