@@ -14,7 +14,9 @@
 //! time per webhook call (`apiserver_admission_webhook_admission_duration_seconds`,
 //! sum / count over the run) and wink's (`wink_admission_request_seconds`),
 //! and the tail attributed: how many enforced creates took over 25 ms, and
-//! how many webhook calls did as the API server and as wink timed them.
+//! how many webhook calls did as the API server and as wink timed them,
+//! and how many connections the API server opened to wink meanwhile (with
+//! their TLS handshakes' mean; `wink_admission_connections_total`).
 //! Run: `KUBEBUILDER_ASSETS=... cargo bench -p wink-e2e --bench admission_real`.
 //! Environment: `ADMISSION_REAL_CREATES` (300 per target), `ADMISSION_REAL_REPEATS` (3).
 
@@ -203,10 +205,22 @@ async fn main() {
         );
         let wink_slow = over(&wink_before, &wink_after, "wink_admission_request_seconds");
         let creates_slow = times[0].iter().filter(|&&ms| ms > 25.0).count();
+        // Connections the API server opened to wink over the run, and
+        // their handshakes' mean: a client reconnecting per call would
+        // show here (one per enforced create).
+        let served = |text: &str| {
+            text.lines()
+                .find(|l| l.starts_with(r#"wink_admission_connections_total{result="served"}"#))
+                .and_then(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+                .unwrap_or(0.0)
+        };
+        let opened = served(&wink_after) - served(&wink_before);
+        let handshake = per_call(&wink_before, &wink_after, "wink_admission_tls_handshake_seconds");
         println!(
             "repeat {repeat}: enforced mean {:.2} p50 {:.2} p99 {:.2} ms | exempt mean {:.2} p50 {:.2} p99 {:.2} ms | \
              added mean {:+.2} p99 {:+.2} ms | API server per call {api_call:.3} ms | wink per request {wink_call:.3} ms | \
-             over 25 ms: {creates_slow} enforced creates, {api_slow} webhook calls as the API server timed them, {wink_slow} as wink did",
+             over 25 ms: {creates_slow} enforced creates, {api_slow} webhook calls as the API server timed them, {wink_slow} as wink did | \
+             connections opened {opened} (TLS handshake {handshake:.3} ms)",
             e.0,
             e.1,
             e.2,

@@ -139,6 +139,11 @@ impl BoundedListener {
         loop {
             // TcpListener's own accept logs and backs off on errors (EMFILE).
             let (stream, addr) = Listener::accept(&mut self.inner).await;
+            // An answer goes out as soon as it is written, as Go's servers
+            // (the API server's among them) do: with Nagle's algorithm, a
+            // response written in two parts waits for the client's delayed
+            // ACK (up to 40 ms) before its second part leaves.
+            let _ = stream.set_nodelay(true);
             let slot = match self.options.max_per_peer {
                 Some(max) => match PeerSlot::take(&self.peers, addr.ip(), max) {
                     Some(slot) => Some(slot),

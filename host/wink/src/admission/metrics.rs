@@ -5,8 +5,11 @@
 //! how long each took from its first byte read to its answer, and the
 //! deadlines hit; and per plugin, the audit-mode results not recorded, by
 //! why (`rate`: over their peer's rate; `full`: the trail full of results
-//! about objects that exist). Owns only these counts; the admin server
-//! registers them under their names at scrape time.
+//! about objects that exist); and per connection, how its TLS handshake
+//! ended and how long it took (a client that reconnects for every review
+//! pays a handshake each time: this is where it shows). Owns only these
+//! counts; the admin server registers them under their names at scrape
+//! time.
 
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -34,7 +37,33 @@ pub struct AdmissionMetrics {
     seconds: Times,
     deadlines: Family<Labels, Counter>,
     unrecorded: Family<Labels, Counter>,
+    connections: Family<Labels, Counter>,
+    handshakes: Histogram,
 }
+
+/// How a connection's TLS handshake ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Handshake {
+    /// Done: the connection serves reviews.
+    Done,
+    /// The client's TLS was refused (or it went away).
+    Failed,
+    /// Not done within the handshake's deadline.
+    TimedOut,
+}
+
+impl Handshake {
+    fn name(self) -> &'static str {
+        match self {
+            Handshake::Done => "served",
+            Handshake::Failed => "handshake_failed",
+            Handshake::TimedOut => "handshake_timeout",
+        }
+    }
+}
+
+/// Bucket bounds of a handshake, seconds.
+pub const HANDSHAKE_BUCKETS: [f64; 8] = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.1, 1.0];
 
 impl Default for AdmissionMetrics {
     fn default() -> Self {
@@ -43,6 +72,8 @@ impl Default for AdmissionMetrics {
             seconds: Family::new_with_constructor(|| Histogram::new(BUCKETS)),
             deadlines: Family::default(),
             unrecorded: Family::default(),
+            connections: Family::default(),
+            handshakes: Histogram::new(HANDSHAKE_BUCKETS),
         }
     }
 }
@@ -98,6 +129,16 @@ impl AdmissionMetrics {
         self.requests.get_or_create(&counted).inc();
     }
 
+    /// Count one connection whose handshake ended `how` after `took`
+    /// (timed only when done).
+    pub fn connection(&self, how: Handshake, took: Duration) {
+        let labels: Labels = vec![("result", how.name().to_string())];
+        self.connections.get_or_create(&labels).inc();
+        if how == Handshake::Done {
+            self.handshakes.observe(took.as_secs_f64());
+        }
+    }
+
     /// Register the families in `registry` (which adds `wink_`).
     pub fn register(&self, registry: &mut Registry) {
         registry.register(
@@ -119,6 +160,16 @@ impl AdmissionMetrics {
             "admission_audit_results_dropped",
             "Audit-mode results not recorded: over their peer's rate, or the trail full of results about objects that exist",
             self.unrecorded.clone(),
+        );
+        registry.register(
+            "admission_connections",
+            "Connections to the webhook server, by how their TLS handshake ended",
+            self.connections.clone(),
+        );
+        registry.register(
+            "admission_tls_handshake_seconds",
+            "How long the webhook server's completed TLS handshakes took",
+            self.handshakes.clone(),
         );
     }
 }
@@ -189,10 +240,31 @@ mod tests {
         ] {
             assert!(text.contains(line), "no {line} in:\n{text}");
         }
+        assert!(!text.contains("wink_admission_connections_total{"), "{text}");
         assert_eq!(
             text.matches("# TYPE wink_admission_request_seconds histogram")
                 .count(),
             1
         );
+    }
+
+    #[test]
+    fn connections_are_counted_by_how_their_handshake_ended() {
+        let m = AdmissionMetrics::default();
+        m.connection(Handshake::Done, Duration::from_micros(700));
+        m.connection(Handshake::Done, Duration::from_millis(3));
+        m.connection(Handshake::Failed, Duration::ZERO);
+        m.connection(Handshake::TimedOut, Duration::from_secs(5));
+        let text = scrape(&m);
+        for line in [
+            r#"wink_admission_connections_total{result="served"} 2"#,
+            r#"wink_admission_connections_total{result="handshake_failed"} 1"#,
+            r#"wink_admission_connections_total{result="handshake_timeout"} 1"#,
+            r#"wink_admission_tls_handshake_seconds_count 2"#,
+            r#"wink_admission_tls_handshake_seconds_bucket{le="0.001"} 1"#,
+            r#"wink_admission_tls_handshake_seconds_bucket{le="0.005"} 2"#,
+        ] {
+            assert!(text.contains(line), "no {line} in:\n{text}");
+        }
     }
 }

@@ -15,7 +15,7 @@
 //! Owns the TLS accept loop and the routes; answers come from the plugin
 //! manager, translations from [`super::review`].
 
-use super::metrics::AdmissionMetrics;
+use super::metrics::{AdmissionMetrics, Handshake};
 use super::paced::Paced;
 use super::review;
 use crate::listener::{BoundedListener, ListenOptions};
@@ -141,11 +141,20 @@ pub async fn serve(
         let (io, peer, _) = listener.next(false).await;
         let (acceptor, manager, options) = (acceptor.clone(), manager.clone(), options.clone());
         tokio::spawn(async move {
+            let started = std::time::Instant::now();
+            let count = |how| manager.metrics.connection(how, started.elapsed());
             let tls = match tokio::time::timeout(HANDSHAKE, acceptor.accept(io)).await {
                 Ok(Ok(tls)) => tls,
-                Ok(Err(e)) => return tracing::debug!(%peer, "admission TLS handshake failed: {e}"),
-                Err(_) => return tracing::debug!(%peer, "admission TLS handshake timed out"),
+                Ok(Err(e)) => {
+                    count(Handshake::Failed);
+                    return tracing::debug!(%peer, "admission TLS handshake failed: {e}");
+                }
+                Err(_) => {
+                    count(Handshake::TimedOut);
+                    return tracing::debug!(%peer, "admission TLS handshake timed out");
+                }
             };
+            count(Handshake::Done);
             let paced = Paced::new(tls, options.header_timeout, options.body_timeout + LONGEST_ANSWER)
                 .first_request_within(FIRST_REQUEST);
             let from = peer.ip().to_canonical();
