@@ -23,6 +23,7 @@ mod admission;
 mod admission_examples;
 mod admission_metrics;
 mod author;
+mod author_exceptions;
 mod author_scope;
 mod batches;
 mod cache_plugins;
