@@ -32,6 +32,7 @@ mod contract;
 mod daemon_start;
 mod dev;
 mod exceptions;
+mod exceptions_webhooks;
 mod grant_escapes;
 mod grants_reload;
 mod hostile_admission;
