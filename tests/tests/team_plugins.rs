@@ -332,35 +332,7 @@ async fn a_team_plugins_results_and_metrics_say_its_team() {
     // Both plugins' results about the Pod, in team-a's report: the team's
     // carry its team, the operator's do not.
     let client = env.sim.client();
-    let deadline = Instant::now() + WAIT;
-    let results = loop {
-        let reports = crate::report_support::reports_of(&client, wink::reports::ReportApi::Wgpolicyk8s).await;
-        let results: Vec<(Value, Value)> = reports
-            .iter()
-            .flat_map(|r| {
-                let ns = r["metadata"]["namespace"].clone();
-                let results = r["results"].as_array().cloned().unwrap_or_default();
-                results.into_iter().map(move |x| (ns.clone(), x))
-            })
-            .collect();
-        let by = |policy: &str| results.iter().any(|(_, r)| r["policy"] == policy);
-        if by("pods--team-a") && by("pod-security") {
-            break results;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "no results of both plugins: {reports:#?}"
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    };
-    for (ns, r) in &results {
-        let team = &r["properties"]["wink.dev/team"];
-        match r["policy"].as_str().unwrap() {
-            "pods--team-a" => assert_eq!((ns, team), (&json!("team-a"), &json!("team-a")), "{r}"),
-            _ => assert!(team.is_null(), "the operator's plugin has no team: {r}"),
-        }
-    }
-
+    until_team_results(&client, "team-a", "pods--team-a", Some("pod-security")).await;
     let (code, text) = crate::cache_support::http(&admin, "GET", "/metrics").await;
     assert_eq!(code, 200);
     for line in [
@@ -368,5 +340,47 @@ async fn a_team_plugins_results_and_metrics_say_its_team() {
         r#"wink_plugin_info{plugin="pod-security",team=""} 1"#,
     ] {
         assert!(text.lines().any(|l| l == line), "{line} in:\n{text}");
+    }
+}
+
+/// Wait until the reports hold results of the team plugin `plugin` (and of
+/// the operator's plugin `operator`, when given); then every one of the
+/// team plugin's is in `team`'s report with the property `wink.dev/team:
+/// <team>`, and none of the operator's has the property.
+pub(crate) async fn until_team_results(
+    client: &kube::Client,
+    team: &str,
+    plugin: &str,
+    operator: Option<&str>,
+) {
+    let deadline = Instant::now() + WAIT;
+    let ours = |r: &Value| r["policy"] == plugin || operator.is_some_and(|o| r["policy"] == o);
+    let results = loop {
+        let reports = crate::report_support::reports_of(client, wink::reports::ReportApi::Wgpolicyk8s).await;
+        let results: Vec<(Value, Value)> = reports
+            .iter()
+            .flat_map(|r| {
+                let ns = r["metadata"]["namespace"].clone();
+                let results = r["results"].as_array().cloned().unwrap_or_default();
+                results.into_iter().map(move |x| (ns.clone(), x))
+            })
+            .filter(|(_, r)| ours(r))
+            .collect();
+        let by = |policy: &str| results.iter().any(|(_, r)| r["policy"] == policy);
+        if by(plugin) && operator.is_none_or(by) {
+            break results;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no results of {plugin} and {operator:?}: {reports:#?}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    for (ns, r) in &results {
+        let said = &r["properties"]["wink.dev/team"];
+        match r["policy"] == plugin {
+            true => assert_eq!((ns, said), (&json!(team), &json!(team)), "{r}"),
+            false => assert!(said.is_null(), "the operator's plugin has no team: {r}"),
+        }
     }
 }
