@@ -9,7 +9,8 @@ use crate::common::{plugins_dir, root, scratch, wink_bin};
 use crate::manual::markdown;
 use std::process::{Command, Output};
 
-fn wink_test(case: &str, name: &str) -> (Output, String) {
+/// `wink test` of `case`, written in a scratch folder `name`: its output and what it said.
+pub fn wink_test(case: &str, name: &str) -> (Output, String) {
     let dir = scratch(name);
     let path = dir.join("case.yaml");
     std::fs::write(&path, case).unwrap();

@@ -4,7 +4,9 @@
 //! each told of their own namespace's Pods only and their cache queries of
 //! every Pod, of the other namespace's and of the other team's Pod by key
 //! answer with their own alone (the shared server holds other tests' Pods
-//! too); a namespace outside the team policy gets a status saying so.
+//! too); a namespace outside the team policy gets a status saying so. A
+//! team's `pod-security` writes its results, each saying its team, in its
+//! namespace's PolicyReport, and `wink_plugin_info` gives its team.
 
 use crate::cache_support::{Setup, WAIT, lines_starting, pod};
 use crate::common::{plugin, scratch};
@@ -124,4 +126,62 @@ async fn each_team_sees_only_its_namespace_on_the_real_server() {
             "{events:#?}"
         );
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_team_plugins_report_says_its_team_on_the_real_server() {
+    // A server of its own: the daemon of the test above would pass over
+    // this NamespacedWinkPlugin too (and this one over its own).
+    let Some(cp) = envtest::ControlPlane::start(&envtest::Options::default()) else {
+        return;
+    };
+    let client = cp.client().await;
+    let team = cp.namespace("team-reports").await;
+    let privileged = crate::report_support::violating_pod(&team, "priv", 1);
+    Api::<Pod>::namespaced(client.clone(), &team)
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(privileged).unwrap(),
+        )
+        .await
+        .unwrap();
+    let s = Setup::with_kubeconfig("real_team_plugins_reports", &cp.kubeconfig);
+    let reg = Registry::start("real_team_plugins_reports_registry");
+    let reference = format!("{}/teams/pods:v1", reg.host());
+    push(&reg, &reference, &plugin("pod_security"));
+    let grants = scratch("real_team_plugins_reports_grants").join("grants.yaml");
+    let policy = format!(
+        "teams:\n  namespaces: [{team}]\n  registries: [\"{}/teams\"]\n",
+        reg.host()
+    );
+    std::fs::write(&grants, policy).unwrap();
+    let store = scratch("real_team_plugins_reports_store").join("store");
+    let admin = format!("127.0.0.1:{}", crate::cache_support::free_port());
+    let (host, store, grants) = (reg.host(), store.to_str().unwrap(), grants.to_str().unwrap());
+    let wink = s.run(&[
+        "--winkplugins",
+        "install",
+        "--plain-http",
+        &host,
+        "--oci-store",
+        store,
+        "--grants",
+        grants,
+        "--admin-addr",
+        &admin,
+        "--report-batch-ms",
+        "200",
+    ]);
+    wink.wait_for_line("watching NamespacedWinkPlugins", WAIT);
+    let object = json!({"apiVersion": "wink.dev/v1alpha1", "kind": "NamespacedWinkPlugin",
+        "metadata": {"name": "pods", "namespace": team}, "spec": {"source": {"oci": reference}}});
+    let kubectl = cp.kubectl(&scratch("real_team_plugins_reports_kubectl"));
+    let (ok, out, err) = kubectl.apply(&object.to_string()).await;
+    assert!(ok, "{err}\n{out}");
+    let name = format!("pods--{team}");
+    crate::team_plugins::until_team_results(&client, &team, &name, None).await;
+    let (code, text) = crate::cache_support::http(&admin, "GET", "/metrics").await;
+    assert_eq!(code, 200);
+    let line = format!(r#"wink_plugin_info{{plugin="{name}",team="{team}"}} 1"#);
+    assert!(text.lines().any(|l| l == line), "{line} in:\n{text}");
 }

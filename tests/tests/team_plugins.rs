@@ -9,7 +9,8 @@
 //! team's `write-probe` writes in its own namespace what the policy
 //! allows; a write in the other namespace, a verb the policy does not
 //! allow and an Event about the other namespace's object are refused, each
-//! answer saying so.
+//! answer saying so. A team plugin's report results and its
+//! `wink_plugin_info` say its team.
 
 use crate::cache_support::{Setup, WAIT, lines_starting, namespace, pod};
 use crate::common::{plugin, scratch};
@@ -276,4 +277,110 @@ async fn a_team_plugins_writes_outside_its_namespace_are_refused_and_said() {
         .await
         .unwrap();
     assert!(theirs.is_none(), "nothing written in the other namespace");
+}
+
+/// A team plugin says its team: each result it gives in its namespace's
+/// report has the property `wink.dev/team` (the operator's plugin's
+/// results about the same Pod none), and `wink_plugin_info` gives its
+/// `team` (the operator's plugin's empty).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_team_plugins_results_and_metrics_say_its_team() {
+    if !have_kubectl() {
+        return;
+    }
+    let env = env("team_plugins_team", SimConfig::default()).await;
+    let s = Setup::new("team_plugins_team", &env.sim);
+    s.install("pod_security", "pod-security", None);
+    let reg = Registry::start("team_plugins_team_registry");
+    let reference = format!("{}/teams/pods:v1", reg.host());
+    push(&reg, &reference, &plugin("pod_security"));
+    namespace(&env.sim, "team-a").await;
+    let privileged = crate::report_support::violating_pod("team-a", "priv", 1);
+    Api::<Pod>::namespaced(env.sim.client(), "team-a")
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(privileged).unwrap(),
+        )
+        .await
+        .unwrap();
+    let grants = scratch("team_plugins_team_grants").join("grants.yaml");
+    let policy = format!(
+        "teams:\n  namespaces: [team-a]\n  registries: [\"{}/teams\"]\n",
+        reg.host()
+    );
+    std::fs::write(&grants, policy).unwrap();
+    let store = scratch("team_plugins_team_store").join("store");
+    let admin = format!("127.0.0.1:{}", crate::cache_support::free_port());
+    let mut args = run_args(&reg.host(), &store);
+    for a in [
+        "--grants",
+        grants.to_str().unwrap(),
+        "--admin-addr",
+        &admin,
+        "--report-batch-ms",
+        "200",
+    ] {
+        args.push(a.to_string());
+    }
+    let wink = s.run(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    wink.wait_for_line("watching NamespacedWinkPlugins", WAIT);
+    let team_plugin = json!({"apiVersion": "wink.dev/v1alpha1", "kind": "NamespacedWinkPlugin",
+        "metadata": {"name": "pods", "namespace": "team-a"},
+        "spec": {"source": {"oci": reference}}});
+    apply(&env, &team_plugin).await;
+
+    // Both plugins' results about the Pod, in team-a's report: the team's
+    // carry its team, the operator's do not.
+    let client = env.sim.client();
+    until_team_results(&client, "team-a", "pods--team-a", Some("pod-security")).await;
+    let (code, text) = crate::cache_support::http(&admin, "GET", "/metrics").await;
+    assert_eq!(code, 200);
+    for line in [
+        r#"wink_plugin_info{plugin="pods--team-a",team="team-a"} 1"#,
+        r#"wink_plugin_info{plugin="pod-security",team=""} 1"#,
+    ] {
+        assert!(text.lines().any(|l| l == line), "{line} in:\n{text}");
+    }
+}
+
+/// Wait until the reports hold results of the team plugin `plugin` (and of
+/// the operator's plugin `operator`, when given); then every one of the
+/// team plugin's is in `team`'s report with the property `wink.dev/team:
+/// <team>`, and none of the operator's has the property.
+pub(crate) async fn until_team_results(
+    client: &kube::Client,
+    team: &str,
+    plugin: &str,
+    operator: Option<&str>,
+) {
+    let deadline = Instant::now() + WAIT;
+    let ours = |r: &Value| r["policy"] == plugin || operator.is_some_and(|o| r["policy"] == o);
+    let results = loop {
+        let reports = crate::report_support::reports_of(client, wink::reports::ReportApi::Wgpolicyk8s).await;
+        let results: Vec<(Value, Value)> = reports
+            .iter()
+            .flat_map(|r| {
+                let ns = r["metadata"]["namespace"].clone();
+                let results = r["results"].as_array().cloned().unwrap_or_default();
+                results.into_iter().map(move |x| (ns.clone(), x))
+            })
+            .filter(|(_, r)| ours(r))
+            .collect();
+        let by = |policy: &str| results.iter().any(|(_, r)| r["policy"] == policy);
+        if by(plugin) && operator.is_none_or(by) {
+            break results;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no results of {plugin} and {operator:?}: {reports:#?}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    for (ns, r) in &results {
+        let said = &r["properties"]["wink.dev/team"];
+        match r["policy"] == plugin {
+            true => assert_eq!((ns, said), (&json!(team), &json!(team)), "{r}"),
+            false => assert!(said.is_null(), "the operator's plugin has no team: {r}"),
+        }
+    }
 }

@@ -199,6 +199,7 @@ async fn render(a: &Admin) -> String {
     let queries = Family::<Labels, Counter>::default();
     let rate_waits = Family::<Labels, Counter>::default();
     let rate_waited = Family::<Labels, Counter<f64, std::sync::atomic::AtomicU64>>::default();
+    let info = Family::<Labels, Gauge>::default();
     let mut handler_time = per_plugin::PerPlugin::new(
         "plugin_handler_seconds",
         "Duration of calls into the plugin's current instance",
@@ -206,6 +207,8 @@ async fn render(a: &Admin) -> String {
     for p in a.manager.status().await {
         handler_time.push(&p.name, p.handler_time.clone());
         let l: Labels = vec![("plugin", p.name.clone())];
+        let team = a.manager.team_of(&p.name).unwrap_or_default();
+        info.get_or_create(&with(&l, [("team", &team)])).set(1);
         calls.get_or_create(&l).inc_by(p.calls);
         crashes.get_or_create(&l).inc_by(p.crashes);
         restarts.get_or_create(&l).inc_by(p.restarts.into());
@@ -233,6 +236,7 @@ async fn render(a: &Admin) -> String {
         }
     }
     registry.register_collector(Box::new(handler_time));
+    registry.register("plugin_info", "A plugin's team (1 for each loaded plugin)", info);
     registry.register("plugin_calls", "Calls into the plugin's current instance", calls);
     registry.register(
         "plugin_crashes",

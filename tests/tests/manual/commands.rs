@@ -23,7 +23,8 @@ const GENERATED: [&str; 3] = [
 ///   it), or one `{{#include}}` of a file under `plugins/` or `sdk/`, which
 ///   the end-to-end suites build;
 /// - `yaml,grants`: a grants file, read by `wink manifests --grants` below;
-/// - `yaml,wink-test`: a `wink test` case, played by `author_scope`;
+/// - `yaml,wink-test`: a `wink test` case, played by `author_scope` and
+///   `author_exceptions`;
 /// - `text`, or any language with `,ignore`: shown, not run, said so;
 /// - anything in a page generated from the code (`GENERATED`), which
 ///   `reference_docs` regenerates and compares.

@@ -2,7 +2,8 @@
 //! reports when its component imports `wink:plugin/report`, or when it
 //! admits in audit mode (its denials are results); it has settled
 //! when its current instance was replayed the cache and said `on-synced`
-//! (the aggregator saw it). Owns only that census.
+//! (the aggregator saw it). Owns only that census, and which team a team
+//! plugin is (its results and its metrics' info say it).
 
 use super::PluginManager;
 use super::lifecycle::PluginState;
@@ -12,6 +13,18 @@ impl PluginManager {
     /// Where plugins' policy results are gathered.
     pub fn reports(&self) -> &crate::reports::Aggregator {
         &self.options.reports
+    }
+
+    /// Say that plugin `name` is the team `team`'s (its namespace; none:
+    /// the operator's plugin): its results carry the team
+    /// ([`crate::reports::aggregate::TEAM_PROPERTY`]).
+    pub fn give_team(&self, name: &str, team: Option<&str>) {
+        self.options.reports.set_team(name, team);
+    }
+
+    /// The team plugin `name` is, when it is a team plugin.
+    pub fn team_of(&self, name: &str) -> Option<String> {
+        self.options.reports.team(name)
     }
 
     /// The plugins that report, and those not settled yet. A quarantined

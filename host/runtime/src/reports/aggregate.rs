@@ -97,6 +97,10 @@ struct Entry {
 /// A namespace's results, or (none) the cluster-scoped subjects'.
 pub type Scope = Option<String>;
 
+/// The property naming the team (its namespace) on every result of a team
+/// plugin; the host's, whatever the plugin says under the same key.
+pub const TEAM_PROPERTY: &str = "wink.dev/team";
+
 #[derive(Default)]
 struct Inner {
     /// By scope, then (plugin, subject uid).
@@ -109,6 +113,8 @@ struct Inner {
     synced: HashMap<Arc<str>, (usize, Instant)>,
     /// Results given in total (for metrics).
     given: u64,
+    /// The team of each team plugin, by plugin: its results carry it.
+    teams: HashMap<Arc<str>, String>,
 }
 
 impl Inner {
@@ -324,18 +330,54 @@ impl Aggregator {
             .collect()
     }
 
-    /// The results held for `scope`, sorted (subject, then result).
+    /// Say that `plugin` is the team `team`'s (its namespace; none: the
+    /// operator's): its results carry the team ([`TEAM_PROPERTY`]), those
+    /// held now included.
+    pub fn set_team(&self, plugin: &str, team: Option<&str>) {
+        let mut inner = self.lock();
+        let changed = match team {
+            Some(t) => inner.teams.insert(plugin.into(), t.to_string()).as_deref() != Some(t),
+            None => inner.teams.remove(plugin).is_some(),
+        };
+        if !changed {
+            return;
+        }
+        let holding: Vec<Scope> = inner
+            .entries
+            .iter()
+            .filter(|(_, m)| m.keys().any(|(p, _)| &**p == plugin))
+            .map(|(s, _)| s.clone())
+            .collect();
+        inner.dirty.extend(holding);
+        drop(inner);
+        self.changed.notify_one();
+    }
+
+    /// The team `plugin` is, when it is a team plugin.
+    pub fn team(&self, plugin: &str) -> Option<String> {
+        self.lock().teams.get(plugin).cloned()
+    }
+
+    /// The results held for `scope`, sorted (subject, then result); a team
+    /// plugin's carry its team.
     pub fn snapshot(&self, scope: &Scope) -> Vec<Held> {
         let inner = self.lock();
         let mut held: Vec<Held> = inner
             .entries
             .get(scope)
             .into_iter()
-            .flat_map(|m| m.values())
-            .flat_map(|e| {
-                e.results.iter().map(|r| Held {
-                    subject: e.subject.clone(),
-                    result: r.clone(),
+            .flat_map(|m| m.iter())
+            .flat_map(|((plugin, _), e)| {
+                let team = inner.teams.get(plugin);
+                e.results.iter().map(move |r| {
+                    let mut result = r.clone();
+                    if let Some(t) = team {
+                        result.properties.insert(TEAM_PROPERTY.to_string(), t.clone());
+                    }
+                    Held {
+                        subject: e.subject.clone(),
+                        result,
+                    }
                 })
             })
             .collect();
@@ -396,6 +438,45 @@ mod tests {
         assert_eq!(a.take_dirty().len(), 1);
         a.set(&p, 1, subject("a", "x"), vec![]);
         assert!(a.snapshot(&Some("a".into())).is_empty(), "an empty list clears");
+    }
+
+    #[test]
+    fn a_team_plugins_results_carry_its_team_over_what_it_says() {
+        let a = Aggregator::new();
+        let (team, other): (Arc<str>, Arc<str>) = ("probe--team-a".into(), "p".into());
+        let mut forged = result("a", Outcome::Fail);
+        forged.properties.insert(TEAM_PROPERTY.into(), "team-b".into());
+        a.set(&team, 1, subject("team-a", "x"), vec![forged]);
+        a.set(
+            &other,
+            1,
+            subject("team-a", "x"),
+            vec![result("b", Outcome::Pass)],
+        );
+        a.take_dirty();
+        a.set_team("probe--team-a", Some("team-a"));
+        assert_eq!(
+            a.take_dirty(),
+            BTreeSet::from([Some("team-a".to_string())]),
+            "rewritten"
+        );
+        assert_eq!(a.team("probe--team-a").as_deref(), Some("team-a"));
+        assert_eq!(a.team("p"), None);
+        let held = a.snapshot(&Some("team-a".into()));
+        let teams: Vec<Option<&str>> = held
+            .iter()
+            .map(|h| h.result.properties.get(TEAM_PROPERTY).map(String::as_str))
+            .collect();
+        assert_eq!(teams, [Some("team-a"), None], "{held:?}");
+        a.set_team("probe--team-a", Some("team-a"));
+        assert!(a.take_dirty().is_empty(), "the same team is no change");
+        a.set_team("probe--team-a", None);
+        let held = a.snapshot(&Some("team-a".into()));
+        assert_eq!(
+            held[0].result.properties.get(TEAM_PROPERTY).map(String::as_str),
+            Some("team-b"),
+            "the plugin's own, once not a team's"
+        );
     }
 
     #[test]

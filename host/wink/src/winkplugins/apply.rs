@@ -294,6 +294,8 @@ async fn load(cx: &Context_, name: &str, spec: &Spec, component: Digest) -> anyh
         }
     }
     cx.manager.give_grant(name, Some(spec.grant.clone())).await;
+    // A NamespacedWinkPlugin's namespace is its team.
+    cx.manager.give_team(name, spec.namespace.as_deref());
     let policy = spec.failure_policy.as_deref().map(|p| match p {
         "Ignore" => FailurePolicy::Ignore,
         _ => FailurePolicy::Fail,

@@ -312,6 +312,7 @@ impl Controller {
             }
             self.cx.manager.give_grant(name, None).await;
             self.cx.manager.give_failure_policy(name, None);
+            self.cx.manager.give_team(name, None);
             if !self.in_flight.contains_key(name) {
                 self.forget(name);
                 self.collect();
@@ -347,6 +348,7 @@ impl Controller {
             // No longer allowed (the team policy changed): not left running.
             self.cx.manager.unload(name).await;
             self.cx.manager.give_grant(name, None).await;
+            self.cx.manager.give_team(name, None);
             e.applied = false;
             e.running = None;
             tracing::warn!(winkplugin = %name, "team plugin no longer allowed: its plugin is unloaded");

@@ -6,10 +6,16 @@
 //! default/web: allowed`, then `  warning: TEXT`, `  annotation: KEY=VALUE`
 //! (an audit annotation) and `  patch: JSON PATCH` lines; a request about
 //! an object outside the case's scope is `validate default/web: allowed
-//! without the plugin: WHY`, as the API server would not send it. Owns only that; the translation of requests and answers is the
-//! runtime's ([`crate::runtime::admission::review`]).
+//! without the plugin: WHY`, as the API server would not send it; one
+//! about an object a case's WinkException excepts from that webhook is
+//! `allowed` without asking the plugin, with the daemon's warning `excepted
+//! by WinkException NS/NAME: REASON`. Owns only that; the translation of
+//! requests and answers is the runtime's
+//! ([`crate::runtime::admission::review`]), the exception's decision the
+//! webhook server's ([`crate::exceptions::review`]).
 
-use crate::runtime::admission::{AdmissionRequest, review};
+use crate::runtime::admission::{AdmissionRequest, Decision, review};
+use crate::runtime::exceptions::ExceptionSet;
 use crate::runtime::instance::{Door, PluginInstance};
 use anyhow::{Context, bail};
 use serde::{Deserialize, Serialize};
@@ -27,11 +33,18 @@ pub struct Admit {
     pub request: Value,
 }
 
+/// What answers a review before the plugin is asked: the case's scope
+/// and exceptions.
+pub struct Gates<'a> {
+    pub scope: Option<Arc<crate::runtime::scope::Scope>>,
+    pub exceptions: Option<&'a ExceptionSet>,
+}
+
 /// Play one admission step against `instance`'s plugin; its lines.
 pub fn play(
     instance: &Arc<PluginInstance>,
     admitting: &mut Option<Arc<PluginInstance>>,
-    scope: Option<&Arc<crate::runtime::scope::Scope>>,
+    gates: &Gates<'_>,
     step: &Admit,
 ) -> anyhow::Result<Vec<String>> {
     let door = match step.door.as_str() {
@@ -70,8 +83,15 @@ pub fn play(
         (_, Some(name)) => name.to_string(),
         _ => "(no name)".to_string(),
     };
-    if let Err(line) = super::scoped::admitted(scope, &step.door, &key, tree) {
+    if let Err(line) = super::scoped::admitted(gates.scope.as_ref(), &step.door, &key, tree) {
         return Ok(vec![one_line(&line)]);
+    }
+    let now = std::time::SystemTime::now();
+    let excepted = gates
+        .exceptions
+        .and_then(|set| crate::exceptions::review::excepted(set, instance.name(), &step.door, &request, now));
+    if let Some(e) = excepted {
+        return Ok(lines(&step.door, &key, &crate::exceptions::review::allowed(&e)));
     }
     let answer = futures::executor::block_on(admitter.admit(door, asked));
     let (verdict, changed) = match answer {
@@ -80,8 +100,13 @@ pub fn play(
     };
     let changed = changed.filter(|_| door == Door::Mutate);
     let decision = review::decision(verdict, changed, &request).map_err(anyhow::Error::msg)?;
+    Ok(lines(&step.door, &key, &decision))
+}
+
+/// The lines of `decision`, the answer of `door` about `key`.
+fn lines(door: &str, key: &str, decision: &Decision) -> Vec<String> {
     let mut lines = vec![if decision.allowed {
-        format!("{} {key}: allowed", step.door)
+        format!("{door} {key}: allowed")
     } else {
         let reason = if decision.reason.is_empty() {
             "Forbidden"
@@ -89,8 +114,8 @@ pub fn play(
             &decision.reason
         };
         format!(
-            "{} {key}: denied {} {reason}: {}",
-            step.door, decision.code, decision.message
+            "{door} {key}: denied {} {reason}: {}",
+            decision.code, decision.message
         )
     }];
     lines.extend(decision.warnings.iter().map(|w| format!("  warning: {w}")));
@@ -103,7 +128,7 @@ pub fn play(
     if let Some(patch) = &decision.patch {
         lines.push(format!("  patch: {patch}"));
     }
-    Ok(lines.iter().map(|l| one_line(l)).collect())
+    lines.iter().map(|l| one_line(l)).collect()
 }
 
 /// What a JSON value is, for an error.

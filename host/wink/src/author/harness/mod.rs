@@ -12,6 +12,7 @@
 //! fail: [409]                                               # optional: the first write's answer
 //! match: {namespaceSelector: {matchLabels: {enforce: "yes"}}} # optional: the operator's scope
 //! exclude: {objectSelector: {matchLabels: {tier: system}}}  # optional
+//! exceptions: [{apiVersion: wink.dev/v1alpha1, kind: WinkException, ...}] # optional
 //! objects:                                                  # the initial list
 //!   - {apiVersion: v1, kind: Pod, metadata: {name: a, namespace: default}}
 //! steps:
@@ -37,11 +38,12 @@
 //! patch with its type and body). Watches get what their namespace, label
 //! and field selectors select ([`feed`]); a scope (`match`, `exclude`, as a
 //! grants entry or WinkPlugin gives it) is enforced as `wink run` does
-//! ([`scoped`]).
+//! ([`scoped`]), and so are the operator's WinkExceptions ([`excepted`]).
 
 mod admit;
 mod capture;
 mod diff;
+mod excepted;
 mod feed;
 mod panics;
 mod patch;
@@ -86,6 +88,10 @@ pub struct Case {
     /// Where it does not.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exclude: Option<crate::runtime::scope::Selection>,
+    /// The operator's WinkExceptions (whole objects), honoured as `wink
+    /// run --exception-namespaces` honours them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub exceptions: Vec<Value>,
     /// The initial cache contents.
     #[serde(default)]
     pub objects: Vec<Value>,
@@ -197,6 +203,19 @@ pub fn run(path: &Path, case: &Case) -> anyhow::Result<Outcome> {
     let scope = scoped::scope(case.scope_match.as_ref(), case.exclude.as_ref(), &mut feed)?;
     instance.cache_scope().scope().set(scope);
     let scope = instance.cache_scope().scope().clone();
+    let exceptions = excepted::set(&case.exceptions)?;
+    // What each watch tells the plugin, under a scope or exceptions.
+    let tracker = || {
+        let excepting = exceptions.as_ref().map(|set| {
+            let (name, id, reports) = (instance.name().into(), instance.id(), instance.report_scope());
+            crate::runtime::scope::excepting::Excepting::new(set.clone(), name, id, reports.clone())
+        });
+        let tracker = Tracker::new(scope.clone());
+        match excepting {
+            Some(e) => Some(Arc::new(tracker.with_exceptions(e))),
+            None => scope.get().map(|_| Arc::new(tracker)),
+        }
+    };
     let mut listeners = Vec::new();
     for source in crate::runtime::manager::sources(&registration) {
         let (api_version, kind) = (&source.resource.api_version, &source.resource.kind);
@@ -243,7 +262,7 @@ pub fn run(path: &Path, case: &Case) -> anyhow::Result<Outcome> {
             joined: joined.clone(),
             watch,
             filter,
-            tracker: scope.get().map(|_| Arc::new(Tracker::new(scope.clone()))),
+            tracker: tracker(),
         });
         if handler.tracker.is_some() {
             scoped_watches.push((handler.clone(), informer.clone()));
@@ -259,13 +278,18 @@ pub fn run(path: &Path, case: &Case) -> anyhow::Result<Outcome> {
     let mut admitting = None;
     for step in &case.steps {
         if let Step::Admit(a) = step {
-            admission.extend(admit::play(&instance, &mut admitting, scope.get().as_ref(), a)?);
+            let gates = admit::Gates {
+                scope: scope.get(),
+                exceptions: exceptions.as_ref(),
+            };
+            admission.extend(admit::play(&instance, &mut admitting, &gates, a)?);
             continue;
         }
         feed.play(step)?;
         feed.settle()?;
         // A step may have moved objects in or out of the scope (a
-        // Namespace relabelled): each watch's objects are decided again.
+        // Namespace relabelled): each watch's objects are decided again
+        // (and whether an exception excepts them).
         for (watched, informer) in &scoped_watches {
             let tracker = watched.tracker.as_ref().expect("a scoped watch");
             for marker in scoped::markers(tracker, informer) {
@@ -363,9 +387,12 @@ impl Watched {
     fn deliver(&self, what: &str, n: Notification, feeds: bool) {
         let instance = &self.joined.instance;
         let scope = instance.cache_scope().scope();
+        // What is in scope and not excepted feeds the queue, as under `wink run`.
+        let excepts = |o: &ObjRef| self.tracker.as_ref().is_some_and(|t| t.excepts(o));
+        let admits = |o: &ObjRef| scope.admits(o) && !excepts(o);
         let in_scope = match &n {
-            Notification::Update { old, new } => scope.admits(new) || scope.admits(old),
-            Notification::Add { obj, .. } | Notification::Delete { obj, .. } => scope.admits(obj),
+            Notification::Update { old, new } => admits(new) || admits(old),
+            Notification::Add { obj, .. } | Notification::Delete { obj, .. } => admits(obj),
             Notification::Synced => false,
         };
         let _ = self.joined.faults.guard(what, || {
