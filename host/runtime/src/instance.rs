@@ -86,6 +86,8 @@ pub struct PluginInstance {
     /// How long each call into the guest took (host I/O for it included).
     handler_time: CallTimes,
     crash_tx: Option<UnboundedSender<CrashReport>>,
+    /// Its team's CPU share, when its grant sets one.
+    cpu: std::sync::OnceLock<Arc<crate::cpu_share::CpuShare>>,
 }
 
 /// Why `init` failed.
@@ -150,6 +152,7 @@ impl PluginInstance {
             // 10 µs to ~0.65 s, by fours.
             handler_time: counts.times,
             crash_tx,
+            cpu: Default::default(),
         });
         let (live, registration) = futures::executor::block_on(instance.instantiate())?;
         *instance
@@ -328,9 +331,31 @@ impl PluginInstance {
         self.id
     }
 
-    /// Make `call` into the guest (waiting for a call of another of its
-    /// watches to end first).
+    /// Hold this plugin's calls to `share` from now on.
+    pub fn share_cpu(&self, share: Arc<crate::cpu_share::CpuShare>) {
+        let _ = self.cpu.set(share);
+    }
+
+    /// Wait until its team is within its CPU share (none: at once).
+    async fn within_share(&self) {
+        if let Some(s) = self.cpu.get() {
+            s.hold().await;
+        }
+    }
+
+    /// A call ended: its time observed, and its guest time (less the
+    /// host's I/O for it) charged to its team's CPU share.
+    fn used(&self, clock: &CallClock) {
+        self.handler_time.record(clock.elapsed());
+        if let Some(s) = self.cpu.get() {
+            s.charge(clock.guest_time(), std::time::Instant::now());
+        }
+    }
+
+    /// Make `call` into the guest (waiting for its team's CPU share, then
+    /// for a call of another of its watches to end first).
     async fn call(&self, call: Call<'_>) {
+        self.within_share().await;
         // Uncontended (the usual case) without building the lock's future.
         let mut live = match self.live.try_lock() {
             Ok(live) => live,
@@ -348,8 +373,7 @@ impl PluginInstance {
         }
         let result = call.run(l).await;
         drop(running);
-        let took = l.store.data().clock.elapsed();
-        self.handler_time.record(took);
+        self.used(&l.store.data().clock);
         let Err(err) = result else {
             l.store.data_mut().commit_reports(self.id);
             return;

@@ -69,6 +69,9 @@ impl PluginInstance {
     /// order, no sync marker) in one guest entry when the guest has
     /// `on-batch`; the future ends when the guest's call has.
     pub async fn deliver_batch(&self, watch: u32, batch: &[Notification]) {
+        if batch.len() >= 2 {
+            self.within_share().await;
+        }
         let mut live = self.live.lock().await;
         let batches = matches!(live.as_ref().map(|l| &l.plugin), Some(Guest::Current(_)));
         if batch.len() < 2 || !batches {
@@ -109,7 +112,9 @@ impl PluginInstance {
         drop(running);
         let state = l.store.data_mut();
         let current = state.delivery.end() as usize;
-        self.handler_time.record(state.clock.elapsed());
+        let clock = state.clock;
+        self.used(&clock);
+        let state = l.store.data_mut();
         match result {
             Ok(()) => {
                 state.commit_reports(self.id);
