@@ -237,10 +237,14 @@ impl Bench {
         }
         let admin = format!("127.0.0.1:{}", envtest::free_port());
         let store = dir.join("store");
+        let plugins = dir.join("plugins");
+        std::fs::create_dir_all(&plugins).unwrap();
         let wink = Daemon::start(
             &dir,
             &[
                 "run",
+                "--plugins",
+                plugins.to_str().unwrap(),
                 "--kubeconfig",
                 &self.kubeconfig,
                 "--winkplugins",

@@ -4,7 +4,8 @@
 //! Each share is a token bucket of CPU time: it fills at `cores` seconds
 //! per second up to [`WINDOW`] of them, every call into one of the team's
 //! plugins takes its guest time out (the call's own clock, which leaves
-//! out waits on the API server and rate limits), and the bucket may go
+//! out waits on the API server and rate limits; a batch's whole call), and
+//! the bucket may go
 //! below zero: a call is never cut short by it. Before the next delivery
 //! or reconcile of any of the team's plugins, [`CpuShare::hold`] waits
 //! until the bucket is back at zero, and counts the wait. The wait holds

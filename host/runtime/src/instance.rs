@@ -16,6 +16,7 @@
 
 mod admit;
 mod batch;
+mod cpu;
 mod reconcile;
 
 pub use admit::{Answer, Asked, Door};
@@ -329,27 +330,6 @@ impl PluginInstance {
     /// An id for this instance, unique in the process.
     pub fn id(&self) -> usize {
         self.id
-    }
-
-    /// Hold this plugin's calls to `share` from now on.
-    pub fn share_cpu(&self, share: Arc<crate::cpu_share::CpuShare>) {
-        let _ = self.cpu.set(share);
-    }
-
-    /// Wait until its team is within its CPU share (none: at once).
-    async fn within_share(&self) {
-        if let Some(s) = self.cpu.get() {
-            s.hold().await;
-        }
-    }
-
-    /// A call ended: its time observed, and its guest time (less the
-    /// host's I/O for it) charged to its team's CPU share.
-    fn used(&self, clock: &CallClock) {
-        self.handler_time.record(clock.elapsed());
-        if let Some(s) = self.cpu.get() {
-            s.charge(clock.guest_time(), std::time::Instant::now());
-        }
     }
 
     /// Make `call` into the guest (waiting for its team's CPU share, then

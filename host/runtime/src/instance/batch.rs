@@ -104,6 +104,7 @@ impl PluginInstance {
             .collect();
         state.delivery.start(self.id, events.len() as u32);
         state.clock = CallClock::start();
+        let started = std::time::Instant::now();
         l.store.set_epoch_deadline(1);
         let result = plugin
             .wink_plugin_handler()
@@ -112,9 +113,8 @@ impl PluginInstance {
         drop(running);
         let state = l.store.data_mut();
         let current = state.delivery.end() as usize;
-        let clock = state.clock;
-        self.used(&clock);
-        let state = l.store.data_mut();
+        self.handler_time.record(state.clock.elapsed());
+        self.charge(started.elapsed());
         match result {
             Ok(()) => {
                 state.commit_reports(self.id);
