@@ -92,5 +92,6 @@ mod sim_paging;
 mod sim_semantics;
 mod sim_watcher;
 mod skeleton;
+mod team_caps;
 mod team_plugins;
 mod winkplugins;

@@ -133,7 +133,9 @@ async fn scrape_a_busy_daemon() -> (String, Busy) {
     s.install("admit_probe", "admit", None);
     s.install("admit_probe", "admit-trap", Some(&json!({"behaviour": "trap"})));
     let grants = s.plugins.parent().unwrap().join("grants.yaml");
-    std::fs::write(&grants, REQUIRE_LABELS_GRANT).unwrap();
+    // `good` under a CPU share of its own: its team's series is exported.
+    let shared = format!("{REQUIRE_LABELS_GRANT}  good:\n    limits: {{cpu: 4}}\n");
+    std::fs::write(&grants, shared).unwrap();
     let addr = format!("127.0.0.1:{}", free_port());
     let grants = grants.to_str().unwrap();
     let port = free_port();

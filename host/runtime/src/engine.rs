@@ -58,6 +58,21 @@ impl Limits {
             _ => self,
         }
     }
+
+    /// These limits, each made the tighter of it and `caps`' (a plugin's
+    /// grant, [`crate::grants::PluginLimits`]): a memory cap given there
+    /// holds whatever the language's default.
+    pub fn with_caps(self, caps: crate::grants::Caps) -> Limits {
+        Limits {
+            call_deadline: caps
+                .call_deadline
+                .map_or(self.call_deadline, |d| d.min(self.call_deadline)),
+            memory_bytes: caps
+                .memory_bytes
+                .map_or(self.memory_bytes, |m| m.min(self.memory_bytes)),
+            memory_is_default: self.memory_is_default && caps.memory_bytes.is_none(),
+        }
+    }
 }
 
 /// Which compiler turns components into machine code.

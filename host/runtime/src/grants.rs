@@ -126,9 +126,25 @@ pub struct PluginGrant {
     /// plugin's grant sets it from the team policy ([`team`]).
     #[serde(rename = "clusterReads", skip_serializing_if = "Option::is_none")]
     pub cluster_reads: Option<Vec<String>>,
+    /// Caps tighter than the daemon's ([`limits`]), applied when the
+    /// plugin is loaded; a team plugin's come from the team policy.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub limits: Option<PluginLimits>,
+    /// The team it belongs to (a team plugin's namespace, set by the team
+    /// policy): the plugins of one team share one CPU share
+    /// ([`crate::cpu_share`]); none: the plugin has its own.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub team: Option<String>,
 }
 
 impl PluginGrant {
+    /// The caps this grant sets, checked (none given: none).
+    pub fn caps(&self) -> Result<Caps, String> {
+        self.limits
+            .as_ref()
+            .map_or(Ok(Caps::default()), |l| l.caps("limits"))
+    }
+
     /// The scope this grant sets, checked; none when it narrows nothing.
     pub fn scope(&self) -> Result<Option<crate::scope::Scope>, String> {
         if let Some(m) = &self.match_ {
@@ -391,8 +407,10 @@ impl Grants {
 }
 
 mod file;
+pub mod limits;
 pub mod team;
 pub use file::{GrantsFile, MAX_GRANTS_BYTES};
+pub use limits::{Caps, PluginLimits};
 pub use team::TeamPolicy;
 
 #[cfg(test)]

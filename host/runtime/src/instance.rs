@@ -16,6 +16,7 @@
 
 mod admit;
 mod batch;
+mod cpu;
 mod reconcile;
 
 pub use admit::{Answer, Asked, Door};
@@ -86,6 +87,8 @@ pub struct PluginInstance {
     /// How long each call into the guest took (host I/O for it included).
     handler_time: CallTimes,
     crash_tx: Option<UnboundedSender<CrashReport>>,
+    /// Its team's CPU share, when its grant sets one.
+    cpu: std::sync::OnceLock<Arc<crate::cpu_share::CpuShare>>,
 }
 
 /// Why `init` failed.
@@ -150,6 +153,7 @@ impl PluginInstance {
             // 10 µs to ~0.65 s, by fours.
             handler_time: counts.times,
             crash_tx,
+            cpu: Default::default(),
         });
         let (live, registration) = futures::executor::block_on(instance.instantiate())?;
         *instance
@@ -328,9 +332,10 @@ impl PluginInstance {
         self.id
     }
 
-    /// Make `call` into the guest (waiting for a call of another of its
-    /// watches to end first).
+    /// Make `call` into the guest (waiting for its team's CPU share, then
+    /// for a call of another of its watches to end first).
     async fn call(&self, call: Call<'_>) {
+        self.within_share().await;
         // Uncontended (the usual case) without building the lock's future.
         let mut live = match self.live.try_lock() {
             Ok(live) => live,
@@ -348,8 +353,7 @@ impl PluginInstance {
         }
         let result = call.run(l).await;
         drop(running);
-        let took = l.store.data().clock.elapsed();
-        self.handler_time.record(took);
+        self.used(&l.store.data().clock);
         let Err(err) = result else {
             l.store.data_mut().commit_reports(self.id);
             return;

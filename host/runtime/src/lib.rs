@@ -27,6 +27,7 @@ pub mod bindings;
 pub mod call_times;
 pub mod capabilities;
 pub mod compat;
+pub mod cpu_share;
 pub mod engine;
 pub mod exceptions;
 pub mod filter;

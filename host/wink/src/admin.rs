@@ -280,6 +280,16 @@ async fn render(a: &Admin) -> String {
         "Time writes waited for a rate limit",
         rate_waited,
     );
+    let held = Family::<Labels, Counter<f64, std::sync::atomic::AtomicU64>>::default();
+    for (team, time) in a.manager.cpu_held() {
+        held.get_or_create(&vec![("team", team)])
+            .inc_by(time.as_secs_f64());
+    }
+    registry.register(
+        "team_throttled_seconds",
+        "Time a team's deliveries were held back to its CPU share",
+        held,
+    );
     let leader = Gauge::<i64>::default();
     leader.set(a.manager.leadership().is_leading().into());
     registry.register(

@@ -68,8 +68,11 @@ impl Grants {
         let tree: Value = serde_norway::from_slice(text).map_err(|e| e.to_string())?;
         no_equal_keys(&tree, &mut Vec::new())?;
         let grants: Grants = serde_norway::from_slice(text).map_err(|e| e.to_string())?;
-        for name in grants.plugins.keys() {
+        for (name, grant) in &grants.plugins {
             grants.scope(name)?;
+            grant
+                .caps()
+                .map_err(|e| format!("the grant of plugin {name}: {e}"))?;
         }
         if let Some(teams) = &grants.teams {
             teams.check()?;

@@ -2,8 +2,9 @@
 //! word on team plugins (`NamespacedWinkPlugin`s). It says which namespaces
 //! may run them, the writes (namespaced kinds and verbs) and Events they
 //! may be granted, the cluster-scoped kinds they may read, their rate,
-//! whether audit mode is forced, and which registries their components
-//! come from and which cosign keys must have signed them.
+//! whether audit mode is forced, their caps (memory, call deadline,
+//! work-queue keys, CPU share: [`super::limits`]), and which registries
+//! their components come from and which cosign keys must have signed them.
 //!
 //! ```yaml
 //! teams:
@@ -14,6 +15,7 @@
 //!   clusterReads: [Namespace]      # cluster-scoped kinds readable (read only)
 //!   rate: {qps: 2, burst: 4}       # at most; a team asking less gets less
 //!   mode: audit                    # forced on every team plugin
+//!   limits: {memory: 64Mi, callDeadline: 500ms, queue: 1000, cpu: 0.25}
 //!   registries: [registry.example.com/teams]
 //!   cosignKeys: ["-----BEGIN PUBLIC KEY-----..."]
 //! ```
@@ -50,6 +52,10 @@ pub struct TeamPolicy {
     /// `audit`: every team plugin's writes are dry runs, whatever it asks.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub mode: Option<Mode>,
+    /// Caps of every team plugin, tighter than the daemon's (the stricter
+    /// of the two applies; the CPU share is one per team).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub limits: Option<super::PluginLimits>,
     /// Reference prefixes components must come from (an OCI reference or
     /// https URL starting with one of them at a path boundary); empty:
     /// none is allowed.
@@ -80,6 +86,9 @@ impl TeamPolicy {
         }
         if self.registries.iter().any(|r| r.is_empty()) {
             return Err("teams.registries: an empty prefix would allow every registry".into());
+        }
+        if let Some(l) = &self.limits {
+            l.caps("teams.limits")?;
         }
         Ok(())
     }
@@ -152,6 +161,16 @@ impl TeamPolicy {
             Some(Mode::Audit) => Mode::Audit,
             _ => declared.mode,
         };
+        let limits = match (&self.limits, &declared.limits) {
+            (Some(p), Some(d)) => Some(
+                p.stricter(d)
+                    .map_err(|e| format!("spec.grant.limits{}", e.trim_start_matches("limits")))?,
+            ),
+            (p, d) => p.clone().or_else(|| d.clone()),
+        };
+        if let Some(l) = &limits {
+            l.caps("spec.grant.limits")?;
+        }
         let match_ = Selection {
             namespaces: Some(vec![namespace.to_string()]),
             namespace_selector: None,
@@ -166,6 +185,8 @@ impl TeamPolicy {
             match_: Some(match_),
             exclude: declared.exclude.clone(),
             cluster_reads: Some(self.cluster_reads.clone()),
+            limits,
+            team: Some(namespace.to_string()),
         })
     }
 }
@@ -186,6 +207,7 @@ teams:
   clusterReads: [Namespace]
   rate: {qps: 2, burst: 4}
   mode: audit
+  limits: {memory: 32Mi, callDeadline: 200ms, queue: 100, cpu: 0.25}
   registries: [reg.example/teams, "localhost:5000/wink/"]
 "#,
         )
@@ -218,6 +240,45 @@ teams:
         let scope = g.scope().unwrap().unwrap();
         assert!(scope.admits_parts("v1", "Pod", Some("team-a"), |_| None));
         assert!(!scope.admits_parts("v1", "Pod", Some("team-b"), |_| None));
+    }
+
+    #[test]
+    fn the_policys_caps_apply_and_a_team_may_only_tighten_them() {
+        let g = policy().grant("team-a", &declared("{}")).unwrap();
+        let c = g.caps().unwrap();
+        assert_eq!(c.memory_bytes, Some(32 << 20));
+        assert_eq!(c.call_deadline, Some(std::time::Duration::from_millis(200)));
+        assert_eq!(c.queue_keys, Some(100));
+        assert_eq!(c.cpu, Some(0.25));
+        assert_eq!(g.team.as_deref(), Some("team-a"));
+        let other = declared("{team: team-b}");
+        let g = policy().grant("team-a", &other).unwrap();
+        assert_eq!(
+            g.team.as_deref(),
+            Some("team-a"),
+            "a team is its namespace, whatever it says"
+        );
+        let tighter = declared("{limits: {memory: 1Gi, cpu: 0.1, queue: 5000}}");
+        let c = policy().grant("team-a", &tighter).unwrap().caps().unwrap();
+        assert_eq!(
+            c.memory_bytes,
+            Some(32 << 20),
+            "a team asking more gets the policy's"
+        );
+        assert_eq!(c.queue_keys, Some(100));
+        assert_eq!(c.cpu, Some(0.1), "a team asking less gets less");
+        let e = policy()
+            .grant("team-a", &declared("{limits: {cpu: 100}}"))
+            .unwrap_err();
+        assert!(e.contains("spec.grant.limits.cpu"), "{e}");
+        let mut open = policy();
+        open.limits = None;
+        let g = open.grant("team-a", &declared("{}")).unwrap();
+        assert_eq!(
+            g.caps().unwrap(),
+            crate::grants::Caps::default(),
+            "none: the daemon's"
+        );
     }
 
     #[test]
@@ -290,6 +351,13 @@ teams:
             Grants::parse(b"teams: {writes: [{apiVersion: v1, kind: Pod, verbs: [patch], namespaces: [a]}]}")
                 .unwrap_err();
         assert!(format!("{e:#}").contains("teams.writes"), "{e:#}");
+        let e = Grants::parse(b"teams: {limits: {memory: 64MB}}").unwrap_err();
+        assert!(format!("{e:#}").contains("teams.limits.memory: unit"), "{e:#}");
+        let e = Grants::parse(b"plugins: {p: {limits: {queue: 0}}}").unwrap_err();
+        assert!(
+            format!("{e:#}").contains("the grant of plugin p: limits.queue"),
+            "{e:#}"
+        );
         let e = Grants::parse(b"teams: {namespace: [a]}").unwrap_err();
         assert!(format!("{e:#}").contains("unknown field"), "{e:#}");
     }

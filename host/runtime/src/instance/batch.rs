@@ -69,6 +69,9 @@ impl PluginInstance {
     /// order, no sync marker) in one guest entry when the guest has
     /// `on-batch`; the future ends when the guest's call has.
     pub async fn deliver_batch(&self, watch: u32, batch: &[Notification]) {
+        if batch.len() >= 2 {
+            self.within_share().await;
+        }
         let mut live = self.live.lock().await;
         let batches = matches!(live.as_ref().map(|l| &l.plugin), Some(Guest::Current(_)));
         if batch.len() < 2 || !batches {
@@ -101,6 +104,7 @@ impl PluginInstance {
             .collect();
         state.delivery.start(self.id, events.len() as u32);
         state.clock = CallClock::start();
+        let started = std::time::Instant::now();
         l.store.set_epoch_deadline(1);
         let result = plugin
             .wink_plugin_handler()
@@ -110,6 +114,7 @@ impl PluginInstance {
         let state = l.store.data_mut();
         let current = state.delivery.end() as usize;
         self.handler_time.record(state.clock.elapsed());
+        self.charge(started.elapsed());
         match result {
             Ok(()) => {
                 state.commit_reports(self.id);

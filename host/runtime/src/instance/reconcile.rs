@@ -16,6 +16,7 @@ impl PluginInstance {
     /// Ask the guest to reconcile `key`. An error is its own, or why it gave
     /// no answer (a trap, its deadline, an instance being replaced).
     pub async fn reconcile(&self, key: &str) -> Result<Action, String> {
+        self.within_share().await;
         let mut live = self.live.lock().await;
         let Some(l) = live.as_mut() else {
             return Err("the instance is being replaced".into());
@@ -82,9 +83,9 @@ impl PluginInstance {
         running
     }
 
-    /// A call ended: its time observed.
+    /// A call ended: its time observed (and charged to its CPU share).
     fn ended(&self, l: &Live) {
-        self.handler_time.record(l.store.data().clock.elapsed());
+        self.used(&l.store.data().clock);
     }
 
     /// The call trapped: drop the poisoned Store, report the crash to the

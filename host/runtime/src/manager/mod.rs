@@ -74,6 +74,8 @@ struct LoadedPlugin {
     declared: (Vec<super::grants::Declared>, bool),
     /// The webhooks it serves, and the instances that answer them.
     admission: Option<(Vec<Webhook>, Arc<AdmissionPool>)>,
+    /// The caps its grant set when it was loaded (a change reloads it).
+    caps: super::grants::Caps,
 }
 
 /// A plugin's status, for logs, readiness and tests.
@@ -219,6 +221,8 @@ pub struct PluginManager {
     namespaces: tokio::sync::OnceCell<Arc<wink_informer::SharedInformer>>,
     /// The operator's exceptions in force (`WinkException`s).
     exceptions: crate::exceptions::ExceptionSet,
+    /// The teams' CPU shares ([`crate::cpu_share`]).
+    cpu_shares: crate::cpu_share::CpuShares,
 }
 
 impl PluginManager {
@@ -279,6 +283,7 @@ impl PluginManager {
             compilations: Default::default(),
             namespaces: Default::default(),
             exceptions: Default::default(),
+            cpu_shares: Default::default(),
         });
         tokio::spawn(Self::supervise(Arc::downgrade(&manager), crash_rx));
         if manager.options.exceptions {
@@ -395,14 +400,17 @@ impl PluginManager {
         started: Instant,
     ) -> anyhow::Result<()> {
         let path = loaded.path.clone();
-        let limits = self.options.limits.for_language(loaded.language);
+        let daemon = self.options.limits.for_language(loaded.language);
+        let limits = |name: &str| -> anyhow::Result<Limits> {
+            Ok(daemon.with_caps(self.caps(name).with_context(|| format!("{}", path.display()))?))
+        };
         let (mut instance, mut registration) = self
             .start_instance(
                 loaded.name.clone(),
                 loaded.pre.clone(),
                 engine,
                 config.clone(),
-                limits,
+                limits(&loaded.name)?,
             )
             .await?;
         // A plugin's one name is the one it declares: its Store, field
@@ -411,11 +419,18 @@ impl PluginManager {
         if let Some(declared) = registration.name.clone().filter(|n| **n != *loaded.name) {
             naming::check(&declared).with_context(|| format!("{}: registration refused", path.display()))?;
             (instance, registration) = self
-                .start_instance(declared.into(), loaded.pre.clone(), engine, config, limits)
+                .start_instance(
+                    declared.clone().into(),
+                    loaded.pre.clone(),
+                    engine,
+                    config,
+                    limits(&declared)?,
+                )
                 .await?;
         }
         naming::unserved(&registration)
             .with_context(|| format!("{}: registration refused", path.display()))?;
+        let caps = self.caps(instance.name())?;
         if let Some(other) = self.grants().other_spelling(instance.name()) {
             tracing::warn!(
                 plugin = %instance.name(),
@@ -488,6 +503,7 @@ impl PluginManager {
                 lifecycle,
                 declared,
                 admission,
+                caps,
             },
         );
         Ok(())

@@ -37,6 +37,9 @@ const LOOK_AGAIN: Duration = Duration::from_millis(100);
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct Wanted {
     pub(super) config: Config,
+    /// The most keys it holds (the plugin's grant may cap it below
+    /// [`crate::workqueue::MAX_KEYS`]).
+    pub(super) keys: usize,
     pub(super) api_version: String,
     pub(super) kind: String,
 }
@@ -73,7 +76,12 @@ impl Reconciling {
     fn start(plugin: &str, wanted: Wanted, leadership: Leadership) -> Arc<Self> {
         let r = Arc::new(Reconciling {
             plugin: plugin.into(),
-            queue: RateLimiting::new(wanted.config, QueueMetrics::default()),
+            queue: RateLimiting::new(wanted.config, QueueMetrics::default()).with_limits(
+                crate::workqueue::Limits {
+                    keys: wanted.keys,
+                    ..Default::default()
+                },
+            ),
             wanted,
             instance: Mutex::new(None),
             changed: Notify::new(),
@@ -344,6 +352,7 @@ mod tests {
     fn reconciling() -> Arc<Reconciling> {
         let wanted = Wanted {
             config: Config::default(),
+            keys: crate::workqueue::MAX_KEYS,
             api_version: "v1".into(),
             kind: "Namespace".into(),
         };
@@ -388,6 +397,7 @@ mod tests {
         let leading = Leadership::always();
         let wanted = Wanted {
             config: Config::default(),
+            keys: crate::workqueue::MAX_KEYS,
             api_version: "v1".into(),
             kind: "Namespace".into(),
         };

@@ -354,6 +354,7 @@ impl PluginManager {
             missing,
         } = super::allowed(&grants, plugin, registration).map_err(anyhow::Error::msg)?;
         let scope = self.scope_for(plugin, &grants).await?;
+        let caps = self.caps(plugin)?;
         if let Some(kinds) = scope.as_ref().and_then(|s| s.include().kinds.as_ref()) {
             for kind in kinds {
                 let (v, k) = crate::scope::selection::split_kind(kind);
@@ -435,6 +436,7 @@ impl PluginManager {
             scope,
             queue: registration.queue.as_ref().map(|q| reconciling::Wanted {
                 config: super::naming::queue_config(q),
+                keys: caps.queue_keys.unwrap_or(crate::workqueue::MAX_KEYS),
                 api_version: q.resource.api_version.clone(),
                 kind: q.resource.kind.clone(),
             }),
@@ -472,6 +474,9 @@ impl PluginManager {
             permissions,
         ));
         instance.report_scope().connect(self.options.reports.clone());
+        if let Some(share) = self.cpu_share(instance.name()) {
+            instance.share_cpu(share);
+        }
         let reconciling = self
             .queues
             .for_plugin(instance.name(), queue, &self.options.leadership);

@@ -48,6 +48,35 @@ impl PluginManager {
         self.grants.current.read().unwrap().clone()
     }
 
+    /// The caps `plugin`'s grant sets beyond the daemon's limits
+    /// ([`crate::grants::PluginLimits`]); an error says which field does
+    /// not read.
+    pub fn caps(&self, plugin: &str) -> anyhow::Result<crate::grants::Caps> {
+        let grants = self.grants();
+        let Some(grant) = grants.for_plugin(plugin) else {
+            return Ok(Default::default());
+        };
+        grant
+            .caps()
+            .map_err(|e| anyhow::anyhow!("the grant of plugin {plugin}: {e}"))
+    }
+
+    /// The CPU share `plugin`'s grant holds it to: its team's (the grant's
+    /// `team`, else its own), when the grant sets `limits.cpu`.
+    pub(super) fn cpu_share(&self, plugin: &str) -> Option<Arc<crate::cpu_share::CpuShare>> {
+        let grants = self.grants();
+        let grant = grants.for_plugin(plugin)?;
+        let cores = grant.caps().ok()?.cpu?;
+        let team = grant.team.as_deref().unwrap_or(plugin);
+        Some(self.cpu_shares.get(team, cores))
+    }
+
+    /// Every team's time its deliveries were held back to its CPU share:
+    /// (team, time).
+    pub fn cpu_held(&self) -> Vec<(String, std::time::Duration)> {
+        self.cpu_shares.held()
+    }
+
     /// The grants file, when the grants come from one.
     pub fn grants_file(&self) -> Option<&GrantsFile> {
         self.grants.file.as_ref()
@@ -169,13 +198,16 @@ impl PluginManager {
                 if !missing.is_empty() {
                     tracing::warn!(plugin = %name, "{}", self.grant_advice(name, &missing));
                 }
-                if self.rescope_plugin(p, grants).await {
-                    reload.push((name.clone(), p.path.clone()));
+                let caps = grants.for_plugin(name).map(|g| g.caps().unwrap_or_default());
+                if caps.unwrap_or_default() != p.caps {
+                    reload.push((name.clone(), p.path.clone(), "gets other caps (limits)"));
+                } else if self.rescope_plugin(p, grants).await {
+                    reload.push((name.clone(), p.path.clone(), "gains or loses a scope"));
                 }
             }
         }
-        for (name, path) in reload {
-            tracing::info!(plugin = %name, "the plugin gains or loses a scope: it is loaded again under it");
+        for (name, path, why) in reload {
+            tracing::info!(plugin = %name, "the plugin {why}: it is loaded again under it");
             self.unload(&name).await;
             if let Err(e) = self.load_file(&path).await {
                 tracing::error!(plugin = %name, "plugin not loaded again under its new scope: {e:#}");

@@ -47,6 +47,16 @@ fn grant() -> Value {
             "rate": {
                 "type": "object",
                 "properties": {"qps": {"type": "number"}, "burst": {"type": "integer"}}
+            },
+            "limits": {
+                "type": "object",
+                "description": "Caps tighter than the daemon's: memory (bytes or 64Mi), callDeadline (ms or 500ms, 2s), queue (keys), cpu (a share of one core).",
+                "properties": {
+                    "memory": {"x-kubernetes-int-or-string": true},
+                    "callDeadline": {"x-kubernetes-int-or-string": true},
+                    "queue": {"type": "integer"},
+                    "cpu": {"type": "number"}
+                }
             }
         }
     })

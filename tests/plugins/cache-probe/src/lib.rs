@@ -24,7 +24,9 @@
 //! `generation`, `labels`, `annotations`, `label:KEY`, `annotation:KEY`,
 //! `field:PATH`). With `"log_events": true` every delivery prints
 //! `event add KEY watch=N initial=B`, `event update KEY watch=N`,
-//! `event delete KEY watch=N`, and `on_synced` prints `synced`.
+//! `event delete KEY watch=N`, and `on_synced` prints `synced`. With
+//! `"spin_ms": N` every delivery first spins (a busy loop, no host call but
+//! the clock) for N milliseconds: a plugin that burns CPU on every event.
 //!
 //! Index specs: `label:KEY`, `annotation:KEY`, `owner-uid`, `owner-kind-name`,
 //! `field:PATH`. Each result line is `query N OP KIND: ok [keys]` or
@@ -39,6 +41,20 @@ struct Probe {
     trigger: String,
     queries: Vec<Value>,
     log_events: bool,
+    spin: std::time::Duration,
+}
+
+impl Probe {
+    /// Burn CPU for the configured time.
+    fn spin(&self) {
+        let start = std::time::Instant::now();
+        let mut x: u64 = 0;
+        while start.elapsed() < self.spin {
+            for _ in 0..10_000 {
+                x = std::hint::black_box(x.wrapping_add(1));
+            }
+        }
+    }
 }
 
 fn change(spec: &str) -> Result<Change, String> {
@@ -164,17 +180,22 @@ impl Handler for Probe {
             trigger: text(&config, "trigger").unwrap_or("probe").to_string(),
             queries: list_of(&config, "queries"),
             log_events: config.get("log_events") == Some(&Value::Bool(true)),
+            spin: std::time::Duration::from_millis(
+                config.get("spin_ms").and_then(Value::as_u64).unwrap_or(0),
+            ),
         };
         Ok((probe, registration))
     }
 
     fn on_update(&mut self, _old: &Object, new: &Object) {
+        self.spin();
         if self.log_events {
             println!("event update {} watch={}", new.key(), watch_number(new));
         }
     }
 
     fn on_delete(&mut self, obj: &Object, _final_state_unknown: bool) {
+        self.spin();
         if self.log_events {
             println!("event delete {} watch={}", obj.key(), watch_number(obj));
         }
@@ -187,6 +208,7 @@ impl Handler for Probe {
     }
 
     fn on_add(&mut self, obj: &Object, in_initial_list: bool) {
+        self.spin();
         if self.log_events {
             println!(
                 "event add {} watch={} initial={in_initial_list}",
