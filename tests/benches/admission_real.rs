@@ -143,7 +143,11 @@ async fn main() {
     let (addr, url) = (format!("127.0.0.1:{port}"), format!("https://127.0.0.1:{port}"));
     // pod-security leaves the native webhook's namespace to it.
     let grants = dir.join("grants.yaml");
-    std::fs::write(&grants, "plugins:\n  pod-security:\n    exclude:\n      namespaces: [native]\n").unwrap();
+    std::fs::write(
+        &grants,
+        "plugins:\n  pod-security:\n    exclude:\n      namespaces: [native]\n",
+    )
+    .unwrap();
     let wink = common::Wink::spawn_bin(
         common::wink_release_bin(),
         &dir,
@@ -211,11 +215,7 @@ async fn main() {
             let mean = v.iter().sum::<f64>() / v.len() as f64;
             (mean, quantile(v, 0.5), quantile(v, 0.99))
         };
-        let (e, x, n) = (
-            stats(&mut times[0]),
-            stats(&mut times[1]),
-            stats(&mut times[2]),
-        );
+        let (e, x, n) = (stats(&mut times[0]), stats(&mut times[1]), stats(&mut times[2]));
         let per_call_where = |before: &str, after: &str, name: &str, with: &str| {
             let ((s0, c0), (s1, c1)) = (
                 histogram_where(before, name, with),
@@ -305,7 +305,9 @@ async fn start_native(client: &kube::Client, kubeconfig: &std::path::Path) -> Na
         .unwrap();
     assert!(ready.starts_with("ready"), "{ready}");
     let secrets: Api<Secret> = Api::namespaced(client.clone(), "default");
-    let ca = secrets.get(NATIVE_CA).await.unwrap().data.unwrap()["ca.crt"].0.clone();
+    let ca = secrets.get(NATIVE_CA).await.unwrap().data.unwrap()["ca.crt"]
+        .0
+        .clone();
     let config: ValidatingWebhookConfiguration = serde_json::from_value(json!({
         "metadata": {"name": "native-bench"},
         "webhooks": [{
@@ -339,14 +341,19 @@ async fn start_native(client: &kube::Client, kubeconfig: &std::path::Path) -> Na
         .1
     };
     loop {
-        let p = serde_json::from_value(json!({"metadata": {"name": format!("probe-{}", rand::random::<u32>())},
-            "spec": {"containers": [{"name": "c", "image": "i"}]}}))
+        let p = serde_json::from_value(
+            json!({"metadata": {"name": format!("probe-{}", rand::random::<u32>())},
+            "spec": {"containers": [{"name": "c", "image": "i"}]}}),
+        )
         .unwrap();
         native.create(&PostParams::default(), &p).await.unwrap();
         if calls(&raw_metrics(client).await) > 0.0 {
             return child;
         }
-        assert!(Instant::now() < deadline, "the native webhook never came into force");
+        assert!(
+            Instant::now() < deadline,
+            "the native webhook never came into force"
+        );
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
 }

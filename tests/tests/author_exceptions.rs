@@ -7,25 +7,12 @@
 //! exceptions fails, with what the exception kept from the plugin.
 
 use crate::author_scope::wink_test;
-use crate::common::{plugins_dir, root};
 use crate::manual::markdown;
 use serde_json::Value;
 
 #[test]
 fn the_manuals_case_with_an_exception_passes_and_fails_without_it() {
-    let doc = "docs/src/running/exceptions.md";
-    let text = std::fs::read_to_string(root().join(doc)).unwrap();
-    let cases: Vec<String> = markdown::blocks(doc, &text)
-        .into_iter()
-        .filter(|b| b.info == "yaml,wink-test")
-        .map(|b| b.body)
-        .collect();
-    assert_eq!(cases.len(), 1, "the page's case");
-    let component = plugins_dir().join("pod_security.wasm");
-    let case = cases[0].replace(
-        "target/wasm32-wasip2/release/pod_security.wasm",
-        component.to_str().unwrap(),
-    );
+    let case = markdown::pod_security_case("docs/src/running/exceptions.md");
     // What the case claims: the excepted Pods hold the host's skip alone,
     // the review is let in with the warning.
     for claim in [

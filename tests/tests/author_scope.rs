@@ -5,7 +5,7 @@
 //! without its `match` fails, with the results and the review the scope
 //! kept from the plugin.
 
-use crate::common::{plugins_dir, root, scratch, wink_bin};
+use crate::common::{scratch, wink_bin};
 use crate::manual::markdown;
 use std::process::{Command, Output};
 
@@ -30,19 +30,7 @@ pub fn wink_test(case: &str, name: &str) -> (Output, String) {
 
 #[test]
 fn the_manuals_scoped_case_passes_and_fails_without_its_scope() {
-    let doc = "docs/src/running/scope.md";
-    let text = std::fs::read_to_string(root().join(doc)).unwrap();
-    let cases: Vec<String> = markdown::blocks(doc, &text)
-        .into_iter()
-        .filter(|b| b.info == "yaml,wink-test")
-        .map(|b| b.body)
-        .collect();
-    assert_eq!(cases.len(), 1, "the page's case");
-    let component = plugins_dir().join("pod_security.wasm");
-    let case = cases[0].replace(
-        "target/wasm32-wasip2/release/pod_security.wasm",
-        component.to_str().unwrap(),
-    );
+    let case = markdown::pod_security_case("docs/src/running/scope.md");
     // What the case claims: relaxed's Pod reported once it opted in,
     // strict's not once it opted out, relaxed's review not asked.
     assert!(

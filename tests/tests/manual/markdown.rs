@@ -205,3 +205,21 @@ pub fn links(text: &str) -> Vec<(usize, String)> {
     }
     out
 }
+
+/// The one `yaml,wink-test` case of the manual page `doc` (a path from
+/// the repository's root), its component path pointed at the
+/// `pod_security.wasm` the tests built.
+pub fn pod_security_case(doc: &str) -> String {
+    let text = std::fs::read_to_string(root().join(doc)).unwrap();
+    let cases: Vec<String> = blocks(doc, &text)
+        .into_iter()
+        .filter(|b| b.info == "yaml,wink-test")
+        .map(|b| b.body)
+        .collect();
+    assert_eq!(cases.len(), 1, "{doc}'s case");
+    let component = crate::common::plugins_dir().join("pod_security.wasm");
+    cases[0].replace(
+        "target/wasm32-wasip2/release/pod_security.wasm",
+        component.to_str().unwrap(),
+    )
+}
