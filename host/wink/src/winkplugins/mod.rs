@@ -279,11 +279,20 @@ impl Controller {
     /// under the team policy ([`namespaced::as_winkplugin`]); else the
     /// outcome saying why it may not run.
     fn prepare(&self, object: Value) -> Result<Value, Box<Outcome>> {
-        if !matches!(self.objects, Objects::Team(_)) {
-            return Ok(object);
-        }
-        let grants = self.cx.manager.grants();
-        namespaced::as_winkplugin(&object, grants.teams.as_ref()).map_err(|r| {
+        let prepared = match self.objects {
+            Objects::Team(_) => {
+                let grants = self.cx.manager.grants();
+                namespaced::as_winkplugin(&object, grants.teams.as_ref())
+            }
+            Objects::Cluster => {
+                let name = object["metadata"]["name"].as_str().unwrap_or_default();
+                match namespaced::cluster_name_refused(name) {
+                    Some(refused) => Err(refused),
+                    None => return Ok(object),
+                }
+            }
+        };
+        prepared.map_err(|r| {
             let mut o = Outcome {
                 generation: object["metadata"]["generation"].as_i64().unwrap_or(0),
                 ..Outcome::default()

@@ -27,9 +27,27 @@ pub const PLURAL: &str = "namespacedwinkplugins";
 /// The CRD's name.
 pub const CRD_NAME: &str = "namespacedwinkplugins.wink.dev";
 
+/// What separates a team plugin's name from its namespace in its plugin
+/// name; no WinkPlugin or NamespacedWinkPlugin name holds it, so a plugin
+/// name is one object's alone (a namespace's name may hold it).
+pub const SEPARATOR: &str = "--";
+
 /// The plugin name of the team plugin `name` in `namespace`.
 pub fn plugin_name(name: &str, namespace: &str) -> String {
-    format!("{name}--{namespace}")
+    format!("{name}{SEPARATOR}{namespace}")
+}
+
+/// Why the (cluster-scoped) WinkPlugin `name` may not run under that
+/// name: it holds [`SEPARATOR`], kept for team plugins' names.
+pub fn cluster_name_refused(name: &str) -> Option<Refused> {
+    name.contains(SEPARATOR).then(|| {
+        refused(
+            "InvalidName",
+            format!(
+                "the name {name:?} holds {SEPARATOR:?}, kept for team plugins (<name>--<namespace>)"
+            ),
+        )
+    })
 }
 
 /// The CustomResourceDefinition: the WinkPlugin's schema, namespaced,
@@ -104,6 +122,12 @@ pub fn as_winkplugin(object: &Value, policy: Option<&TeamPolicy>) -> Result<Valu
             "team plugins are off: the operator's grants file has no teams section",
         ));
     };
+    if name.contains(SEPARATOR) {
+        return Err(refused(
+            "InvalidName",
+            format!("the name {name:?} holds {SEPARATOR:?}, which separates a team plugin's name from its namespace"),
+        ));
+    }
     let plugin = plugin_name(name, namespace);
     if !wink_runtime::plugin_file::is_dns_label(&plugin) {
         return Err(refused(
@@ -238,6 +262,23 @@ mod tests {
         let mut p = policy();
         p.namespaces = vec!["*".into()];
         assert_eq!(reason(&long, Some(&p)), "InvalidName");
+    }
+
+    #[test]
+    fn no_two_objects_share_a_plugin_name() {
+        // `a--b` in `c` and `a` in `b--c` would both be `a--b--c`; and a
+        // WinkPlugin `probe--team-a` would be team-a's `probe`.
+        let ok = json!({"source": {"oci": "localhost:5000/teams/probe:v1"}});
+        let mut p = policy();
+        p.namespaces = vec!["*".into()];
+        let mut dashed = object("c", ok.clone());
+        dashed["metadata"]["name"] = json!("a--b");
+        assert_eq!(as_winkplugin(&dashed, Some(&p)).unwrap_err().reason, "InvalidName");
+        let mut plain = object("b--c", ok);
+        plain["metadata"]["name"] = json!("a");
+        assert_eq!(as_winkplugin(&plain, Some(&p)).unwrap()["metadata"]["name"], "a--b--c");
+        assert_eq!(cluster_name_refused("probe--team-a").unwrap().reason, "InvalidName");
+        assert!(cluster_name_refused("probe-team-a").is_none());
     }
 
     #[test]
