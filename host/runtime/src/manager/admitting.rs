@@ -96,7 +96,8 @@ impl PluginManager {
         request: &AdmissionRequest,
         peer: Option<std::net::IpAddr>,
     ) -> Decision {
-        let (webhook, pool, audit) = {
+        // Only the webhook's failure policy is needed (no copy of its rules).
+        let (policy, pool, audit) = {
             let plugins = self.plugins.lock().await;
             let Some(p) = plugins.get(plugin) else {
                 return admission::failed(None, &Unanswered::NotLoaded(plugin.to_string()));
@@ -106,9 +107,9 @@ impl PluginManager {
                 hooks
                     .iter()
                     .find(|w| w.hook == hook)
-                    .map(|w| (self.with_given_policy(plugin, w.clone()), pool.clone()))
+                    .map(|w| (self.failure_policy_of(plugin, w), pool.clone()))
             });
-            let Some((webhook, pool)) = found else {
+            let Some((policy, pool)) = found else {
                 let what = if door == Door::Validate {
                     "validating"
                 } else {
@@ -117,22 +118,22 @@ impl PluginManager {
                 return admission::failed(None, &Unanswered::NoWebhook(plugin.to_string(), what));
             };
             if let PluginState::Quarantined(why) = p.lifecycle.state() {
-                return admission::failed(
-                    Some(&webhook),
+                return admission::failed_under(
+                    Some(policy),
                     &Unanswered::Quarantined(plugin.to_string(), why.clone()),
                 );
             }
             if !p.instance.has_synced() {
-                return admission::failed(Some(&webhook), &Unanswered::NotSynced(plugin.to_string()));
+                return admission::failed_under(Some(policy), &Unanswered::NotSynced(plugin.to_string()));
             }
             let audit = p.instance.write_scope().get().is_some_and(|a| a.audit());
-            (webhook, pool, audit)
+            (policy, pool, audit)
         };
         let decision = match pool.ask(door, request).await {
             Ok(decision) => decision,
             Err(why) => {
                 tracing::warn!(plugin, "admission request not answered: {why}");
-                return admission::failed(Some(&webhook), &why);
+                return admission::failed_under(Some(policy), &why);
             }
         };
         if audit {

@@ -287,7 +287,7 @@ async fn answer(
     Response::builder()
         .status(StatusCode::OK)
         .header("content-type", "application/json")
-        .body(Full::new(Bytes::from(json.to_string())))
+        .body(Full::new(Bytes::from(json)))
         .expect("a valid response")
 }
 
