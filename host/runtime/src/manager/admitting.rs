@@ -8,7 +8,7 @@ use super::PluginManager;
 use super::lifecycle::PluginState;
 use crate::admission::audit::{self, InCache};
 use crate::admission::{self, AdmissionPool, AdmissionRequest, Decision, Unanswered};
-use crate::bindings::types::{Registration, Webhook};
+use crate::bindings::types::{FailurePolicy, Registration, Webhook};
 use crate::instance::{Door, PluginInstance};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -83,6 +83,22 @@ impl PluginManager {
         let (webhooks, _) = plugins.get(plugin)?.admission.as_ref()?;
         let found = webhooks.iter().find(|w| w.hook == hook).cloned();
         found.map(|w| self.with_given_policy(plugin, w))
+    }
+
+    /// `f`'s answer about `plugin`'s webhook for `door`, if it serves one,
+    /// given the webhook and the failure policy in force (read in place:
+    /// no copy of its rules).
+    pub async fn with_webhook<R>(
+        &self,
+        plugin: &str,
+        door: Door,
+        f: impl FnOnce(&Webhook, FailurePolicy) -> R,
+    ) -> Option<R> {
+        let hook = admission::hook(door);
+        let plugins = self.plugins.lock().await;
+        let (webhooks, _) = plugins.get(plugin)?.admission.as_ref()?;
+        let webhook = webhooks.iter().find(|w| w.hook == hook)?;
+        Some(f(webhook, self.failure_policy_of(plugin, webhook)))
     }
 
     /// Ask `plugin` about an AdmissionRequest (its JSON) through `door`,
