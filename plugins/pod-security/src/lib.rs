@@ -96,10 +96,12 @@ impl PodSecurity {
         }
         match wink_sdk::serde_json::from_value(new) {
             Ok(pod) => Ok(Some(pod)),
-            Err(e) if template => Err(Verdict::allow().warn(format!(
-                "pod-security: the Pod template does not decode: {e}"
+            Err(e) if template => {
+                Err(Verdict::allow().warn(format!("pod-security: the Pod template does not decode: {e}")))
+            }
+            Err(e) => Err(Verdict::deny(format!(
+                "pod-security: the Pod does not decode: {e}"
             ))),
-            Err(e) => Err(Verdict::deny(format!("pod-security: the Pod does not decode: {e}"))),
         }
     }
 

@@ -41,8 +41,11 @@ pub struct AdmissionMetrics {
     deadlines: Family<Labels, Counter>,
     unrecorded: Family<Labels, Counter>,
     /// Each plugin's series, by door ([`door_index`]).
-    series: Arc<RwLock<HashMap<String, [Option<Arc<DoorSeries>>; 2]>>>,
+    series: Arc<RwLock<HashMap<String, Doors>>>,
 }
+
+/// A plugin's series: of its `validate` and its `mutate` door.
+type Doors = [Option<Arc<DoorSeries>>; 2];
 
 /// The most plugins whose series are kept; past it (plugins come and go)
 /// they are found again.

@@ -6,8 +6,8 @@
 //! never asks a plugin and never serves HTTP.
 
 use base64::Engine;
-use serde_json::value::RawValue;
 use serde_json::Value;
+use serde_json::value::RawValue;
 use std::collections::HashMap;
 use wink_runtime::admission::{AdmissionRequest, Decision};
 
@@ -117,7 +117,11 @@ fn envelope_by_member(body: &[u8]) -> Result<Envelope<'_>, String> {
             .and_then(|raw| serde_json::from_str::<String>(raw.get()).ok())
             .unwrap_or_default()
     };
-    Ok((member("apiVersion"), member("kind"), members.get("request").copied()))
+    Ok((
+        member("apiVersion"),
+        member("kind"),
+        members.get("request").copied(),
+    ))
 }
 
 /// Whether `request` is about a Lease (`coordination.k8s.io`): never asked
