@@ -20,7 +20,7 @@
 //! review is the serving wink's utime+stime (`/proc/PID/stat`, 10 ms
 //! ticks) and its threads' scheduler run time (`schedstat`) over the paced
 //! window, divided by the reviews. The load generator's own CPU (this
-//! process's `schedstat`: its TLS clients, the reviews written and the
+//! process's utime+stime, its ended threads' included: its TLS clients, the reviews written and the
 //! answers read, and the simulated API server, idle then) over the same
 //! window is shown beside it: it shares the two cores with the serving
 //! wink, as the API server of a real cluster would not.
@@ -177,7 +177,7 @@ struct Run {
     elapsed: Duration,
     cpu_stat: Duration,
     cpu_sched: Duration,
-    /// This process's (the load generator's) scheduler run time.
+    /// This process's (the load generator's) utime+stime.
     cpu_load: Duration,
 }
 
@@ -194,7 +194,7 @@ async fn load(target: &Target, rate: f64, secs: f64, connections: usize) -> Run 
     let total = (rate * secs) as usize;
     let pid = target.wink.pid();
     let (stat0, sched0) = (procs::cpu(pid), procs::cpu_ns(pid));
-    let load0 = procs::cpu_ns(std::process::id());
+    let load0 = procs::cpu(std::process::id());
     let started = tokio::time::Instant::now() + Duration::from_millis(5);
     let policies: &'static [&'static str] = target.policies;
     let tasks: Vec<_> = tasks_senders
@@ -235,7 +235,7 @@ async fn load(target: &Target, rate: f64, secs: f64, connections: usize) -> Run 
         elapsed,
         cpu_stat: procs::cpu(pid).saturating_sub(stat0),
         cpu_sched: procs::cpu_ns(pid).saturating_sub(sched0),
-        cpu_load: procs::cpu_ns(std::process::id()).saturating_sub(load0),
+        cpu_load: procs::cpu(std::process::id()).saturating_sub(load0),
     }
 }
 
