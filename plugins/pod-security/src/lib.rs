@@ -60,6 +60,51 @@ impl PodSecurity {
         }
     }
 
+    /// The Pod a request asks about, read through its JSON tree: a
+    /// workload's template, or an update's Pod (`None`: nothing to judge,
+    /// as an update changing nothing PodSecurity checks); or the verdict
+    /// on an object that does not decode.
+    fn updated_or_template(
+        &self,
+        request: &admission::Request,
+        kind: &str,
+        template: bool,
+    ) -> Result<Option<Pod>, Verdict> {
+        let Some(Ok(object)) = request.decode::<Value>() else {
+            return Err(Verdict::deny("pod-security: the object does not decode"));
+        };
+        let (new, old) = match template {
+            false => (
+                Some(object),
+                request.old_object().and_then(|o| o.decode::<Value>().ok()),
+            ),
+            true => (
+                admit::template(kind, &object),
+                request
+                    .old_object()
+                    .and_then(|o| o.decode::<Value>().ok())
+                    .and_then(|o| admit::template(kind, &o)),
+            ),
+        };
+        let Some(new) = new else {
+            return Ok(None);
+        };
+        if request.operation() == Operation::Update
+            && old.as_ref().is_some_and(|o| !admit::significant(o, &new))
+        {
+            return Ok(None);
+        }
+        match wink_sdk::serde_json::from_value(new) {
+            Ok(pod) => Ok(Some(pod)),
+            Err(e) if template => {
+                Err(Verdict::allow().warn(format!("pod-security: the Pod template does not decode: {e}")))
+            }
+            Err(e) => Err(Verdict::deny(format!(
+                "pod-security: the Pod does not decode: {e}"
+            ))),
+        }
+    }
+
     /// Give every result about `pod` at its namespace's `audit` level.
     fn report(&self, pod: &Object) {
         let namespace = pod.namespace().unwrap_or_default();
@@ -176,36 +221,19 @@ impl Handler for PodSecurity {
         {
             return Verdict::allow();
         }
-        let Some(Ok(object)) = request.decode::<Value>() else {
-            return Verdict::deny("pod-security: the object does not decode");
-        };
-        let (new, old) = match template {
-            false => (
-                Some(object),
-                request.old_object().and_then(|o| o.decode::<Value>().ok()),
-            ),
-            true => (
-                admit::template(kind, &object),
-                request
-                    .old_object()
-                    .and_then(|o| o.decode::<Value>().ok())
-                    .and_then(|o| admit::template(kind, &o)),
-            ),
-        };
-        let Some(new) = new else {
-            return Verdict::allow();
-        };
-        if request.operation() == Operation::Update
-            && old.as_ref().is_some_and(|o| !admit::significant(o, &new))
-        {
-            return Verdict::allow();
-        }
-        let pod: Pod = match wink_sdk::serde_json::from_value(new) {
-            Ok(pod) => pod,
-            Err(e) if template => {
-                return Verdict::allow().warn(format!("pod-security: the Pod template does not decode: {e}"));
-            }
-            Err(e) => return Verdict::deny(format!("pod-security: the Pod does not decode: {e}")),
+        // A new Pod is read straight into its type (no JSON tree first);
+        // one that does not decode so is read the long way, for its message.
+        let created = (!template && request.operation() != Operation::Update)
+            .then(|| request.decode::<Pod>())
+            .flatten()
+            .and_then(Result::ok);
+        let pod = match created {
+            Some(pod) => pod,
+            None => match self.updated_or_template(request, kind, template) {
+                Ok(Some(pod)) => pod,
+                Ok(None) => return Verdict::allow(),
+                Err(verdict) => return verdict,
+            },
         };
         let namespace = request.namespace().unwrap_or_default();
         let asked = Asked {

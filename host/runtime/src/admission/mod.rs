@@ -129,7 +129,13 @@ pub fn hook(door: Door) -> Hook {
 /// What `why` gets under `webhook`'s failure policy: Fail denies, naming
 /// wink and the plugin; Ignore allows, with a warning.
 pub fn failed(webhook: Option<&Webhook>, why: &Unanswered) -> Decision {
-    let ignore = webhook.is_some_and(|w| w.failure_policy == FailurePolicy::Ignore);
+    failed_under(webhook.map(|w| w.failure_policy), why)
+}
+
+/// [`failed`], given the webhook's failure policy alone (`None`: no
+/// webhook, so Fail).
+pub fn failed_under(policy: Option<FailurePolicy>, why: &Unanswered) -> Decision {
+    let ignore = policy == Some(FailurePolicy::Ignore);
     let fallback = |policy| {
         Some(Fallback {
             why: why.kind(),
@@ -229,7 +235,7 @@ impl AdmissionPool {
     /// Ask the plugin about `request` (an AdmissionRequest's JSON) through
     /// `door`.
     pub async fn ask(&self, door: Door, request: &AdmissionRequest) -> Result<Decision, Unanswered> {
-        let plugin = self.handler.name().to_string();
+        let plugin = || self.handler.name().to_string();
         let asked = review::asked(request).map_err(Unanswered::Malformed)?;
         let slot = &self.instances[self.next.fetch_add(1, Ordering::Relaxed) % self.instances.len()];
         let instance = {
@@ -241,8 +247,8 @@ impl AdmissionPool {
                     PluginInstance::start_sharing(&handler, deadline, &counts)
                 })
                 .await
-                .map_err(|e| Unanswered::Failed(plugin.clone(), e.to_string()))?
-                .map_err(|e| Unanswered::Failed(plugin.clone(), e.to_string()))?;
+                .map_err(|e| Unanswered::Failed(plugin(), e.to_string()))?
+                .map_err(|e| Unanswered::Failed(plugin(), e.to_string()))?;
                 *slot.lock().unwrap() = fresh.clone();
                 fresh
             } else {
@@ -252,9 +258,9 @@ impl AdmissionPool {
         let (verdict, changed) = instance
             .admit(door, asked)
             .await
-            .map_err(|why| Unanswered::Failed(plugin.clone(), why))?;
+            .map_err(|why| Unanswered::Failed(plugin(), why))?;
         let changed = changed.filter(|_| door == Door::Mutate);
-        review::decision(verdict, changed, request).map_err(|why| Unanswered::Failed(plugin, why))
+        review::decision(verdict, changed, request).map_err(|why| Unanswered::Failed(plugin(), why))
     }
 }
 

@@ -8,7 +8,7 @@ use super::PluginManager;
 use super::lifecycle::PluginState;
 use crate::admission::audit::{self, InCache};
 use crate::admission::{self, AdmissionPool, AdmissionRequest, Decision, Unanswered};
-use crate::bindings::types::{Registration, Webhook};
+use crate::bindings::types::{FailurePolicy, Registration, Webhook};
 use crate::instance::{Door, PluginInstance};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -85,6 +85,22 @@ impl PluginManager {
         found.map(|w| self.with_given_policy(plugin, w))
     }
 
+    /// `f`'s answer about `plugin`'s webhook for `door`, if it serves one,
+    /// given the webhook and the failure policy in force (read in place:
+    /// no copy of its rules).
+    pub async fn with_webhook<R>(
+        &self,
+        plugin: &str,
+        door: Door,
+        f: impl FnOnce(&Webhook, FailurePolicy) -> R,
+    ) -> Option<R> {
+        let hook = admission::hook(door);
+        let plugins = self.plugins.lock().await;
+        let (webhooks, _) = plugins.get(plugin)?.admission.as_ref()?;
+        let webhook = webhooks.iter().find(|w| w.hook == hook)?;
+        Some(f(webhook, self.failure_policy_of(plugin, webhook)))
+    }
+
     /// Ask `plugin` about an AdmissionRequest (its JSON) through `door`,
     /// sent from `peer` when known (the bound of audit mode's results).
     /// Always a decision: a plugin that cannot answer gets its webhook's
@@ -96,7 +112,8 @@ impl PluginManager {
         request: &AdmissionRequest,
         peer: Option<std::net::IpAddr>,
     ) -> Decision {
-        let (webhook, pool, audit) = {
+        // Only the webhook's failure policy is needed (no copy of its rules).
+        let (policy, pool, audit) = {
             let plugins = self.plugins.lock().await;
             let Some(p) = plugins.get(plugin) else {
                 return admission::failed(None, &Unanswered::NotLoaded(plugin.to_string()));
@@ -106,9 +123,9 @@ impl PluginManager {
                 hooks
                     .iter()
                     .find(|w| w.hook == hook)
-                    .map(|w| (self.with_given_policy(plugin, w.clone()), pool.clone()))
+                    .map(|w| (self.failure_policy_of(plugin, w), pool.clone()))
             });
-            let Some((webhook, pool)) = found else {
+            let Some((policy, pool)) = found else {
                 let what = if door == Door::Validate {
                     "validating"
                 } else {
@@ -117,22 +134,22 @@ impl PluginManager {
                 return admission::failed(None, &Unanswered::NoWebhook(plugin.to_string(), what));
             };
             if let PluginState::Quarantined(why) = p.lifecycle.state() {
-                return admission::failed(
-                    Some(&webhook),
+                return admission::failed_under(
+                    Some(policy),
                     &Unanswered::Quarantined(plugin.to_string(), why.clone()),
                 );
             }
             if !p.instance.has_synced() {
-                return admission::failed(Some(&webhook), &Unanswered::NotSynced(plugin.to_string()));
+                return admission::failed_under(Some(policy), &Unanswered::NotSynced(plugin.to_string()));
             }
             let audit = p.instance.write_scope().get().is_some_and(|a| a.audit());
-            (webhook, pool, audit)
+            (policy, pool, audit)
         };
         let decision = match pool.ask(door, request).await {
             Ok(decision) => decision,
             Err(why) => {
                 tracing::warn!(plugin, "admission request not answered: {why}");
-                return admission::failed(Some(&webhook), &why);
+                return admission::failed_under(Some(policy), &why);
             }
         };
         if audit {

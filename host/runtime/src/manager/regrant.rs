@@ -167,10 +167,15 @@ impl PluginManager {
 
     /// `webhook` of plugin `name` with the failure policy given it, if any.
     pub(super) fn with_given_policy(&self, name: &str, mut webhook: Webhook) -> Webhook {
-        if let Some(p) = self.grants.policies.lock().unwrap().get(name) {
-            webhook.failure_policy = *p;
-        }
+        webhook.failure_policy = self.failure_policy_of(name, &webhook);
         webhook
+    }
+
+    /// The failure policy of plugin `name`'s `webhook`: the one given it,
+    /// if any, else its own.
+    pub(super) fn failure_policy_of(&self, name: &str, webhook: &Webhook) -> FailurePolicy {
+        let given = self.grants.policies.lock().unwrap().get(name).copied();
+        given.unwrap_or(webhook.failure_policy)
     }
 
     /// Put `grants` in force for every loaded plugin.

@@ -10,11 +10,17 @@
 //! pays a handshake each time: this is where it shows). Owns only these
 //! counts; the admin server registers them under their names at scrape
 //! time.
+//!
+//! A request's series are found once per plugin and door (and result) and
+//! kept ([`DoorSeries`]): counting a request then takes no allocation and
+//! no lookup of label sets in the families.
 
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 use wink_runtime::admission::Decision;
 use wink_runtime::admission::audit::Unrecorded;
@@ -37,6 +43,8 @@ pub struct AdmissionMetrics {
     seconds: Times,
     deadlines: Family<Labels, Counter>,
     unrecorded: Family<Labels, Counter>,
+    /// Each plugin's series, by door ([`door_index`]).
+    series: Arc<RwLock<HashMap<String, Doors>>>,
     connections: Family<Labels, Counter>,
     handshakes: Histogram,
 }
@@ -65,6 +73,28 @@ impl Handshake {
 /// Bucket bounds of a handshake, seconds.
 pub const HANDSHAKE_BUCKETS: [f64; 8] = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.1, 1.0];
 
+/// A plugin's series: of its `validate` and its `mutate` door.
+type Doors = [Option<Arc<DoorSeries>>; 2];
+
+/// The most plugins whose series are kept; past it (plugins come and go)
+/// they are found again.
+const MAX_KEPT: usize = 1024;
+
+/// One plugin and door's series (clones of the families' own: they count
+/// in the same place).
+#[derive(Debug)]
+struct DoorSeries {
+    deadlines: Counter,
+    seconds: Histogram,
+    /// The plugin's audit results dropped: `rate`, `full`.
+    unrecorded: [Counter; 2],
+    /// The request counts met so far, by `result` and `policy`.
+    requests: Mutex<Vec<(Outcome, Counter)>>,
+}
+
+/// A request's `result` and `policy` labels.
+type Outcome = (&'static str, Option<&'static str>);
+
 impl Default for AdmissionMetrics {
     fn default() -> Self {
         AdmissionMetrics {
@@ -74,7 +104,15 @@ impl Default for AdmissionMetrics {
             unrecorded: Family::default(),
             connections: Family::default(),
             handshakes: Histogram::new(HANDSHAKE_BUCKETS),
+            series: Arc::default(),
         }
+    }
+}
+
+fn door_index(door: Door) -> usize {
+    match door {
+        Door::Validate => 0,
+        Door::Mutate => 1,
     }
 }
 
@@ -84,6 +122,14 @@ pub fn door_name(door: Door) -> &'static str {
         Door::Validate => "validate",
         Door::Mutate => "mutate",
     }
+}
+
+/// The `plugin` and `door` labels.
+fn labels(plugin: &str, door: Door) -> Labels {
+    vec![
+        ("plugin", plugin.to_string()),
+        ("door", door_name(door).to_string()),
+    ]
 }
 
 /// What a decision counts as: `result`, and for a failure policy's answer
@@ -101,32 +147,66 @@ impl AdmissionMetrics {
     /// Count one request to `plugin` through `door`, answered `decision`
     /// after `took`.
     pub fn observe(&self, plugin: &str, door: Door, decision: &Decision, took: Duration) {
-        let labels: Labels = vec![
-            ("plugin", plugin.to_string()),
-            ("door", door_name(door).to_string()),
-        ];
+        let series = self.series_of(plugin, door);
         // Every door served has a deadline count, 0 until one is hit.
-        let deadlines = self.deadlines.get_or_create(&labels);
-        let (result, policy) = result(decision);
-        if result == "deadline" {
-            deadlines.inc();
+        let outcome = result(decision);
+        if outcome.0 == "deadline" {
+            series.deadlines.inc();
         }
-        drop(deadlines);
-        self.seconds.get_or_create(&labels).observe(took.as_secs_f64());
+        series.seconds.observe(took.as_secs_f64());
         // Every plugin served has both counts, 0 until a result is dropped.
-        for why in [Unrecorded::Rate, Unrecorded::Full] {
-            let dropped: Labels = vec![("plugin", plugin.to_string()), ("reason", why.name().to_string())];
-            let count = self.unrecorded.get_or_create(&dropped);
+        for (why, count) in [Unrecorded::Rate, Unrecorded::Full]
+            .into_iter()
+            .zip(&series.unrecorded)
+        {
             if decision.unrecorded == Some(why) {
                 count.inc();
             }
         }
-        let mut counted = labels;
-        counted.push(("result", result.to_string()));
-        if let Some(policy) = policy {
-            counted.push(("policy", policy.to_string()));
+        let mut requests = series.requests.lock().unwrap_or_else(|e| e.into_inner());
+        match requests.iter().find(|(o, _)| *o == outcome) {
+            Some((_, count)) => {
+                count.inc();
+            }
+            None => {
+                let (result, policy) = outcome;
+                let mut counted = labels(plugin, door);
+                counted.push(("result", result.to_string()));
+                if let Some(policy) = policy {
+                    counted.push(("policy", policy.to_string()));
+                }
+                let count = self.requests.get_or_create(&counted).clone();
+                count.inc();
+                requests.push((outcome, count));
+            }
         }
-        self.requests.get_or_create(&counted).inc();
+    }
+
+    /// `plugin` and `door`'s series, found in the families the first time.
+    fn series_of(&self, plugin: &str, door: Door) -> Arc<DoorSeries> {
+        let i = door_index(door);
+        let kept = self.series.read().unwrap_or_else(|e| e.into_inner());
+        if let Some(series) = kept.get(plugin).and_then(|doors| doors[i].clone()) {
+            return series;
+        }
+        drop(kept);
+        let labels = labels(plugin, door);
+        let dropped = |why: Unrecorded| {
+            let dropped: Labels = vec![("plugin", plugin.to_string()), ("reason", why.name().to_string())];
+            self.unrecorded.get_or_create(&dropped).clone()
+        };
+        let series = Arc::new(DoorSeries {
+            deadlines: self.deadlines.get_or_create(&labels).clone(),
+            seconds: self.seconds.get_or_create(&labels).clone(),
+            unrecorded: [dropped(Unrecorded::Rate), dropped(Unrecorded::Full)],
+            requests: Mutex::default(),
+        });
+        let mut kept = self.series.write().unwrap_or_else(|e| e.into_inner());
+        if kept.len() >= MAX_KEPT && !kept.contains_key(plugin) {
+            kept.clear();
+        }
+        let doors = kept.entry(plugin.to_string()).or_default();
+        doors[i].get_or_insert(series).clone()
     }
 
     /// Count one connection whose handshake ended `how` after `took`

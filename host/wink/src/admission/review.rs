@@ -6,8 +6,8 @@
 //! never asks a plugin and never serves HTTP.
 
 use base64::Engine;
+use serde_json::Value;
 use serde_json::value::RawValue;
-use serde_json::{Map, Value, json};
 use std::collections::HashMap;
 use wink_runtime::admission::{AdmissionRequest, Decision};
 
@@ -38,26 +38,17 @@ pub fn parse(body: &[u8]) -> Result<Asked, String> {
             "the reviewed object is nested deeper than {MAX_OBJECT_DEPTH} levels (the JSON parser's limit)"
         ));
     }
-    let review: &RawValue = serde_json::from_slice(body).map_err(|e| format!("the body is not JSON: {e}"))?;
-    let not_object = || "the body is not a JSON object (an admission.k8s.io/v1 AdmissionReview)".to_string();
-    if !review.get().starts_with('{') {
-        return Err(not_object());
-    }
-    let members: HashMap<String, &RawValue> = serde_json::from_str(review.get()).map_err(|_| not_object())?;
-    let member = |key: &str| -> String {
-        members
-            .get(key)
-            .and_then(|raw| serde_json::from_str::<String>(raw.get()).ok())
-            .unwrap_or_default()
+    let (api_version, kind, request) = match envelope(body) {
+        Some(read) => read,
+        None => envelope_by_member(body)?,
     };
-    let (api_version, kind) = (member("apiVersion"), member("kind"));
     if api_version != API_VERSION || kind != KIND {
         return Err(format!(
             "expected apiVersion {API_VERSION} and kind {KIND}, got {api_version:?} and {kind:?} \
              (admissionReviewVersions must be [v1])"
         ));
     }
-    let Some(request) = members.get("request").filter(|r| r.get().starts_with('{')) else {
+    let Some(request) = request.filter(|r| r.get().starts_with('{')) else {
         return Err("the AdmissionReview has no request object".into());
     };
     let request = AdmissionRequest::parse(request.get())?;
@@ -86,6 +77,53 @@ pub fn parse(body: &[u8]) -> Result<Asked, String> {
     })
 }
 
+/// A review's `apiVersion`, `kind` (each empty unless a string) and
+/// `request` text.
+type Envelope<'a> = (String, String, Option<&'a RawValue>);
+
+/// [`Envelope`] read in one pass, when `body` is a JSON object whose
+/// members the pass accepts (no member twice, `apiVersion` and `kind`
+/// strings or absent); `None` sends it to [`envelope_by_member`].
+fn envelope(body: &[u8]) -> Option<Envelope<'_>> {
+    #[derive(serde::Deserialize)]
+    struct Review<'a> {
+        #[serde(rename = "apiVersion", default)]
+        api_version: String,
+        #[serde(default)]
+        kind: String,
+        #[serde(borrow, default)]
+        request: Option<&'a RawValue>,
+    }
+    let starts = body.iter().find(|b| !b.is_ascii_whitespace());
+    if starts != Some(&b'{') {
+        return None;
+    }
+    let review: Review = serde_json::from_slice(body).ok()?;
+    Some((review.api_version, review.kind, review.request))
+}
+
+/// [`Envelope`] member by member (a member named twice: its last), or why
+/// the body is not a JSON object.
+fn envelope_by_member(body: &[u8]) -> Result<Envelope<'_>, String> {
+    let review: &RawValue = serde_json::from_slice(body).map_err(|e| format!("the body is not JSON: {e}"))?;
+    let not_object = || "the body is not a JSON object (an admission.k8s.io/v1 AdmissionReview)".to_string();
+    if !review.get().starts_with('{') {
+        return Err(not_object());
+    }
+    let members: HashMap<String, &RawValue> = serde_json::from_str(review.get()).map_err(|_| not_object())?;
+    let member = |key: &str| -> String {
+        members
+            .get(key)
+            .and_then(|raw| serde_json::from_str::<String>(raw.get()).ok())
+            .unwrap_or_default()
+    };
+    Ok((
+        member("apiVersion"),
+        member("kind"),
+        members.get("request").copied(),
+    ))
+}
+
 /// Whether `request` is about a Lease (`coordination.k8s.io`): never asked
 /// of a plugin, always allowed, so no webhook can stop leader elections or
 /// node heartbeats.
@@ -104,56 +142,80 @@ pub fn is_lease(request: &Value) -> bool {
             == Some("leases")
 }
 
-/// The AdmissionReview answering `uid` with `decision`.
-pub fn response(uid: &str, decision: &Decision) -> Value {
-    let mut response = Map::new();
-    response.insert("uid".into(), json!(uid));
-    response.insert("allowed".into(), json!(decision.allowed));
-    if !decision.allowed {
-        let code = if decision.code == 0 || decision.code == 200 {
-            403
-        } else {
-            decision.code
-        };
-        let mut status = Map::new();
-        status.insert("code".into(), json!(code));
-        if !decision.reason.is_empty() {
-            status.insert("reason".into(), json!(decision.reason));
-        }
-        if !decision.message.is_empty() {
-            status.insert("message".into(), json!(decision.message));
-        }
-        response.insert("status".into(), Value::Object(status));
+/// The AdmissionReview answering `uid` with `decision`, as the body sent.
+pub fn response(uid: &str, decision: &Decision) -> Vec<u8> {
+    use std::collections::BTreeMap;
+    #[derive(serde::Serialize)]
+    struct Review<'a> {
+        #[serde(rename = "apiVersion")]
+        api_version: &'static str,
+        kind: &'static str,
+        response: Response<'a>,
     }
-    if !decision.warnings.is_empty() {
-        response.insert("warnings".into(), json!(decision.warnings));
+    #[derive(serde::Serialize)]
+    struct Response<'a> {
+        uid: &'a str,
+        allowed: bool,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        status: Option<Status<'a>>,
+        #[serde(skip_serializing_if = "<[String]>::is_empty")]
+        warnings: &'a [String],
+        /// A key given twice: its last value.
+        #[serde(rename = "auditAnnotations", skip_serializing_if = "BTreeMap::is_empty")]
+        audit_annotations: BTreeMap<&'a str, &'a str>,
+        #[serde(rename = "patchType", skip_serializing_if = "Option::is_none")]
+        patch_type: Option<&'static str>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        patch: Option<String>,
     }
-    if !decision.audit_annotations.is_empty() {
-        let annotations: Map<String, Value> = decision
-            .audit_annotations
-            .iter()
-            .map(|(k, v)| (k.clone(), json!(v)))
-            .collect();
-        response.insert("auditAnnotations".into(), Value::Object(annotations));
+    #[derive(serde::Serialize)]
+    struct Status<'a> {
+        code: u16,
+        #[serde(skip_serializing_if = "str::is_empty")]
+        reason: &'a str,
+        #[serde(skip_serializing_if = "str::is_empty")]
+        message: &'a str,
     }
+    let status = (!decision.allowed).then(|| Status {
+        code: match decision.code {
+            0 | 200 => 403,
+            code => code,
+        },
+        reason: &decision.reason,
+        message: &decision.message,
+    });
     let patch = decision
         .patch
         .as_ref()
-        .filter(|p| decision.allowed && p.as_array().is_some_and(|ops| !ops.is_empty()));
-    if let Some(patch) = patch {
-        let text = serde_json::to_vec(patch).unwrap_or_default();
-        response.insert("patchType".into(), json!("JSONPatch"));
-        response.insert(
-            "patch".into(),
-            json!(base64::engine::general_purpose::STANDARD.encode(text)),
-        );
-    }
-    json!({"apiVersion": API_VERSION, "kind": KIND, "response": Value::Object(response)})
+        .filter(|p| decision.allowed && p.as_array().is_some_and(|ops| !ops.is_empty()))
+        .map(|patch| {
+            let text = serde_json::to_vec(patch).unwrap_or_default();
+            base64::engine::general_purpose::STANDARD.encode(text)
+        });
+    let review = Review {
+        api_version: API_VERSION,
+        kind: KIND,
+        response: Response {
+            uid,
+            allowed: decision.allowed,
+            status,
+            warnings: &decision.warnings,
+            audit_annotations: decision
+                .audit_annotations
+                .iter()
+                .map(|(k, v)| (k.as_str(), v.as_str()))
+                .collect(),
+            patch_type: patch.is_some().then_some("JSONPatch"),
+            patch,
+        },
+    };
+    serde_json::to_vec(&review).expect("an answer serializes")
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     fn review(request: Value) -> Vec<u8> {
         json!({"apiVersion": API_VERSION, "kind": KIND, "request": request})
@@ -180,6 +242,11 @@ mod tests {
         fine["object"] = nested(MAX_OBJECT_DEPTH);
         let asked = parse(&review(fine)).expect("at the limit");
         assert_ne!(asked.request.object_value(), Value::Null, "its tree is read");
+    }
+
+    /// The answer's body, read back.
+    fn answered(uid: &str, decision: &Decision) -> Value {
+        serde_json::from_slice(&response(uid, decision)).expect("JSON")
     }
 
     fn request() -> Value {
@@ -227,7 +294,7 @@ mod tests {
             audit_annotations: vec![("k".into(), "v".into())],
             ..Decision::allow()
         };
-        let r = response("u-1", &denied);
+        let r = answered("u-1", &denied);
         assert_eq!(r["apiVersion"], API_VERSION);
         assert_eq!(r["kind"], KIND);
         assert_eq!(r["response"]["uid"], "u-1");
@@ -245,7 +312,7 @@ mod tests {
             patch: Some(ops.clone()),
             ..Decision::allow()
         };
-        let r = response("u-2", &mutated);
+        let r = answered("u-2", &mutated);
         assert_eq!(r["response"]["patchType"], "JSONPatch");
         let text = base64::engine::general_purpose::STANDARD
             .decode(r["response"]["patch"].as_str().unwrap())
@@ -257,7 +324,7 @@ mod tests {
             ..Decision::allow()
         };
         assert!(
-            response("u", &empty)["response"].get("patchType").is_none(),
+            answered("u", &empty)["response"].get("patchType").is_none(),
             "no change, no patch"
         );
     }

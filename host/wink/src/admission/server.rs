@@ -30,7 +30,6 @@ use std::time::Duration;
 use tokio_rustls::TlsAcceptor;
 use wink_runtime::PluginManager;
 use wink_runtime::admission::{self, AdmissionRequest, Decision, Unanswered};
-use wink_runtime::bindings::types::Webhook;
 use wink_runtime::instance::Door;
 
 /// The largest review read: an UPDATE carries the object and its old
@@ -296,13 +295,8 @@ async fn answer(
     Response::builder()
         .status(StatusCode::OK)
         .header("content-type", "application/json")
-        .body(Full::new(Bytes::from(json.to_string())))
+        .body(Full::new(Bytes::from(json)))
         .expect("a valid response")
-}
-
-/// The plugin's webhook for `door`, if it serves one.
-async fn webhook(manager: &PluginManager, plugin: &str, door: Door) -> Option<Webhook> {
-    manager.webhook(plugin, door).await
 }
 
 /// How many requests one plugin may have under way (each waits for an
@@ -331,10 +325,12 @@ impl Served {
         if asking.len() > 1024 {
             asking.retain(|_, s| s.available_permits() < MAX_ASKING);
         }
-        let places = asking
-            .entry(plugin.to_string())
-            .or_insert_with(|| Arc::new(tokio::sync::Semaphore::new(MAX_ASKING)));
-        places.clone().try_acquire_owned().ok()
+        if let Some(places) = asking.get(plugin) {
+            return places.clone().try_acquire_owned().ok();
+        }
+        let places = Arc::new(tokio::sync::Semaphore::new(MAX_ASKING));
+        asking.insert(plugin.to_string(), places.clone());
+        places.try_acquire_owned().ok()
     }
 }
 
@@ -354,15 +350,19 @@ async fn decide(
         return Decision::allow();
     }
     let manager = &served.manager;
-    let webhook = webhook(manager, plugin, door).await;
     // A review the API server would not have sent this webhook (a client
     // other than the API server): answered without the plugin.
-    if let Some(w) = &webhook
-        && let Err(why) = super::scope::sent(w, request.fields())
-    {
+    let webhook = manager
+        .with_webhook(plugin, door, |w, policy| {
+            let sent = super::scope::sent(w, request.fields());
+            (sent, policy, w.timeout_seconds)
+        })
+        .await;
+    if let Some((Err(why), ..)) = &webhook {
         tracing::debug!(plugin, "review answered without the plugin: {why}");
         return Decision::allow();
     }
+    let policy = webhook.as_ref().map(|(_, policy, _)| *policy);
     if let Some(scope) = manager.scope_of(plugin).await
         && let Err(why) = super::scope::request_in_scope(&scope, &request)
     {
@@ -380,11 +380,11 @@ async fn decide(
         tracing::debug!(plugin, "review answered without the plugin: {}", e.message());
         return crate::exceptions::review::allowed(&e);
     }
-    let registered = webhook.as_ref().map_or(10, |w| w.timeout_seconds);
+    let registered = webhook.as_ref().map_or(10, |(_, _, timeout)| *timeout);
     let within = deadline(asked_within.map_or(registered, |t| t.min(registered)));
     let Some(place) = served.place(plugin) else {
         let why = Unanswered::Overloaded(plugin.to_string(), MAX_ASKING);
-        return admission::failed(webhook.as_ref(), &why);
+        return admission::failed_under(policy, &why);
     };
     // Asked in this task: at the deadline the call is dropped (the runtime
     // then replaces the instance it was running on, see
@@ -402,7 +402,7 @@ async fn decide(
                 "admission request not answered within {within:?}: failure policy applied"
             );
             let why = Unanswered::Deadline(plugin.to_string(), within);
-            admission::failed(webhook.as_ref(), &why)
+            admission::failed_under(policy, &why)
         }
     }
 }
