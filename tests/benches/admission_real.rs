@@ -62,12 +62,8 @@ fn quantile(sorted: &[f64], q: f64) -> f64 {
     sorted[((sorted.len() as f64 - 1.0) * q).round() as usize]
 }
 
-/// `name`'s `_sum` and `_count` summed over its series in `text`.
-fn histogram(text: &str, name: &str) -> (f64, f64) {
-    histogram_where(text, name, "")
-}
-
-/// [`histogram`] over the series whose line holds `with` (a label).
+/// `name`'s `_sum` and `_count` summed over its series in `text` whose
+/// line holds `with` (a label; empty: every series).
 fn histogram_where(text: &str, name: &str, with: &str) -> (f64, f64) {
     let total = |suffix: &str| {
         text.lines()

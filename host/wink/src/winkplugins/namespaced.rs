@@ -43,9 +43,7 @@ pub fn cluster_name_refused(name: &str) -> Option<Refused> {
     name.contains(SEPARATOR).then(|| {
         refused(
             "InvalidName",
-            format!(
-                "the name {name:?} holds {SEPARATOR:?}, kept for team plugins (<name>--<namespace>)"
-            ),
+            format!("the name {name:?} holds {SEPARATOR:?}, kept for team plugins (<name>--<namespace>)"),
         )
     })
 }
@@ -125,7 +123,9 @@ pub fn as_winkplugin(object: &Value, policy: Option<&TeamPolicy>) -> Result<Valu
     if name.contains(SEPARATOR) {
         return Err(refused(
             "InvalidName",
-            format!("the name {name:?} holds {SEPARATOR:?}, which separates a team plugin's name from its namespace"),
+            format!(
+                "the name {name:?} holds {SEPARATOR:?}, which separates a team plugin's name from its namespace"
+            ),
         ));
     }
     let plugin = plugin_name(name, namespace);
@@ -273,11 +273,20 @@ mod tests {
         p.namespaces = vec!["*".into()];
         let mut dashed = object("c", ok.clone());
         dashed["metadata"]["name"] = json!("a--b");
-        assert_eq!(as_winkplugin(&dashed, Some(&p)).unwrap_err().reason, "InvalidName");
+        assert_eq!(
+            as_winkplugin(&dashed, Some(&p)).unwrap_err().reason,
+            "InvalidName"
+        );
         let mut plain = object("b--c", ok);
         plain["metadata"]["name"] = json!("a");
-        assert_eq!(as_winkplugin(&plain, Some(&p)).unwrap()["metadata"]["name"], "a--b--c");
-        assert_eq!(cluster_name_refused("probe--team-a").unwrap().reason, "InvalidName");
+        assert_eq!(
+            as_winkplugin(&plain, Some(&p)).unwrap()["metadata"]["name"],
+            "a--b--c"
+        );
+        assert_eq!(
+            cluster_name_refused("probe--team-a").unwrap().reason,
+            "InvalidName"
+        );
         assert!(cluster_name_refused("probe-team-a").is_none());
     }
 
