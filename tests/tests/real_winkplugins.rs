@@ -5,7 +5,9 @@
 //! real OCI registry on loopback, is pulled, loaded and handles Pod events;
 //! its status (a merge patch of the status subresource) shows Ready with
 //! the digest and the observed generation, and `kubectl get winkplugins`
-//! prints it through the CRD's columns; deleting it unloads it.
+//! prints it through the CRD's columns; deleting it unloads it. A
+//! WinkPlugin whose name holds `--` (a team plugin's plugin name, which the
+//! real server accepts as an object name) is refused with `InvalidName`.
 
 use crate::cache_support::{Setup, WAIT, pod, wait_synced};
 use crate::common::{plugin, scratch};
@@ -79,6 +81,24 @@ async fn a_winkplugin_is_pulled_loaded_reported_ready_and_unloaded_on_delete() {
         assert!(row.split_whitespace().any(|c| c == cell), "{cell} in {row}");
     }
 
+    // A name holding `--` would be a team plugin's plugin name: refused.
+    let clash = json!({"apiVersion": "wink.dev/v1alpha1", "kind": "WinkPlugin", "metadata": {"name": "logger--team-a"},
+        "spec": {"source": {"oci": reference}, "config": {"tag": "b", "namespace": ns}}});
+    let (ok, out, err) = kubectl.apply(&clash.to_string()).await;
+    assert!(ok, "the real server takes the name: {err}\n{out}");
+    let loaded = until_condition(&kubectl, "logger--team-a", "Loaded").await;
+    assert_eq!(loaded["status"], "False", "{loaded:#}");
+    assert_eq!(loaded["reason"], "InvalidName", "{loaded:#}");
+    assert!(
+        loaded["message"].as_str().unwrap_or("").contains("--"),
+        "{loaded:#}"
+    );
+    assert!(
+        !wink.lines().iter().any(|l| l.contains("[logger--team-a]")),
+        "a refused name was loaded"
+    );
+    kubectl.ok(&["delete", "winkplugin", "logger--team-a"]).await;
+
     kubectl.ok(&["delete", "winkplugin", "logger"]).await;
     wink.wait_for_line("plugin unloaded", WAIT);
     assert!(
@@ -89,4 +109,24 @@ async fn a_winkplugin_is_pulled_loaded_reported_ready_and_unloaded_on_delete() {
         "{:#?}",
         wink.lines()
     );
+}
+
+/// The condition `kind` of the WinkPlugin `name`, once it has one.
+async fn until_condition(kubectl: &envtest::Kubectl, name: &str, kind: &str) -> Value {
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let (_, out, _) = kubectl.run(&["get", "winkplugin", name, "-o", "json"]).await;
+        let v: Value = serde_json::from_str(&out).unwrap_or(Value::Null);
+        let found = v["status"]["conditions"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|c| c["type"] == kind)
+            .cloned();
+        if let Some(c) = found {
+            return c;
+        }
+        assert!(Instant::now() < deadline, "{name}: no {kind} condition: {v:#}");
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
 }

@@ -12,6 +12,12 @@
 //! only that plugin's delivery (on the async runtime a timer; on a
 //! delivery-pool thread that thread, for which the pool adds a worker).
 //!
+//! A share also bounds how many of the team's calls run at once: its whole
+//! cores, at least one ([`turns`]). [`CpuShare::hold`] answers a [`Turn`],
+//! held for the call; without that bound, a team of several plugins under
+//! a quarter of a core would still run on every core at once while its
+//! bucket lasts, and other teams' calls would wait behind it.
+//!
 //! Owns the buckets and their wait counts ([`CpuShares`], by team); which
 //! plugins share one is the manager's (the grant's `team`, else the
 //! plugin's own name).
@@ -20,6 +26,7 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 /// The window a share is measured over: a team may use `cores × WINDOW`
 /// of CPU at once before it waits.
@@ -43,10 +50,25 @@ impl Bucket {
     }
 }
 
+/// How many calls of a team with a share of `cores` may run at once: its
+/// whole cores, at least one.
+pub fn turns(cores: f64) -> usize {
+    (cores.floor() as usize).max(1)
+}
+
+/// A call's turn among its team's ([`turns`]); the next call waiting has
+/// it when this is dropped.
+pub struct Turn {
+    _permit: OwnedSemaphorePermit,
+}
+
 /// One team's share of CPU.
 pub struct CpuShare {
     team: String,
     bucket: Mutex<Bucket>,
+    /// The team's turns: a new semaphore when the cores change (calls in
+    /// progress give their turn back to the old one).
+    turns: Mutex<Arc<Semaphore>>,
     /// Nanoseconds its deliveries were held back.
     held_ns: AtomicU64,
 }
@@ -61,6 +83,7 @@ impl CpuShare {
                 cores,
                 at: Instant::now(),
             }),
+            turns: Mutex::new(Arc::new(Semaphore::new(turns(cores)))),
             held_ns: AtomicU64::new(0),
         }
     }
@@ -78,6 +101,9 @@ impl CpuShare {
     fn set_cores(&self, cores: f64) {
         let mut b = self.bucket.lock().unwrap();
         b.fill(Instant::now());
+        if turns(b.cores) != turns(cores) {
+            *self.turns.lock().unwrap() = Arc::new(Semaphore::new(turns(cores)));
+        }
         b.cores = cores;
     }
 
@@ -99,20 +125,38 @@ impl CpuShare {
         }
     }
 
-    /// Wait until the team is within its share (as it is now: what other
-    /// calls of the team charge meanwhile is for the next hold); the wait
-    /// is counted.
-    pub async fn hold(&self) {
+    /// Wait for a turn among the team's calls, then until the team is
+    /// within its share (as it is now: what other calls of the team charge
+    /// meanwhile is for the next hold); both waits are counted. The turn is
+    /// the caller's until the call ends.
+    pub async fn hold(&self) -> Turn {
+        let turns = self.turns.lock().unwrap().clone();
+        let permit = match turns.clone().try_acquire_owned() {
+            Ok(permit) => permit,
+            Err(_) => {
+                let asked = Instant::now();
+                let permit = turns
+                    .acquire_owned()
+                    .await
+                    .expect("a share's semaphore is never closed");
+                self.count_held(asked.elapsed());
+                permit
+            }
+        };
         let wait = self.wait_at(Instant::now());
-        if wait.is_zero() {
-            return;
+        if !wait.is_zero() {
+            self.count_held(wait);
+            match tokio::runtime::Handle::try_current() {
+                Ok(_) => tokio::time::sleep(wait).await,
+                Err(_) => std::thread::sleep(wait),
+            }
         }
+        Turn { _permit: permit }
+    }
+
+    fn count_held(&self, wait: Duration) {
         self.held_ns
             .fetch_add(wait.as_nanos().min(u64::MAX as u128) as u64, Ordering::Relaxed);
-        match tokio::runtime::Handle::try_current() {
-            Ok(_) => tokio::time::sleep(wait).await,
-            Err(_) => std::thread::sleep(wait),
-        }
     }
 
     /// How long its deliveries were held back in all.
@@ -214,6 +258,31 @@ mod tests {
         s.hold().await;
         assert!(tokio::time::Instant::now() - before >= 190 * MS);
         assert!(s.held() >= 190 * MS, "{:?}", s.held());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_share_under_a_core_runs_one_call_at_a_time() {
+        let s = CpuShare::new("a", 0.5);
+        let first = s.hold().await;
+        let second = tokio::time::timeout(Duration::from_secs(1), s.hold()).await;
+        assert!(second.is_err(), "a second call ran beside the first");
+        drop(first);
+        let second = tokio::time::timeout(Duration::from_secs(1), s.hold()).await;
+        assert!(second.is_ok(), "the turn did not come back");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_share_runs_as_many_calls_as_its_whole_cores() {
+        assert_eq!((turns(0.01), turns(0.99), turns(1.0), turns(2.5)), (1, 1, 1, 2));
+        let shares = CpuShares::default();
+        let s = shares.get("a", 2.5);
+        let (_one, _two) = (s.hold().await, s.hold().await);
+        let third = tokio::time::timeout(Duration::from_secs(1), s.hold()).await;
+        assert!(third.is_err(), "a third call ran beside two");
+        // Three cores now: a third call has its turn.
+        let s = shares.get("a", 3.0);
+        let third = tokio::time::timeout(Duration::from_secs(1), s.hold()).await;
+        assert!(third.is_ok(), "the new cores gave no new turn");
     }
 
     #[test]

@@ -335,7 +335,7 @@ impl PluginInstance {
     /// Make `call` into the guest (waiting for its team's CPU share, then
     /// for a call of another of its watches to end first).
     async fn call(&self, call: Call<'_>) {
-        self.within_share().await;
+        let _turn = self.within_share().await;
         // Uncontended (the usual case) without building the lock's future.
         let mut live = match self.live.try_lock() {
             Ok(live) => live,

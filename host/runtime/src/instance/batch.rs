@@ -69,13 +69,17 @@ impl PluginInstance {
     /// order, no sync marker) in one guest entry when the guest has
     /// `on-batch`; the future ends when the guest's call has.
     pub async fn deliver_batch(&self, watch: u32, batch: &[Notification]) {
-        if batch.len() >= 2 {
-            self.within_share().await;
-        }
+        // A turn before the instance's lock, as every call takes them.
+        let turn = match batch.len() >= 2 {
+            true => self.within_share().await,
+            false => None,
+        };
         let mut live = self.live.lock().await;
         let batches = matches!(live.as_ref().map(|l| &l.plugin), Some(Guest::Current(_)));
         if batch.len() < 2 || !batches {
             drop(live);
+            // Each event's call takes its own turn.
+            drop(turn);
             for n in batch {
                 self.deliver(watch, n).await;
             }

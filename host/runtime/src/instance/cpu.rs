@@ -1,11 +1,11 @@
 //! An instance's CPU share ([`crate::cpu_share`]): its event, batch and
-//! reconcile calls wait until its team is within its share, and each
+//! reconcile calls wait for a turn and until its team is within its share, and each
 //! call's guest time is charged to it. Owns only that bookkeeping around
 //! a call; the calls are the instance's.
 
 use super::PluginInstance;
 use crate::capabilities::CallClock;
-use crate::cpu_share::CpuShare;
+use crate::cpu_share::{CpuShare, Turn};
 use std::sync::Arc;
 
 impl PluginInstance {
@@ -14,10 +14,13 @@ impl PluginInstance {
         let _ = self.cpu.set(share);
     }
 
-    /// Wait until its team is within its CPU share (none: at once).
-    pub(super) async fn within_share(&self) {
-        if let Some(s) = self.cpu.get() {
-            s.hold().await;
+    /// Wait for a turn among its team's calls and until the team is
+    /// within its CPU share (none: at once); the turn is held until the
+    /// answer is dropped, after the call.
+    pub(super) async fn within_share(&self) -> Option<Turn> {
+        match self.cpu.get() {
+            Some(s) => Some(s.hold().await),
+            None => None,
         }
     }
 

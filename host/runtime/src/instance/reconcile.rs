@@ -16,7 +16,7 @@ impl PluginInstance {
     /// Ask the guest to reconcile `key`. An error is its own, or why it gave
     /// no answer (a trap, its deadline, an instance being replaced).
     pub async fn reconcile(&self, key: &str) -> Result<Action, String> {
-        self.within_share().await;
+        let _turn = self.within_share().await;
         let mut live = self.live.lock().await;
         let Some(l) = live.as_mut() else {
             return Err("the instance is being replaced".into());
