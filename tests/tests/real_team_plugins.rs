@@ -6,7 +6,9 @@
 //! answer with their own alone (the shared server holds other tests' Pods
 //! too); a namespace outside the team policy gets a status saying so. A
 //! team's `pod-security` writes its results, each saying its team, in its
-//! namespace's PolicyReport, and `wink_plugin_info` gives its team.
+//! namespace's PolicyReport, and `wink_plugin_info` gives its team. Under
+//! `limits.plugins: 1`, a second NamespacedWinkPlugin of a namespace waits
+//! (`TooManyPlugins`) and loads once the first is deleted.
 
 use crate::cache_support::{Setup, WAIT, lines_starting, pod};
 use crate::common::{plugin, scratch};
@@ -184,4 +186,77 @@ async fn a_team_plugins_report_says_its_team_on_the_real_server() {
     assert_eq!(code, 200);
     let line = format!(r#"wink_plugin_info{{plugin="{name}",team="{team}"}} 1"#);
     assert!(text.lines().any(|l| l == line), "{line} in:\n{text}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn past_the_cap_of_a_teams_plugins_one_waits_on_the_real_server() {
+    // A server of its own: another test's daemon would pass over these too.
+    let Some(cp) = envtest::ControlPlane::start(&envtest::Options::default()) else {
+        return;
+    };
+    let team = cp.namespace("team-cap").await;
+    let s = Setup::with_kubeconfig("real_team_plugins_cap", &cp.kubeconfig);
+    let reg = Registry::start("real_team_plugins_cap_registry");
+    let reference = format!("{}/teams/probe:v1", reg.host());
+    push(&reg, &reference, &plugin("cache_probe"));
+    let grants = scratch("real_team_plugins_cap_grants").join("grants.yaml");
+    let policy = format!(
+        "teams:\n  namespaces: [{team}]\n  registries: [\"{}/teams\"]\n  limits: {{plugins: 1}}\n",
+        reg.host()
+    );
+    std::fs::write(&grants, policy).unwrap();
+    let store = scratch("real_team_plugins_cap_store").join("store");
+    let (host, store, grants) = (reg.host(), store.to_str().unwrap(), grants.to_str().unwrap());
+    let wink = s.run(&[
+        "--winkplugins",
+        "install",
+        "--plain-http",
+        &host,
+        "--oci-store",
+        store,
+        "--grants",
+        grants,
+    ]);
+    wink.wait_for_line("watching NamespacedWinkPlugins", WAIT);
+    let kubectl = cp.kubectl(&scratch("real_team_plugins_cap_kubectl"));
+    let wait = async |name: &str, want: (&str, &str)| {
+        let deadline = Instant::now() + WAIT;
+        loop {
+            let (_, out, _) = kubectl
+                .run(&[
+                    "get",
+                    "namespacedwinkplugin",
+                    name,
+                    "-n",
+                    team.as_str(),
+                    "-o",
+                    "json",
+                ])
+                .await;
+            let v: Value = serde_json::from_str(&out).unwrap_or(Value::Null);
+            if crate::team_caps::loaded(&v) == (want.0.to_string(), want.1.to_string()) {
+                return v;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{name}: not {want:?}: {v:#}\n{}",
+                wink.lines().join("\n")
+            );
+            tokio::time::sleep(Duration::from_millis(300)).await;
+        }
+    };
+    let probe = |name: &str| crate::team_caps::named_probe(&team, name, &reference).to_string();
+    let (ok, out, err) = kubectl.apply(&probe("first")).await;
+    assert!(ok, "{err}\n{out}");
+    wait("first", ("True", "Loaded")).await;
+    let (ok, out, err) = kubectl.apply(&probe("second")).await;
+    assert!(ok, "{err}\n{out}");
+    let v = wait("second", ("False", "TooManyPlugins")).await;
+    assert!(v.to_string().contains("(teams.limits.plugins: 1)"), "{v:#}");
+    wait("first", ("True", "Loaded")).await;
+    let (ok, out, err) = kubectl
+        .run(&["delete", "namespacedwinkplugin", "first", "-n", team.as_str()])
+        .await;
+    assert!(ok, "{err}\n{out}");
+    wait("second", ("True", "Loaded")).await;
 }

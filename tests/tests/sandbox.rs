@@ -1,7 +1,9 @@
 //! End-to-end: the sandbox stays closed. A plugin that tries to read a
 //! file, read the environment and open a socket to the API server gets an
 //! error for each; one that prints megabytes of lines is cut to its log
-//! budget; the daemon and a good plugin are unaffected throughout.
+//! budget; the daemon and a good plugin are unaffected throughout. Two
+//! plugins of one team flooding together draw on one budget: the drops of
+//! both are said as the team's.
 
 use crate::cache_support;
 
@@ -85,4 +87,101 @@ async fn a_plugin_cannot_leave_the_sandbox_nor_flood_the_log() {
         "the good plugin waited {latency:?}"
     );
     assert!(!wink.lines().iter().any(|l| l.contains("plugin trapped")));
+}
+
+/// Two plugins the grants file puts in one team (as a namespace's team
+/// plugins are) each print 20,000 lines in one call: their drops are said
+/// as the team's, never as either plugin's; every flood line of both is
+/// logged or counted in the team's notices; and the two together log no
+/// more than one budget allows over the time the floods took (two budgets
+/// would let each log its burst of 1,000).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_plugins_of_one_team_share_one_log_budget() {
+    const TEAM: [&str; 2] = ["flood-a", "flood-b"];
+    let sim = Sim::start(SimConfig::default()).await.unwrap();
+    let s = Setup::new("sandbox_team_logs", &sim);
+    for name in TEAM {
+        s.install(
+            "misbehave",
+            name,
+            Some(&json!({"mode": "flood", "trigger": "bomb", "on": "add"})),
+        );
+    }
+    let grants = crate::common::scratch("sandbox_team_logs_grants").join("grants.yaml");
+    std::fs::write(
+        &grants,
+        "plugins:\n  flood-a: {team: t1}\n  flood-b: {team: t1}\n",
+    )
+    .unwrap();
+    let wink = s.run(&["--grants", grants.to_str().unwrap()]);
+    for plugin in TEAM {
+        wait_synced(&wink, plugin);
+    }
+    let pods: Api<Pod> = Api::namespaced(sim.client(), "default");
+    let started = Instant::now();
+    pods.create(&PostParams::default(), &pod("bomb")).await.unwrap();
+    // A plugin's calls come one after the other: once it logs an event of
+    // a pod made after the bomb, its flood is over.
+    let told_after = |p: &str| {
+        wink.plugin_lines(p)
+            .iter()
+            .any(|l| l.starts_with("OnAdd: after-"))
+    };
+    let mut i = 0;
+    while !TEAM.iter().all(|p| told_after(p)) {
+        assert!(started.elapsed() < WAIT, "{}", wink.lines().join("\n"));
+        pods.create(&PostParams::default(), &pod(&format!("after-{i}")))
+            .await
+            .unwrap();
+        i += 1;
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let took = started.elapsed();
+    // Past the window, one more line of each says what was dropped.
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    pods.create(&PostParams::default(), &pod("last")).await.unwrap();
+    for p in TEAM {
+        wink.wait_for_line(&format!("[{p}] OnAdd: last"), WAIT);
+        assert!(
+            !wink.plugin_lines(p).iter().any(|l| l.starts_with("dropped ")),
+            "{p} has no budget of its own"
+        );
+    }
+    let lines = wink.lines();
+    let notices: Vec<&String> = lines
+        .iter()
+        .filter(|l| l.contains("[team t1] dropped "))
+        .collect();
+    assert!(!notices.is_empty(), "the team's drops are said");
+    assert!(
+        notices
+            .iter()
+            .all(|l| l.contains("log lines of the team's plugins")),
+        "{notices:#?}"
+    );
+    let dropped: usize = notices
+        .iter()
+        .map(|l| {
+            let (_, rest) = l.split_once("[team t1] dropped ").unwrap();
+            rest.split(' ').next().unwrap().parse::<usize>().unwrap()
+        })
+        .sum();
+    let flood = |p: &str| {
+        wink.plugin_lines(p)
+            .iter()
+            .filter(|l| l.starts_with("flood "))
+            .count()
+    };
+    let logged = flood("flood-a") + flood("flood-b");
+    assert!(
+        logged + dropped >= 40_000,
+        "the flood lines of both are logged or counted as the team's: {logged} + {dropped}"
+    );
+    // One budget: its burst, and what its rate refilled while the floods ran.
+    let most = 1_000.0 + 200.0 * took.as_secs_f64();
+    assert!(
+        (logged as f64) <= most,
+        "{logged} flood lines logged in {took:?}, one budget allows {most:.0}"
+    );
+    assert!(!lines.iter().any(|l| l.contains("plugin trapped")));
 }

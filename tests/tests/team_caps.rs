@@ -3,7 +3,10 @@
 //! (far past a twentieth of a core) while `team-b`'s logs its own: team A's
 //! deliveries are held back (`wink_team_throttled_seconds_total{team="team-a"}`
 //! grows) while team B's plugin is told of every one of its ConfigMaps,
-//! and both are loaded under the policy's memory cap.
+//! and both are loaded under the policy's memory cap. Under
+//! `limits.plugins: 2`, a third NamespacedWinkPlugin of one namespace
+//! waits (`TooManyPlugins`) while the two others run, and loads once one of
+//! them is deleted.
 
 use crate::cache_support::{Setup, WAIT, config_map, free_port, http, namespace};
 use crate::common::{plugin, scratch};
@@ -137,5 +140,125 @@ async fn a_spinning_team_is_held_to_its_share_and_the_other_team_gets_every_even
         condition(&object, "Ready").map(|c| c["status"].clone()),
         Some(json!("True")),
         "{object:#}"
+    );
+}
+
+/// A NamespacedWinkPlugin's name and `Loaded` (status, reason).
+type Seen = (String, (String, String));
+
+/// `ns`'s NamespacedWinkPlugin `name` of `cache-probe`, watching ConfigMaps.
+pub(crate) fn named_probe(ns: &str, name: &str, reference: &str) -> Value {
+    json!({"apiVersion": "wink.dev/v1alpha1", "kind": "NamespacedWinkPlugin",
+    "metadata": {"name": name, "namespace": ns},
+    "spec": {"source": {"oci": reference},
+             "config": {"name": format!("{name}--{ns}"),
+                        "watches": [{"api_version": "v1", "kind": "ConfigMap"}]}}})
+}
+
+/// The `Loaded` condition's (status, reason) of `object`.
+pub(crate) fn loaded(object: &Value) -> (String, String) {
+    let c = condition(object, "Loaded").unwrap_or(Value::Null);
+    let text = |v: &Value| v.as_str().unwrap_or_default().to_string();
+    (text(&c["status"]), text(&c["reason"]))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn past_the_cap_of_a_teams_plugins_the_newest_waits_until_one_is_deleted() {
+    if !have_kubectl() {
+        return;
+    }
+    let env = env("team_caps_plugins", SimConfig::default()).await;
+    let s = Setup::new("team_caps_plugins", &env.sim);
+    let reg = Registry::start("team_caps_plugins_registry");
+    let reference = format!("{}/teams/probe:v1", reg.host());
+    push(&reg, &reference, &plugin("cache_probe"));
+    namespace(&env.sim, "team-a").await;
+    let grants = scratch("team_caps_plugins_grants").join("grants.yaml");
+    std::fs::write(
+        &grants,
+        format!(
+            "teams:\n  namespaces: [team-a]\n  registries: [\"{}/teams\"]\n  limits: {{plugins: 2}}\n",
+            reg.host()
+        ),
+    )
+    .unwrap();
+    let store = scratch("team_caps_plugins_store").join("store");
+    let mut args = run_args(&reg.host(), &store);
+    args.extend(["--grants", grants.to_str().unwrap()].map(String::from));
+    let wink = s.run(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    wink.wait_for_line("watching NamespacedWinkPlugins", WAIT);
+    let all = async || -> Vec<Seen> {
+        let (_, out, _) = env
+            .run(&["get", "namespacedwinkplugin", "-n", "team-a", "-o", "json"])
+            .await;
+        let list: Value = serde_json::from_str(&out).unwrap_or(Value::Null);
+        let items = list["items"].as_array().cloned().unwrap_or_default();
+        let name = |o: &Value| o["metadata"]["name"].as_str().unwrap_or_default().to_string();
+        items.iter().map(|o| (name(o), loaded(o))).collect()
+    };
+    let until = async |what: &str, pred: &dyn Fn(&[Seen]) -> bool| {
+        let deadline = Instant::now() + WAIT;
+        loop {
+            let now = all().await;
+            if pred(&now) {
+                return now;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{what}: {now:#?}\n{}",
+                wink.lines().join("\n")
+            );
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    };
+    let is = |status: &str, reason: &str| (status.to_string(), reason.to_string());
+    let ran = is("True", "Loaded");
+    for name in ["p1", "p2"] {
+        apply(&env, &named_probe("team-a", name, &reference)).await;
+    }
+    until("p1 and p2 loaded", &|now: &[Seen]| {
+        now.len() == 2 && now.iter().all(|(_, l)| *l == ran)
+    })
+    .await;
+
+    // One past the cap: exactly one waits, the newest; the two others run on.
+    apply(&env, &named_probe("team-a", "p3", &reference)).await;
+    let now = until("p3 refused", &|now: &[Seen]| {
+        now.iter().any(|(n, l)| n == "p3" && l.1 == "TooManyPlugins")
+    })
+    .await;
+    let waiting: Vec<_> = now.iter().filter(|(_, l)| l.1 == "TooManyPlugins").collect();
+    assert_eq!(waiting.len(), 1, "{now:#?}");
+    assert_eq!(waiting[0].1, is("False", "TooManyPlugins"), "{now:#?}");
+    for name in ["p1", "p2"] {
+        assert!(now.contains(&(name.to_string(), ran.clone())), "{now:#?}");
+    }
+    let (_, out, _) = env
+        .run(&["get", "namespacedwinkplugin", "p3", "-n", "team-a", "-o", "json"])
+        .await;
+    let p3: Value = serde_json::from_str(&out).unwrap();
+    let message = condition(&p3, "Loaded").unwrap()["message"].clone();
+    assert!(
+        message
+            .as_str()
+            .unwrap()
+            .contains("more than the 2 the operator lets one namespace run (teams.limits.plugins: 2)"),
+        "{p3:#}"
+    );
+    assert!(
+        !wink.lines().iter().any(|l| l.contains("[p3--team-a]")),
+        "the waiting plugin runs nothing"
+    );
+
+    // One deleted: the waiting one loads, without a restart.
+    env.ok(&["delete", "namespacedwinkplugin", "p1", "-n", "team-a"])
+        .await;
+    let now = until("p3 loaded once p1 is gone", &|now: &[Seen]| {
+        now.len() == 2 && now.iter().all(|(_, l)| *l == ran)
+    })
+    .await;
+    assert_eq!(
+        now.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>(),
+        ["p2", "p3"]
     );
 }

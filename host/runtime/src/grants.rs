@@ -138,8 +138,12 @@ pub struct PluginGrant {
 }
 
 impl PluginGrant {
-    /// The caps this grant sets, checked (none given: none).
+    /// The caps this grant sets, checked (none given: none). `plugins`
+    /// caps a team (`teams.limits`), never one plugin: here it is an error.
     pub fn caps(&self) -> Result<Caps, String> {
+        if self.limits.as_ref().is_some_and(|l| l.plugins.is_some()) {
+            return Err("limits.plugins: a cap of a team's plugins, set in teams.limits only".into());
+        }
         self.limits
             .as_ref()
             .map_or(Ok(Caps::default()), |l| l.caps("limits"))

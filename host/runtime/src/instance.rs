@@ -17,6 +17,7 @@
 mod admit;
 mod batch;
 mod cpu;
+mod crash;
 mod reconcile;
 
 pub use admit::{Answer, Asked, Door};
@@ -27,6 +28,8 @@ use super::call_times::{CallCounts, CallTimes};
 use super::capabilities::{CacheScope, CallClock, HostState, QueueScope, ReportScope, WriteScope};
 use super::engine::{Limits, WinkEngine};
 use super::loader::ComponentPre;
+use super::stdio::LogBudget;
+use crash::trap_summary;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use tokio::sync::mpsc::UnboundedSender;
@@ -89,6 +92,9 @@ pub struct PluginInstance {
     crash_tx: Option<UnboundedSender<CrashReport>>,
     /// Its team's CPU share, when its grant sets one.
     cpu: std::sync::OnceLock<Arc<crate::cpu_share::CpuShare>>,
+    /// The budget its log lines count against: its own, or its team's
+    /// ([`crate::stdio::TeamLogBudgets`]); a restart keeps it.
+    log: LogBudget,
 }
 
 /// Why `init` failed.
@@ -113,6 +119,21 @@ impl PluginInstance {
         limits: Limits,
         crash_tx: Option<UnboundedSender<CrashReport>>,
     ) -> Result<(Arc<Self>, Registration), InitError> {
+        let log = LogBudget::new(name.clone());
+        Self::start_logged(name, pre, engine, config, limits, crash_tx, log)
+    }
+
+    /// [`PluginInstance::start`], its log lines counted against `log` (a
+    /// team's budget, shared by the team's plugins).
+    pub fn start_logged(
+        name: Arc<str>,
+        pre: ComponentPre,
+        engine: &WinkEngine,
+        config: String,
+        limits: Limits,
+        crash_tx: Option<UnboundedSender<CrashReport>>,
+        log: LogBudget,
+    ) -> Result<(Arc<Self>, Registration), InitError> {
         Self::start_in(
             name,
             pre,
@@ -120,7 +141,7 @@ impl PluginInstance {
             config,
             limits,
             crash_tx,
-            (CacheScope::default(), CallCounts::default()),
+            (CacheScope::default(), CallCounts::default(), log),
         )
     }
 
@@ -131,7 +152,7 @@ impl PluginInstance {
         config: String,
         limits: Limits,
         crash_tx: Option<UnboundedSender<CrashReport>>,
-        (cache, counts): (CacheScope, CallCounts),
+        (cache, counts, log): (CacheScope, CallCounts, LogBudget),
     ) -> Result<(Arc<Self>, Registration), InitError> {
         let instance = Arc::new(PluginInstance {
             id: NEXT_INSTANCE.fetch_add(1, Ordering::Relaxed),
@@ -154,6 +175,7 @@ impl PluginInstance {
             handler_time: counts.times,
             crash_tx,
             cpu: Default::default(),
+            log,
         });
         let (live, registration) = futures::executor::block_on(instance.instantiate())?;
         *instance
@@ -169,8 +191,8 @@ impl PluginInstance {
             self.name.clone(),
             self.limits.memory_bytes,
             self.cache.clone(),
-            self.writes.clone(),
-            self.reports.clone(),
+            (self.writes.clone(), self.reports.clone()),
+            self.log.clone(),
         );
         state.queue = self.queue.clone();
         let mut store = Store::new(self.engine.engine(), state);
@@ -364,37 +386,6 @@ impl PluginInstance {
         self.crashed_in(call.name(), obj, &err);
     }
 
-    /// A call trapped (its Store already dropped): count it, say what,
-    /// where and on which object, and tell the manager.
-    pub(super) fn crashed_in(&self, call: &str, obj: Option<&ObjRef>, err: &wasmtime::Error) {
-        self.traps.fetch_add(1, Ordering::Relaxed);
-        self.crashed.store(true, Ordering::Release);
-        let summary = trap_summary(err);
-        let backtrace = err
-            .downcast_ref::<wasmtime::WasmBacktrace>()
-            .map(|bt| format!("\n{bt}"))
-            .unwrap_or_default();
-        // One line says what, where and on which object; the wasm backtrace
-        // (the last field) follows on the next lines.
-        tracing::error!(
-            plugin = %self.name,
-            call = %call,
-            object = %obj.map_or_else(String::new, |o| o.key()),
-            resource_version = %obj.map_or("", |o| o.resource_version()),
-            backtrace = %backtrace,
-            "plugin trapped: {summary}"
-        );
-        let on = obj.map_or_else(String::new, |o| format!(" of {}", o.key()));
-        let reason = format!("{summary}\nin {call}{on}\n{err:?}");
-        if let Some(tx) = &self.crash_tx {
-            let _ = tx.send(CrashReport {
-                plugin: self.name.clone(),
-                instance: self.id(),
-                reason,
-            });
-        }
-    }
-
     /// Deliver `n`, which came from the plugin's watch number `watch` (see
     /// [`EventHandler`]); the future ends when the guest's call has.
     pub async fn deliver(&self, watch: u32, n: &Notification) {
@@ -531,17 +522,6 @@ impl Call<'_> {
         }
         Ok(())
     }
-}
-
-/// What went wrong in one line: the trap's name (`interrupt` for a deadline,
-/// `call stack exhausted`, `wasm \`unreachable\` instruction executed` for a
-/// panic or an allocation failure), else the root cause.
-fn trap_summary(err: &wasmtime::Error) -> String {
-    let what = match err.downcast_ref::<wasmtime::Trap>() {
-        Some(trap) => trap.to_string(),
-        None => err.root_cause().to_string(),
-    };
-    what.lines().next().unwrap_or("").to_string()
 }
 
 /// Off the async runtime (the delivery pool, tests), each event is driven to

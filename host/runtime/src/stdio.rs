@@ -3,9 +3,11 @@
 //! bounds every line a plugin logs (these streams and the `log` import): a
 //! burst, then a steady rate; the excess is dropped and counted, and said
 //! once per [`DROP_WINDOW`] with its count, so a plugin printing megabytes
-//! per second costs the daemon (and its log) nothing. Control characters
-//! are shown escaped, so a line can forge no other line. Owns nothing else
-//! of WASI.
+//! per second costs the daemon (and its log) nothing. The plugins of one
+//! team (a grant's `team`: a NamespacedWinkPlugin's namespace) share one
+//! budget ([`TeamLogBudgets`]), so a team logs at most what one plugin may
+//! however many it runs. Control characters are shown escaped, so a line
+//! can forge no other line. Owns nothing else of WASI.
 
 use super::rate::TokenBucket;
 use std::borrow::Cow;
@@ -17,21 +19,25 @@ use std::time::{Duration, Instant};
 use wasmtime_wasi::cli::{IsTerminal, StdoutStream};
 use wasmtime_wasi::p2::{OutputStream, Pollable, StreamResult};
 
-/// Lines a plugin may log at once.
+/// Lines a plugin (or all plugins of one team together) may log at once.
 pub const LOG_BURST: u32 = 1000;
 
-/// Lines per second a plugin may log, sustained.
+/// Lines per second a plugin (or all plugins of one team together) may
+/// log, sustained.
 pub const LOG_RATE: f64 = 200.0;
+
+/// At most this many teams' budgets are kept (one per team).
+pub const MAX_TEAM_BUDGETS: usize = 4096;
 
 /// How often, at most, the host says how many of a plugin's lines it dropped.
 pub const DROP_WINDOW: Duration = Duration::from_secs(1);
 
-/// One plugin's log lines: admitted within the rate, else dropped and
-/// counted. Drops are said in one line per window, by the first line the
-/// plugin logs (admitted or not) once the window is over.
+/// One plugin's log lines, or one team's: admitted within the rate, else
+/// dropped and counted. Drops are said in one line per window, by the
+/// first line logged (admitted or not) once the window is over.
 #[derive(Clone)]
 pub struct LogBudget {
-    plugin: Arc<str>,
+    owner: Owner,
     bucket: Arc<TokenBucket>,
     /// The window's first drop, and the drops since (not yet said).
     window: Arc<Mutex<Option<(Instant, u64)>>>,
@@ -46,11 +52,29 @@ pub struct Dropped {
     pub over: Duration,
 }
 
+/// Whose lines a budget counts.
+#[derive(Clone)]
+enum Owner {
+    Plugin(Arc<str>),
+    /// Every plugin of the team (its name).
+    Team(Arc<str>),
+}
+
 impl LogBudget {
     /// The budget of `plugin`: [`LOG_BURST`] lines, then [`LOG_RATE`] a second.
     pub fn new(plugin: Arc<str>) -> Self {
+        Self::of(Owner::Plugin(plugin))
+    }
+
+    /// The budget all plugins of `team` share: [`LOG_BURST`] lines, then
+    /// [`LOG_RATE`] a second, for them together.
+    pub fn for_team(team: &str) -> Self {
+        Self::of(Owner::Team(team.into()))
+    }
+
+    fn of(owner: Owner) -> Self {
         LogBudget {
-            plugin,
+            owner,
             bucket: Arc::new(TokenBucket::new(LOG_RATE, LOG_BURST)),
             window: Arc::new(Mutex::new(None)),
             dropped: Arc::new(AtomicU64::new(0)),
@@ -62,17 +86,32 @@ impl LogBudget {
     pub fn admit(&self) -> bool {
         let (admitted, said) = self.admit_at(Instant::now());
         if let Some(d) = said {
-            tracing::warn!(
-                target: "wink::plugin",
-                plugin = %self.plugin,
-                dropped = d.lines,
-                "[{}] dropped {} log lines in the last {:.0} s (limit {LOG_RATE} lines/s, {LOG_BURST} at once)",
-                self.plugin,
-                d.lines,
-                d.over.as_secs_f64().max(1.0),
-            );
+            let notice = self.notice(d);
+            match &self.owner {
+                Owner::Plugin(plugin) => {
+                    tracing::warn!(target: "wink::plugin", plugin = %plugin, dropped = d.lines, "{notice}")
+                }
+                Owner::Team(team) => {
+                    tracing::warn!(target: "wink::plugin", team = %team, dropped = d.lines, "{notice}")
+                }
+            }
         }
         admitted
+    }
+
+    /// What the host says of the drops `d`: whose lines, how many, over
+    /// how long, and the limit.
+    pub fn notice(&self, d: Dropped) -> String {
+        let secs = d.over.as_secs_f64().max(1.0);
+        let lines = d.lines;
+        match &self.owner {
+            Owner::Plugin(plugin) => format!(
+                "[{plugin}] dropped {lines} log lines in the last {secs:.0} s (limit {LOG_RATE} lines/s, {LOG_BURST} at once)"
+            ),
+            Owner::Team(team) => format!(
+                "[team {team}] dropped {lines} log lines of the team's plugins in the last {secs:.0} s (limit {LOG_RATE} lines/s, {LOG_BURST} at once, for all of the team's plugins together)"
+            ),
+        }
     }
 
     /// [`LogBudget::admit`] at `now`: whether the line is admitted, and the
@@ -100,6 +139,31 @@ impl LogBudget {
     /// Lines dropped so far.
     pub fn dropped(&self) -> u64 {
         self.dropped.load(Ordering::Relaxed)
+    }
+}
+
+/// The budgets of teams, each shared by all plugins of one team.
+#[derive(Default)]
+pub struct TeamLogBudgets(Mutex<std::collections::BTreeMap<String, LogBudget>>);
+
+impl TeamLogBudgets {
+    /// The budget of `team` (made when new). When [`MAX_TEAM_BUDGETS`]
+    /// are kept, those no plugin holds any more are dropped; past that
+    /// many teams in use, a new team's plugin gets a budget of its own,
+    /// not kept.
+    pub fn get(&self, team: &str) -> LogBudget {
+        let mut budgets = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(b) = budgets.get(team) {
+            return b.clone();
+        }
+        let budget = LogBudget::for_team(team);
+        if budgets.len() >= MAX_TEAM_BUDGETS {
+            budgets.retain(|_, b| Arc::strong_count(&b.bucket) > 1);
+        }
+        if budgets.len() < MAX_TEAM_BUDGETS {
+            budgets.insert(team.to_string(), budget.clone());
+        }
+        budget
     }
 }
 
@@ -315,6 +379,72 @@ mod tests {
         assert!(notices[1].0 - notices[0].0 >= DROP_WINDOW, "{notices:?}");
         assert!(notices[0].1.lines > 10_000 - u64::from(LOG_BURST), "{notices:?}");
         assert_eq!(budget.window.lock().unwrap().map(|(_, n)| n), Some(unsaid));
+    }
+
+    /// The plugins of one team draw on one budget: two of them flooding
+    /// together are admitted what one alone is, another team and a plugin
+    /// of no team keep their own, and the notice names the team.
+    #[test]
+    fn a_teams_plugins_share_one_budget() {
+        let start = Instant::now();
+        let budgets = TeamLogBudgets::default();
+        let (a1, a2) = (budgets.get("team-a"), budgets.get("team-a"));
+        let admitted = (0..2 * LOG_BURST)
+            .filter(|i| match i % 2 {
+                0 => a1.admit_at(start).0,
+                _ => a2.admit_at(start).0,
+            })
+            .count();
+        assert_eq!(admitted, LOG_BURST as usize, "one burst for the team");
+        assert_eq!(a1.dropped(), u64::from(LOG_BURST));
+        assert!(!a2.admit_at(start).0, "the team's budget is spent");
+        assert!(
+            budgets.get("team-b").admit_at(start).0,
+            "another team's is its own"
+        );
+        assert!(
+            LogBudget::new("p".into()).admit_at(start).0,
+            "a plugin of no team has its own"
+        );
+        let (_, said) = a2.admit_at(start + DROP_WINDOW);
+        let said = said.expect("the drops are said");
+        assert_eq!(said.lines, u64::from(LOG_BURST) + 1);
+        let notice = a1.notice(said);
+        assert!(
+            notice.starts_with("[team team-a] dropped 1001 log lines of the team's plugins"),
+            "{notice}"
+        );
+        assert!(
+            notice.contains("for all of the team's plugins together"),
+            "{notice}"
+        );
+        assert!(
+            LogBudget::new("p".into())
+                .notice(said)
+                .starts_with("[p] dropped 1001 log lines in the last 1 s"),
+        );
+    }
+
+    #[test]
+    fn past_the_most_teams_a_new_team_gets_a_budget_of_its_own() {
+        let budgets = TeamLogBudgets::default();
+        let held: Vec<_> = (0..MAX_TEAM_BUDGETS)
+            .map(|i| budgets.get(&format!("t{i}")))
+            .collect();
+        let start = Instant::now();
+        let spend = |b: &LogBudget| (0..LOG_BURST).all(|_| b.admit_at(start).0);
+        let (x1, x2) = (budgets.get("x"), budgets.get("x"));
+        assert!(spend(&x1));
+        assert!(x2.admit_at(start).0, "not kept: not shared");
+        assert_eq!(budgets.0.lock().unwrap().len(), MAX_TEAM_BUDGETS);
+        drop(held);
+        let (y1, y2) = (budgets.get("y"), budgets.get("y"));
+        assert!(spend(&y1));
+        assert!(
+            !y2.admit_at(start).0,
+            "the budgets no plugin held were dropped: shared"
+        );
+        assert_eq!(budgets.0.lock().unwrap().len(), 1);
     }
 
     /// A plugin that floods, then goes quiet, hears of its drops with its

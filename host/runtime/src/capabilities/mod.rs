@@ -134,7 +134,8 @@ pub struct HostState {
     lists: Handles<Vec<ObjRef>>,
     /// What the plugin may write (nothing until granted).
     writes: WriteScope,
-    /// Every line the plugin logs, by any means.
+    /// Every line the plugin logs, by any means (its team's budget, for a
+    /// plugin of a team).
     log_budget: LogBudget,
     /// The plugin's recorded Events, for aggregation.
     recorder: events::Recorder,
@@ -179,16 +180,16 @@ impl CallClock {
 }
 
 impl HostState {
-    /// A closed sandbox for `plugin`, with a memory cap and a cache scope.
+    /// A closed sandbox for `plugin`, with a memory cap, a cache scope and
+    /// the budget its log lines count against (its own, or its team's).
     pub fn new(
         plugin: Arc<str>,
         memory_bytes: usize,
         cache: CacheScope,
-        writes: WriteScope,
-        reports: ReportScope,
+        (writes, reports): (WriteScope, ReportScope),
+        log_budget: LogBudget,
     ) -> Self {
         let mut wasi = WasiCtx::builder();
-        let log_budget = LogBudget::new(plugin.clone());
         wasi.stdout(GuestOutput::new(
             plugin.clone(),
             Channel::Stdout,

@@ -7,6 +7,7 @@
 //!   callDeadline: 500ms   # milliseconds, or with ms/s
 //!   queue: 1000           # work-queue keys
 //!   cpu: 0.25             # a share of one core
+//!   plugins: 20           # team plugins one namespace runs (teams.limits only)
 //! ```
 //!
 //! Owns the parse of these fields, their bounds and errors, and
@@ -28,6 +29,9 @@ pub const MAX_CALL_DEADLINE: Duration = Duration::from_secs(60);
 pub const MAX_CPU: f64 = 64.0;
 /// The smallest CPU share: a hundredth of a core.
 pub const MIN_CPU: f64 = 0.01;
+/// The largest `plugins` cap: the most plugins wink's controller of
+/// NamespacedWinkPlugins runs in all.
+pub const MAX_PLUGINS: usize = 1024;
 
 /// A size or a duration: a number, or text with a unit.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -54,6 +58,10 @@ pub struct PluginLimits {
     /// by every plugin of one team.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cpu: Option<f64>,
+    /// The most team plugins one namespace runs (`teams.limits` only: it
+    /// caps a team, not a plugin).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub plugins: Option<usize>,
 }
 
 /// [`PluginLimits`] read and checked.
@@ -108,6 +116,11 @@ impl PluginLimits {
                 "{at}.cpu: {c} (a share of one core, from {MIN_CPU} to {MAX_CPU})"
             ));
         }
+        if let Some(n) = self.plugins
+            && !(1..=MAX_PLUGINS).contains(&n)
+        {
+            return Err(format!("{at}.plugins: {n} plugins (from 1 to {MAX_PLUGINS})"));
+        }
         Ok(Caps {
             memory_bytes,
             call_deadline,
@@ -126,6 +139,10 @@ impl PluginLimits {
             call_deadline: caps.call_deadline.map(|d| Amount::Number(d.as_millis() as u64)),
             queue: caps.queue_keys,
             cpu: caps.cpu,
+            plugins: match (self.plugins, other.plugins) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            },
         })
     }
 }
@@ -250,6 +267,25 @@ mod tests {
         let long = format!("{{memory: \"{}\"}}", "1".repeat(40));
         let e = limits(&long).caps("teams.limits").unwrap_err();
         assert!(e.contains("at most 32"), "{e}");
+        for (n, ok) in [
+            (0, false),
+            (1, true),
+            (MAX_PLUGINS, true),
+            (MAX_PLUGINS + 1, false),
+        ] {
+            let r = limits(&format!("{{plugins: {n}}}")).caps("teams.limits");
+            assert_eq!(r.is_ok(), ok, "plugins {n}: {r:?}");
+            if let Err(e) = r {
+                assert!(
+                    e.contains(&format!(
+                        "teams.limits.plugins: {n} plugins (from 1 to {MAX_PLUGINS})"
+                    )),
+                    "{e}"
+                );
+            }
+        }
+        assert_eq!(limits("{plugins: 20}").plugins, Some(20));
+        assert!(serde_norway::from_str::<PluginLimits>("{plugins: -1}").is_err());
         let e = serde_norway::from_str::<PluginLimits>("{fuel: 3}").unwrap_err();
         assert!(e.to_string().contains("unknown field `fuel`"), "{e}");
     }
@@ -257,12 +293,14 @@ mod tests {
     #[test]
     fn the_stricter_of_two_is_taken_field_by_field() {
         let a = limits("{memory: 64Mi, callDeadline: 2s, cpu: 0.5}");
-        let b = limits("{memory: 128Mi, callDeadline: 100ms, queue: 10}");
+        let b = limits("{memory: 128Mi, callDeadline: 100ms, queue: 10, plugins: 3}");
         let c = a.stricter(&b).unwrap().caps("l").unwrap();
         assert_eq!(c.memory_bytes, Some(64 << 20));
         assert_eq!(c.call_deadline, Some(Duration::from_millis(100)));
         assert_eq!(c.queue_keys, Some(10));
         assert_eq!(c.cpu, Some(0.5));
+        assert_eq!(a.stricter(&b).unwrap().plugins, Some(3));
+        assert_eq!(b.stricter(&limits("{plugins: 2}")).unwrap().plugins, Some(2));
         assert_eq!(b.stricter(&a).unwrap().caps("l").unwrap(), c);
         assert!(a.stricter(&limits("{cpu: 0}")).is_err());
     }

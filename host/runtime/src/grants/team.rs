@@ -3,7 +3,8 @@
 //! may run them, the writes (namespaced kinds and verbs) and Events they
 //! may be granted, the cluster-scoped kinds they may read, their rate,
 //! whether audit mode is forced, their caps (memory, call deadline,
-//! work-queue keys, CPU share: [`super::limits`]), and which registries
+//! work-queue keys, CPU share: [`super::limits`]; and how many plugins one
+//! namespace runs, [`TeamPolicy::plugins_cap`]), and which registries
 //! their components come from and which cosign keys must have signed them.
 //!
 //! ```yaml
@@ -15,7 +16,7 @@
 //!   clusterReads: [Namespace]      # cluster-scoped kinds readable (read only)
 //!   rate: {qps: 2, burst: 4}       # at most; a team asking less gets less
 //!   mode: audit                    # forced on every team plugin
-//!   limits: {memory: 64Mi, callDeadline: 500ms, queue: 1000, cpu: 0.25}
+//!   limits: {memory: 64Mi, callDeadline: 500ms, queue: 1000, cpu: 0.25, plugins: 20}
 //!   registries: [registry.example.com/teams]
 //!   cosignKeys: ["-----BEGIN PUBLIC KEY-----..."]
 //! ```
@@ -93,6 +94,13 @@ impl TeamPolicy {
         Ok(())
     }
 
+    /// The most team plugins one namespace runs (`teams.limits.plugins`);
+    /// none: no cap of its own (the controller's, `MAX_WINKPLUGINS`, is
+    /// the only one).
+    pub fn plugins_cap(&self) -> Option<usize> {
+        self.limits.as_ref().and_then(|l| l.plugins)
+    }
+
     /// Whether `namespace` may run team plugins.
     pub fn allows_namespace(&self, namespace: &str) -> bool {
         self.namespaces.iter().any(|n| n == namespace || n == "*")
@@ -161,7 +169,17 @@ impl TeamPolicy {
             Some(Mode::Audit) => Mode::Audit,
             _ => declared.mode,
         };
-        let limits = match (&self.limits, &declared.limits) {
+        if declared.limits.as_ref().is_some_and(|l| l.plugins.is_some()) {
+            return Err(
+                "spec.grant.limits.plugins: the operator's cap of a team (teams.limits.plugins)".into(),
+            );
+        }
+        // `plugins` caps the team, not the plugin: not in its grant.
+        let policy_limits = self
+            .limits
+            .clone()
+            .map(|l| super::PluginLimits { plugins: None, ..l });
+        let limits = match (&policy_limits, &declared.limits) {
             (Some(p), Some(d)) => Some(
                 p.stricter(d)
                     .map_err(|e| format!("spec.grant.limits{}", e.trim_start_matches("limits")))?,
@@ -207,7 +225,7 @@ teams:
   clusterReads: [Namespace]
   rate: {qps: 2, burst: 4}
   mode: audit
-  limits: {memory: 32Mi, callDeadline: 200ms, queue: 100, cpu: 0.25}
+  limits: {memory: 32Mi, callDeadline: 200ms, queue: 100, cpu: 0.25, plugins: 3}
   registries: [reg.example/teams, "localhost:5000/wink/"]
 "#,
         )
@@ -251,6 +269,16 @@ teams:
         assert_eq!(c.queue_keys, Some(100));
         assert_eq!(c.cpu, Some(0.25));
         assert_eq!(g.team.as_deref(), Some("team-a"));
+        assert_eq!(policy().plugins_cap(), Some(3));
+        assert_eq!(
+            g.limits.as_ref().unwrap().plugins,
+            None,
+            "the team's cap is not a plugin's"
+        );
+        let e = policy()
+            .grant("team-a", &declared("{limits: {plugins: 100}}"))
+            .unwrap_err();
+        assert!(e.contains("spec.grant.limits.plugins"), "{e}");
         let other = declared("{team: team-b}");
         let g = policy().grant("team-a", &other).unwrap();
         assert_eq!(
@@ -356,6 +384,33 @@ teams:
         let e = Grants::parse(b"plugins: {p: {limits: {queue: 0}}}").unwrap_err();
         assert!(
             format!("{e:#}").contains("the grant of plugin p: limits.queue"),
+            "{e:#}"
+        );
+        let e = Grants::parse(b"teams: {limits: {plugins: 0}}").unwrap_err();
+        assert!(
+            format!("{e:#}").contains("teams.limits.plugins: 0 plugins (from 1 to 1024)"),
+            "{e:#}"
+        );
+        let e = Grants::parse(b"teams: {limits: {plugins: 1025}}").unwrap_err();
+        assert!(
+            format!("{e:#}").contains("teams.limits.plugins: 1025 plugins"),
+            "{e:#}"
+        );
+        assert_eq!(
+            Grants::parse(b"teams: {limits: {plugins: 1024}}")
+                .unwrap()
+                .teams
+                .unwrap()
+                .plugins_cap(),
+            Some(1024)
+        );
+        assert_eq!(
+            Grants::parse(b"teams: {}").unwrap().teams.unwrap().plugins_cap(),
+            None
+        );
+        let e = Grants::parse(b"plugins: {p: {limits: {plugins: 3}}}").unwrap_err();
+        assert!(
+            format!("{e:#}").contains("the grant of plugin p: limits.plugins: a cap of a team's plugins"),
             "{e:#}"
         );
         let e = Grants::parse(b"teams: {namespace: [a]}").unwrap_err();

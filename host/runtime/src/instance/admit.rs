@@ -75,7 +75,7 @@ impl PluginInstance {
             handler.config.clone(),
             limits,
             None,
-            (handler.cache.clone(), counts.clone()),
+            (handler.cache.clone(), counts.clone(), handler.log.clone()),
         )?;
         instance.set_synced();
         Ok(instance)

@@ -223,6 +223,8 @@ pub struct PluginManager {
     exceptions: crate::exceptions::ExceptionSet,
     /// The teams' CPU shares ([`crate::cpu_share`]).
     cpu_shares: crate::cpu_share::CpuShares,
+    /// The teams' log budgets ([`crate::stdio::TeamLogBudgets`]).
+    log_budgets: crate::stdio::TeamLogBudgets,
 }
 
 impl PluginManager {
@@ -284,6 +286,7 @@ impl PluginManager {
             namespaces: Default::default(),
             exceptions: Default::default(),
             cpu_shares: Default::default(),
+            log_budgets: Default::default(),
         });
         tokio::spawn(Self::supervise(Arc::downgrade(&manager), crash_rx));
         if manager.options.exceptions {
@@ -518,8 +521,9 @@ impl PluginManager {
         limits: Limits,
     ) -> anyhow::Result<(Arc<PluginInstance>, Registration)> {
         let (engine, tx) = (engine.clone(), self.crash_tx.clone());
+        let log = self.log_budget(&name);
         Ok(tokio::task::spawn_blocking(move || {
-            PluginInstance::start(name, pre, &engine, config, limits, Some(tx))
+            PluginInstance::start_logged(name, pre, &engine, config, limits, Some(tx), log)
         })
         .await
         .context("init task failed")??)

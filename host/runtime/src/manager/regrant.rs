@@ -71,6 +71,16 @@ impl PluginManager {
         Some(self.cpu_shares.get(team, cores))
     }
 
+    /// The budget `plugin`'s log lines count against: its team's (the
+    /// grant's `team`), shared by the team's plugins; else its own.
+    pub(super) fn log_budget(&self, plugin: &str) -> crate::stdio::LogBudget {
+        let team = self.grants().for_plugin(plugin).and_then(|g| g.team.clone());
+        match team {
+            Some(team) => self.log_budgets.get(&team),
+            None => crate::stdio::LogBudget::new(plugin.into()),
+        }
+    }
+
     /// Every team's time its deliveries were held back to its CPU share:
     /// (team, time).
     pub fn cpu_held(&self) -> Vec<(String, std::time::Duration)> {

@@ -28,7 +28,8 @@
 //! controller of the same code: each named `<name>--<namespace>`, run as
 //! the WinkPlugin the operator's team policy makes of it (refused with a
 //! condition saying why), passed over again when that policy changes, its
-//! status saying its team and plugin name.
+//! status saying its team and plugin name; a namespace runs at most the
+//! policy's `limits.plugins` of them ([`team_cap`]).
 
 pub mod apply;
 pub mod crd;
@@ -39,6 +40,7 @@ pub(crate) use objects::ensure_named_crd;
 pub mod pull_secret;
 pub mod spec;
 pub mod status;
+pub mod team_cap;
 
 use apply::Context_;
 use kube::api::{Api, DynamicObject, Patch, PatchParams};
@@ -282,7 +284,13 @@ impl Controller {
         let prepared = match self.objects {
             Objects::Team(_) => {
                 let grants = self.cx.manager.grants();
-                namespaced::as_winkplugin(&object, grants.teams.as_ref())
+                let cap = grants.teams.as_ref().and_then(|p| p.plugins_cap());
+                namespaced::as_winkplugin(&object, grants.teams.as_ref()).and_then(|w| {
+                    match cap.and_then(|cap| self.over_cap(&object, cap)) {
+                        Some(refused) => Err(refused),
+                        None => Ok(w),
+                    }
+                })
             }
             Objects::Cluster => {
                 let name = object["metadata"]["name"].as_str().unwrap_or_default();
@@ -318,6 +326,7 @@ impl Controller {
             }
             if let Objects::Team(keys) = &self.objects {
                 keys.lock().unwrap_or_else(|e| e.into_inner()).remove(name);
+                self.room_made();
             }
             self.cx.manager.give_grant(name, None).await;
             self.cx.manager.give_failure_policy(name, None);
