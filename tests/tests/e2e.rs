@@ -94,4 +94,5 @@ mod sim_watcher;
 mod skeleton;
 mod team_caps;
 mod team_plugins;
+mod team_selector;
 mod winkplugins;

@@ -38,7 +38,7 @@ pub(crate) fn team_plugin(ns: &str, reference: &str, other: &str) -> Value {
 }
 
 /// The NamespacedWinkPlugin `probe` of `ns`, once its condition `kind` holds `pred`.
-async fn wait_condition(env: &Env, ns: &str, kind: &str, pred: impl Fn(&Value) -> bool) -> Value {
+pub(crate) async fn wait_condition(env: &Env, ns: &str, kind: &str, pred: impl Fn(&Value) -> bool) -> Value {
     let deadline = Instant::now() + WAIT;
     loop {
         let (_, out, _) = env

@@ -10,6 +10,7 @@
 //! ```yaml
 //! teams:
 //!   namespaces: [team-a, team-b]   # "*" for every namespace
+//!   namespaceSelector: {matchLabels: {wink.dev/team: "true"}}  # or labelled so
 //!   writes:
 //!     - {apiVersion: v1, kind: ConfigMap, verbs: [create, patch]}
 //!   events: true
@@ -27,8 +28,9 @@
 //! plugins are off. It performs no write and holds no state.
 
 use super::{Mode, PluginGrant, Rate, WriteGrant};
-use crate::scope::Selection;
+use crate::scope::{NAME_LABEL, Selection, Selector};
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 
 /// At most this many entries in each list of the policy.
 pub const MAX_TEAM_ITEMS: usize = 256;
@@ -39,6 +41,11 @@ pub const MAX_TEAM_ITEMS: usize = 256;
 pub struct TeamPolicy {
     /// The namespaces that may run team plugins (`*`: every one).
     pub namespaces: Vec<String>,
+    /// The labels of namespaces that may run team plugins too (a namespace
+    /// named in `namespaces` or matching this may); read from the shared
+    /// Namespace informer, so a namespace relabelled in or out is followed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub namespace_selector: Option<Selector>,
     /// The writes a team plugin may be granted, in its namespace only
     /// (no `namespaces` field: the plugin's namespace is the only one).
     pub writes: Vec<WriteGrant>,
@@ -80,6 +87,9 @@ impl TeamPolicy {
                 return Err(format!("teams.{field}: {len} items (at most {MAX_TEAM_ITEMS})"));
             }
         }
+        if let Some(s) = &self.namespace_selector {
+            s.check("teams.namespaceSelector")?;
+        }
         if self.writes.iter().any(|w| w.namespaces.is_some()) {
             return Err(
                 "teams.writes: no namespaces (a team plugin writes in its own namespace only)".into(),
@@ -101,9 +111,24 @@ impl TeamPolicy {
         self.limits.as_ref().and_then(|l| l.plugins)
     }
 
-    /// Whether `namespace` may run team plugins.
-    pub fn allows_namespace(&self, namespace: &str) -> bool {
+    /// Whether `namespace`, labelled `labels`, may run team plugins: it is
+    /// named in `namespaces` (or `*` is), or its labels match
+    /// `namespaceSelector` (its name label, `kubernetes.io/metadata.name`,
+    /// always read as its name). Neither given: none may.
+    pub fn allows_namespace(&self, namespace: &str, labels: &BTreeMap<String, String>) -> bool {
         self.namespaces.iter().any(|n| n == namespace || n == "*")
+            || self.namespace_selector.as_ref().is_some_and(|s| {
+                s.matches(|k| match k {
+                    NAME_LABEL => Some(namespace),
+                    k => labels.get(k).map(String::as_str),
+                })
+            })
+    }
+
+    /// Whether the namespace labels decide which namespaces may run team
+    /// plugins (a `namespaceSelector` is given).
+    pub fn reads_namespace_labels(&self) -> bool {
+        self.namespace_selector.is_some()
     }
 
     /// Whether a component from `source` (an OCI reference or https URL)
@@ -117,13 +142,18 @@ impl TeamPolicy {
         })
     }
 
-    /// The grant of a team plugin in `namespace` that declares `declared`
-    /// (its spec's grant and scope): what both allow, confined to
-    /// `namespace`. An error says why it may not run at all.
-    pub fn grant(&self, namespace: &str, declared: &PluginGrant) -> Result<PluginGrant, String> {
-        if !self.allows_namespace(namespace) {
+    /// The grant of a team plugin in `namespace` (labelled `labels`) that
+    /// declares `declared` (its spec's grant and scope): what both allow,
+    /// confined to `namespace`. An error says why it may not run at all.
+    pub fn grant(
+        &self,
+        namespace: &str,
+        labels: &BTreeMap<String, String>,
+        declared: &PluginGrant,
+    ) -> Result<PluginGrant, String> {
+        if !self.allows_namespace(namespace, labels) {
             return Err(format!(
-                "the namespace {namespace} may not run team plugins (the operator's teams.namespaces)"
+                "the namespace {namespace} may not run team plugins (the operator's teams.namespaces and teams.namespaceSelector)"
             ));
         }
         if declared.secrets {
@@ -214,6 +244,8 @@ mod tests {
     use super::*;
     use crate::grants::{Grants, Verb};
 
+    const NO_LABELS: BTreeMap<String, String> = BTreeMap::new();
+
     fn policy() -> TeamPolicy {
         let g = Grants::parse(
             br#"
@@ -242,7 +274,7 @@ teams:
         let d = declared(
             "{events: true, rate: {qps: 5, burst: 1}, writes: [{apiVersion: v1, kind: ConfigMap, verbs: [create, delete]}, {apiVersion: v1, kind: Pod, verbs: [patch]}, {apiVersion: rbac.authorization.k8s.io/v1, kind: ClusterRole, verbs: [create]}], match: {kinds: [Pod]}}",
         );
-        let g = policy().grant("team-a", &d).unwrap();
+        let g = policy().grant("team-a", &NO_LABELS, &d).unwrap();
         assert_eq!(g.writes.len(), 1, "{:?}", g.writes);
         assert_eq!(g.writes[0].kind, "ConfigMap");
         assert_eq!(g.writes[0].verbs, [Verb::Create]);
@@ -262,7 +294,7 @@ teams:
 
     #[test]
     fn the_policys_caps_apply_and_a_team_may_only_tighten_them() {
-        let g = policy().grant("team-a", &declared("{}")).unwrap();
+        let g = policy().grant("team-a", &NO_LABELS, &declared("{}")).unwrap();
         let c = g.caps().unwrap();
         assert_eq!(c.memory_bytes, Some(32 << 20));
         assert_eq!(c.call_deadline, Some(std::time::Duration::from_millis(200)));
@@ -276,18 +308,22 @@ teams:
             "the team's cap is not a plugin's"
         );
         let e = policy()
-            .grant("team-a", &declared("{limits: {plugins: 100}}"))
+            .grant("team-a", &NO_LABELS, &declared("{limits: {plugins: 100}}"))
             .unwrap_err();
         assert!(e.contains("spec.grant.limits.plugins"), "{e}");
         let other = declared("{team: team-b}");
-        let g = policy().grant("team-a", &other).unwrap();
+        let g = policy().grant("team-a", &NO_LABELS, &other).unwrap();
         assert_eq!(
             g.team.as_deref(),
             Some("team-a"),
             "a team is its namespace, whatever it says"
         );
         let tighter = declared("{limits: {memory: 1Gi, cpu: 0.1, queue: 5000}}");
-        let c = policy().grant("team-a", &tighter).unwrap().caps().unwrap();
+        let c = policy()
+            .grant("team-a", &NO_LABELS, &tighter)
+            .unwrap()
+            .caps()
+            .unwrap();
         assert_eq!(
             c.memory_bytes,
             Some(32 << 20),
@@ -296,12 +332,12 @@ teams:
         assert_eq!(c.queue_keys, Some(100));
         assert_eq!(c.cpu, Some(0.1), "a team asking less gets less");
         let e = policy()
-            .grant("team-a", &declared("{limits: {cpu: 100}}"))
+            .grant("team-a", &NO_LABELS, &declared("{limits: {cpu: 100}}"))
             .unwrap_err();
         assert!(e.contains("spec.grant.limits.cpu"), "{e}");
         let mut open = policy();
         open.limits = None;
-        let g = open.grant("team-a", &declared("{}")).unwrap();
+        let g = open.grant("team-a", &NO_LABELS, &declared("{}")).unwrap();
         assert_eq!(
             g.caps().unwrap(),
             crate::grants::Caps::default(),
@@ -311,7 +347,7 @@ teams:
 
     #[test]
     fn cluster_scoped_kinds_are_seen_only_where_the_policy_allows() {
-        let g = policy().grant("team-a", &declared("{}")).unwrap();
+        let g = policy().grant("team-a", &NO_LABELS, &declared("{}")).unwrap();
         let scope = g.scope().unwrap().unwrap();
         assert!(!scope.admits_parts("v1", "Node", None, |_| None));
         assert!(!scope.admits_parts("rbac.authorization.k8s.io/v1", "ClusterRole", None, |_| None));
@@ -322,7 +358,7 @@ teams:
         let mut p = policy();
         p.cluster_reads = vec!["Node".into()];
         let scope = p
-            .grant("team-a", &declared("{}"))
+            .grant("team-a", &NO_LABELS, &declared("{}"))
             .unwrap()
             .scope()
             .unwrap()
@@ -333,17 +369,20 @@ teams:
     #[test]
     fn what_the_policy_refuses_is_said() {
         let p = policy();
-        let e = p.grant("team-c", &declared("{}")).unwrap_err();
+        let e = p.grant("team-c", &NO_LABELS, &declared("{}")).unwrap_err();
         assert!(e.contains("team-c may not run team plugins"), "{e}");
-        let e = p.grant("team-a", &declared("{secrets: true}")).unwrap_err();
+        let e = p
+            .grant("team-a", &NO_LABELS, &declared("{secrets: true}"))
+            .unwrap_err();
         assert!(e.contains("Secrets"), "{e}");
         let e = p
-            .grant("team-a", &declared("{match: {namespaces: [team-b]}}"))
+            .grant("team-a", &NO_LABELS, &declared("{match: {namespaces: [team-b]}}"))
             .unwrap_err();
         assert!(e.contains("confined to its namespace"), "{e}");
         let e = p
             .grant(
                 "team-a",
+                &NO_LABELS,
                 &declared("{writes: [{apiVersion: v1, kind: Pod, verbs: [patch], namespaces: [team-b]}]}"),
             )
             .unwrap_err();
@@ -357,8 +396,95 @@ teams:
         let (yaml, _) = rest.split_once("```").unwrap();
         let p = Grants::parse(yaml.as_bytes()).unwrap().teams.unwrap();
         assert_eq!(p.namespaces, ["team-a", "team-b"]);
+        let team = [("wink.dev/team".to_string(), "true".to_string())].into();
+        assert!(p.allows_namespace("team-c", &team), "the manual's selector");
+        assert!(!p.allows_namespace("team-c", &NO_LABELS));
         assert_eq!(p.mode, Some(Mode::Audit));
         assert!(p.allows_source("registry.example.com/teams/probe:1.0"));
+    }
+
+    fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn a_namespace_named_or_labelled_may_run_team_plugins() {
+        let only = |yaml: &str| Grants::parse(yaml.as_bytes()).unwrap().teams.unwrap();
+        let team = labels(&[("wink.dev/team", "true")]);
+        // Only the selector: the labels decide.
+        let p = only("teams: {namespaceSelector: {matchLabels: {wink.dev/team: 'true'}}}");
+        assert!(p.reads_namespace_labels());
+        assert!(p.allows_namespace("team-x", &team));
+        assert!(!p.allows_namespace("team-x", &NO_LABELS));
+        assert!(!p.allows_namespace("team-x", &labels(&[("wink.dev/team", "false")])));
+        let e = p.grant("team-x", &NO_LABELS, &declared("{}")).unwrap_err();
+        assert!(e.contains("team-x may not run team plugins"), "{e}");
+        assert!(e.contains("teams.namespaceSelector"), "{e}");
+        assert_eq!(
+            p.grant("team-x", &team, &declared("{}")).unwrap().team.as_deref(),
+            Some("team-x")
+        );
+        // Names or labels: either lets a namespace run them.
+        let p = only(
+            "teams: {namespaces: [team-a], namespaceSelector: {matchExpressions: [{key: tier, operator: In, values: [gold, silver]}]}}",
+        );
+        assert!(p.allows_namespace("team-a", &NO_LABELS));
+        assert!(p.allows_namespace("team-b", &labels(&[("tier", "silver")])));
+        assert!(!p.allows_namespace("team-b", &labels(&[("tier", "bronze")])));
+        // Only names: labels change nothing.
+        let p = only("teams: {namespaces: [team-a]}");
+        assert!(!p.reads_namespace_labels());
+        assert!(!p.allows_namespace("team-b", &team));
+        // Neither: none may.
+        assert!(!only("teams: {}").allows_namespace("team-a", &team));
+        // The name label is the namespace's name, whatever the labels say.
+        let p = only("teams: {namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: team-a}}}");
+        assert!(p.allows_namespace("team-a", &NO_LABELS));
+        assert!(!p.allows_namespace("team-b", &labels(&[("kubernetes.io/metadata.name", "team-a")])));
+        // An empty selector selects every namespace, as in Kubernetes.
+        assert!(only("teams: {namespaceSelector: {}}").allows_namespace("any", &NO_LABELS));
+    }
+
+    #[test]
+    fn a_namespace_selector_that_does_not_check_is_an_error() {
+        for (yaml, said) in [
+            (
+                "teams: {namespaceSelector: {matchLabel: {a: b}}}",
+                "unknown field",
+            ),
+            (
+                "teams: {namespaceSelector: {matchExpressions: [{key: a, operator: In}]}}",
+                "teams.namespaceSelector.matchExpressions[0]: In needs values",
+            ),
+            (
+                "teams: {namespaceSelector: {matchExpressions: [{key: a, operator: Exists, values: [b]}]}}",
+                "Exists takes no values",
+            ),
+            (
+                "teams: {namespaceSelector: {matchLabels: {'': b}}}",
+                "teams.namespaceSelector.matchLabels key",
+            ),
+            (
+                "teams: {namespaceSelector: {matchExpressions: [{key: a, operator: Near}]}}",
+                "unknown variant",
+            ),
+        ] {
+            let e = Grants::parse(yaml.as_bytes()).unwrap_err();
+            assert!(format!("{e:#}").contains(said), "{yaml}: {e:#}");
+        }
+        let many: Vec<String> = (0..257).map(|i| format!("k{i}: v")).collect();
+        let yaml = format!(
+            "teams: {{namespaceSelector: {{matchLabels: {{{}}}}}}}",
+            many.join(", ")
+        );
+        let e = Grants::parse(yaml.as_bytes()).unwrap_err();
+        assert!(
+            format!("{e:#}").contains("teams.namespaceSelector: 257 requirements"),
+            "{e:#}"
+        );
     }
 
     #[test]

@@ -69,8 +69,9 @@ impl EventHandler for Relabelled {
 
 impl PluginManager {
     /// The Namespace informer's store, the informer started (and synced)
-    /// on first use.
-    async fn namespace_store(&self) -> anyhow::Result<Store> {
+    /// on first use: the one the scopes' namespace selectors read, and the
+    /// team policy's `namespaceSelector`.
+    pub async fn namespace_store(&self) -> anyhow::Result<Store> {
         let informer = self
             .namespaces
             .get_or_try_init(|| async {

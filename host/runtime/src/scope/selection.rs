@@ -73,7 +73,8 @@ impl Selector {
         labels.chain(self.match_expressions.iter().cloned()).collect()
     }
 
-    fn check(&self, at: &str) -> Result<(), String> {
+    /// Check sizes and operators; `at` names the selector in errors.
+    pub fn check(&self, at: &str) -> Result<(), String> {
         let n = self.match_labels.len() + self.match_expressions.len();
         if n > MAX_ITEMS {
             return Err(format!("{at}: {n} requirements (at most {MAX_ITEMS})"));

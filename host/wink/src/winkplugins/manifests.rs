@@ -3,8 +3,9 @@
 //! and patch their status, and read Secrets in wink's own namespace (the
 //! pull Secrets WinkPlugins name; which ones is the objects' to say, so
 //! the Role is on that namespace only), and list and watch Namespaces (a
-//! WinkPlugin's `spec.match`/`spec.exclude` may select namespaces by label,
-//! which one shared Namespace informer serves; the objects are not known
+//! WinkPlugin's `spec.match`/`spec.exclude` and the team policy's
+//! `teams.namespaceSelector` may select namespaces by label, which one
+//! shared Namespace informer serves; the objects are not known
 //! when the manifests are rendered). wink's default `--winkplugins=auto`
 //! then watches them. NamespacedWinkPlugins (team plugins) get the same:
 //! their CRD, and get, list and watch them and patch their status in every

@@ -28,8 +28,9 @@
 //! controller of the same code: each named `<name>--<namespace>`, run as
 //! the WinkPlugin the operator's team policy makes of it (refused with a
 //! condition saying why), passed over again when that policy changes, its
-//! status saying its team and plugin name; a namespace runs at most the
-//! policy's `limits.plugins` of them ([`team_cap`]).
+//! status saying its team and plugin name, and when its namespace moves in
+//! or out of the policy's `namespaceSelector` ([`team_policy`]); a
+//! namespace runs at most the policy's `limits.plugins` of them ([`team_cap`]).
 
 pub mod apply;
 pub mod crd;
@@ -41,6 +42,7 @@ pub mod pull_secret;
 pub mod spec;
 pub mod status;
 pub mod team_cap;
+pub mod team_policy;
 
 use apply::Context_;
 use kube::api::{Api, DynamicObject, Patch, PatchParams};
@@ -211,8 +213,9 @@ struct Controller {
     /// put off for a pull under way, or kept unnamed blobs for their age.
     collect_again: Option<Instant>,
     objects: Objects,
-    /// The team policy the team plugins were last passed under.
-    policy: Option<Option<wink_runtime::grants::TeamPolicy>>,
+    /// The team policy the team plugins were last passed under, and their
+    /// namespaces' decisions ([`team_policy`]).
+    team: team_policy::Followed,
     _factory: Arc<SharedInformerFactory>,
 }
 
@@ -231,7 +234,7 @@ impl Controller {
                 },
                 Some(done) = pulled.recv() => self.pulled(done).await,
                 _ = tick.tick() => {
-                    self.policy_changed();
+                    self.follow_team_policy().await;
                     let now = Instant::now();
                     let due: Vec<String> = self
                         .entries
@@ -258,40 +261,12 @@ impl Controller {
         serde_json::from_str(&obj.json()).ok()
     }
 
-    /// Team plugins: when the operator's team policy changed, pass over
-    /// every one again (its grant is recomputed, or it is unloaded).
-    fn policy_changed(&mut self) {
-        if !matches!(self.objects, Objects::Team(_)) {
-            return;
-        }
-        let now = self.cx.manager.grants().teams.clone();
-        if self.policy.as_ref() == Some(&now) {
-            return;
-        }
-        if self.policy.is_some() {
-            tracing::info!("the team policy changed: every NamespacedWinkPlugin is passed over again");
-            for e in self.entries.values_mut() {
-                e.retry_at = Some(Instant::now());
-            }
-        }
-        self.policy = Some(now);
-    }
-
     /// The WinkPlugin object `object` runs as: itself, or a team plugin's
     /// under the team policy ([`namespaced::as_winkplugin`]); else the
     /// outcome saying why it may not run.
-    fn prepare(&self, object: Value) -> Result<Value, Box<Outcome>> {
+    fn prepare(&mut self, object: Value) -> Result<Value, Box<Outcome>> {
         let prepared = match self.objects {
-            Objects::Team(_) => {
-                let grants = self.cx.manager.grants();
-                let cap = grants.teams.as_ref().and_then(|p| p.plugins_cap());
-                namespaced::as_winkplugin(&object, grants.teams.as_ref()).and_then(|w| {
-                    match cap.and_then(|cap| self.over_cap(&object, cap)) {
-                        Some(refused) => Err(refused),
-                        None => Ok(w),
-                    }
-                })
-            }
+            Objects::Team(_) => self.team_plugin(&object),
             Objects::Cluster => {
                 let name = object["metadata"]["name"].as_str().unwrap_or_default();
                 match namespaced::cluster_name_refused(name) {
@@ -358,6 +333,7 @@ impl Controller {
             generation,
             retry,
         };
+        self.team_namespaces().await;
         let object = self.prepare(object);
         if object.is_err()
             && let Some(e) = self.entries.get_mut(name)

@@ -17,6 +17,7 @@
 use super::crd;
 use super::spec::{self, Source};
 use serde_json::{Value, json};
+use std::collections::BTreeMap;
 use wink_oci::cosign::PublicKey;
 use wink_runtime::grants::TeamPolicy;
 
@@ -108,10 +109,14 @@ fn refused(reason: &'static str, message: impl Into<String>) -> Refused {
 }
 
 /// The WinkPlugin the NamespacedWinkPlugin `object` runs as under
-/// `policy` (none: team plugins are off): its spec with the grant the
-/// policy gives it and its scope confined to its namespace, named
-/// [`plugin_name`]; or why it may not run.
-pub fn as_winkplugin(object: &Value, policy: Option<&TeamPolicy>) -> Result<Value, Refused> {
+/// `policy` (none: team plugins are off), its namespace labelled `labels`:
+/// its spec with the grant the policy gives it and its scope confined to
+/// its namespace, named [`plugin_name`]; or why it may not run.
+pub fn as_winkplugin(
+    object: &Value,
+    policy: Option<&TeamPolicy>,
+    labels: &BTreeMap<String, String>,
+) -> Result<Value, Refused> {
     let namespace = object["metadata"]["namespace"].as_str().unwrap_or_default();
     let name = object["metadata"]["name"].as_str().unwrap_or_default();
     let Some(policy) = policy else {
@@ -168,7 +173,7 @@ pub fn as_winkplugin(object: &Value, policy: Option<&TeamPolicy>) -> Result<Valu
         }
     }
     let grant = policy
-        .grant(namespace, &spec.grant)
+        .grant(namespace, labels, &spec.grant)
         .map_err(|e| refused("NotAllowed", e))?;
     let mut out = object.clone();
     let s = &mut out["spec"];
@@ -218,7 +223,7 @@ mod tests {
                    "grant": {"events": true, "writes": [{"apiVersion": "v1", "kind": "ConfigMap", "verbs": ["create", "delete"]}]},
                    "match": {"kinds": ["Pod"]}}),
         );
-        let w = as_winkplugin(&o, Some(&policy())).unwrap();
+        let w = as_winkplugin(&o, Some(&policy()), &BTreeMap::new()).unwrap();
         assert_eq!(w["metadata"]["name"], "probe--team-a");
         let s = spec::parse(&w).unwrap();
         assert_eq!(
@@ -238,7 +243,8 @@ mod tests {
     #[test]
     fn what_the_policy_refuses_is_a_reason() {
         let ok = json!({"source": {"oci": "localhost:5000/teams/probe:v1"}});
-        let reason = |o: &Value, p: Option<&TeamPolicy>| as_winkplugin(o, p).unwrap_err().reason;
+        let reason =
+            |o: &Value, p: Option<&TeamPolicy>| as_winkplugin(o, p, &BTreeMap::new()).unwrap_err().reason;
         assert_eq!(reason(&object("team-a", ok.clone()), None), "TeamPluginsOff");
         assert_eq!(
             reason(&object("team-b", ok.clone()), Some(&policy())),
@@ -265,6 +271,27 @@ mod tests {
     }
 
     #[test]
+    fn a_namespace_labelled_into_the_policys_selector_runs_team_plugins() {
+        let mut p = policy();
+        p.namespaces = vec![];
+        p.namespace_selector = serde_norway::from_str("{matchLabels: {wink.dev/team: 'true'}}").unwrap();
+        let o = object(
+            "team-b",
+            json!({"source": {"oci": "localhost:5000/teams/probe:v1"}}),
+        );
+        let team: BTreeMap<String, String> = [("wink.dev/team".to_string(), "true".to_string())].into();
+        let w = as_winkplugin(&o, Some(&p), &team).unwrap();
+        assert_eq!(w["metadata"]["name"], "probe--team-b");
+        let r = as_winkplugin(&o, Some(&p), &BTreeMap::new()).unwrap_err();
+        assert_eq!(r.reason, "NotAllowed");
+        assert!(
+            r.message.contains("team-b may not run team plugins"),
+            "{}",
+            r.message
+        );
+    }
+
+    #[test]
     fn no_two_objects_share_a_plugin_name() {
         // `a--b` in `c` and `a` in `b--c` would both be `a--b--c`; and a
         // WinkPlugin `probe--team-a` would be team-a's `probe`.
@@ -274,13 +301,15 @@ mod tests {
         let mut dashed = object("c", ok.clone());
         dashed["metadata"]["name"] = json!("a--b");
         assert_eq!(
-            as_winkplugin(&dashed, Some(&p)).unwrap_err().reason,
+            as_winkplugin(&dashed, Some(&p), &BTreeMap::new())
+                .unwrap_err()
+                .reason,
             "InvalidName"
         );
         let mut plain = object("b--c", ok);
         plain["metadata"]["name"] = json!("a");
         assert_eq!(
-            as_winkplugin(&plain, Some(&p)).unwrap()["metadata"]["name"],
+            as_winkplugin(&plain, Some(&p), &BTreeMap::new()).unwrap()["metadata"]["name"],
             "a--b--c"
         );
         assert_eq!(

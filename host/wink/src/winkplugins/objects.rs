@@ -167,7 +167,7 @@ pub(super) async fn run_controller(
         collected: Instant::now(),
         collect_again: None,
         objects,
-        policy: None,
+        team: Default::default(),
         _factory: factory,
     };
     tokio::spawn(controller.run(rx, pulled));
