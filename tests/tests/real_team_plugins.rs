@@ -8,7 +8,10 @@
 //! team's `pod-security` writes its results, each saying its team, in its
 //! namespace's PolicyReport, and `wink_plugin_info` gives its team. Under
 //! `limits.plugins: 1`, a second NamespacedWinkPlugin of a namespace waits
-//! (`TooManyPlugins`) and loads once the first is deleted.
+//! (`TooManyPlugins`) and loads once the first is deleted. Under a policy
+//! of `namespaceSelector` alone, a namespace's NamespacedWinkPlugin is
+//! refused (`NotAllowed`), loads once the namespace is labelled, and is
+//! unloaded once the label is taken off.
 
 use crate::cache_support::{Setup, WAIT, lines_starting, pod};
 use crate::common::{plugin, scratch};
@@ -259,4 +262,85 @@ async fn past_the_cap_of_a_teams_plugins_one_waits_on_the_real_server() {
         .await;
     assert!(ok, "{err}\n{out}");
     wait("second", ("True", "Loaded")).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_namespace_labelled_in_and_out_of_the_selector_on_the_real_server() {
+    // A server of its own: another test's daemon would pass over this one too.
+    let Some(cp) = envtest::ControlPlane::start(&envtest::Options::default()) else {
+        return;
+    };
+    let team = cp.namespace("team-sel").await;
+    let s = Setup::with_kubeconfig("real_team_plugins_selector", &cp.kubeconfig);
+    let reg = Registry::start("real_team_plugins_selector_registry");
+    let reference = format!("{}/teams/probe:v1", reg.host());
+    push(&reg, &reference, &plugin("cache_probe"));
+    let grants = scratch("real_team_plugins_selector_grants").join("grants.yaml");
+    let policy = format!(
+        "teams:\n  namespaceSelector: {{matchLabels: {{wink.dev/team: \"true\"}}}}\n  registries: [\"{}/teams\"]\n",
+        reg.host()
+    );
+    std::fs::write(&grants, policy).unwrap();
+    let store = scratch("real_team_plugins_selector_store").join("store");
+    let (host, store, grants) = (reg.host(), store.to_str().unwrap(), grants.to_str().unwrap());
+    let wink = s.run(&[
+        "--winkplugins",
+        "install",
+        "--plain-http",
+        &host,
+        "--oci-store",
+        store,
+        "--grants",
+        grants,
+    ]);
+    wink.wait_for_line("watching NamespacedWinkPlugins", WAIT);
+    let kubectl = cp.kubectl(&scratch("real_team_plugins_selector_kubectl"));
+    let wait = async |want: (&str, &str)| {
+        let deadline = Instant::now() + WAIT;
+        loop {
+            let (_, out, _) = kubectl
+                .run(&[
+                    "get",
+                    "namespacedwinkplugin",
+                    "probe",
+                    "-n",
+                    team.as_str(),
+                    "-o",
+                    "json",
+                ])
+                .await;
+            let v: Value = serde_json::from_str(&out).unwrap_or(Value::Null);
+            if crate::team_caps::loaded(&v) == (want.0.to_string(), want.1.to_string()) {
+                return v;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "not {want:?}: {v:#}\n{}",
+                wink.lines().join("\n")
+            );
+            tokio::time::sleep(Duration::from_millis(300)).await;
+        }
+    };
+    let (ok, out, err) = kubectl
+        .apply(&team_plugin(&team, &reference, "default").to_string())
+        .await;
+    assert!(ok, "{err}\n{out}");
+    let v = wait(("False", "NotAllowed")).await;
+    assert!(
+        v.to_string()
+            .contains(&format!("{team} may not run team plugins")),
+        "{v:#}"
+    );
+    kubectl
+        .ok(&["label", "namespace", team.as_str(), "wink.dev/team=true"])
+        .await;
+    let v = wait(("True", "Loaded")).await;
+    assert_eq!(v["status"]["team"], team.as_str(), "{v:#}");
+    wink.wait_for_line(&format!("[probe--{team}] synced"), WAIT);
+    kubectl
+        .ok(&["label", "namespace", team.as_str(), "wink.dev/team-"])
+        .await;
+    let v = wait(("False", "NotAllowed")).await;
+    assert_eq!(v["status"]["ready"], "False", "{v:#}");
+    wink.wait_for_line("team plugin no longer allowed: its plugin is unloaded", WAIT);
 }
