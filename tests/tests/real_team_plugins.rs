@@ -14,13 +14,14 @@
 //! unloaded once the label is taken off.
 
 use crate::cache_support::{Setup, WAIT, lines_starting, pod};
-use crate::common::{plugin, scratch};
+use crate::common::{Wink, plugin, scratch};
 use crate::envtest;
 use crate::registry_support::{Registry, push};
 use crate::team_plugins::team_plugin;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, PostParams};
 use serde_json::{Value, json};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -32,37 +33,15 @@ async fn each_team_sees_only_its_namespace_on_the_real_server() {
         cp.namespace("team-b").await,
         cp.namespace("team-c").await,
     );
-    let s = Setup::with_kubeconfig("real_team_plugins", &cp.kubeconfig);
-    let reg = Registry::start("real_team_plugins_registry");
-    let reference = format!("{}/teams/probe:v1", reg.host());
-    push(&reg, &reference, &plugin("cache_probe"));
     for ns in [&a, &b, &c] {
         Api::<Pod>::namespaced(client.clone(), ns)
             .create(&PostParams::default(), &pod(ns, "p", json!({}), None))
             .await
             .unwrap();
     }
-    let grants = scratch("real_team_plugins_grants").join("grants.yaml");
-    std::fs::write(
-        &grants,
-        format!(
-            "teams:\n  namespaces: [{a}, {b}]\n  registries: [\"{}/teams\"]\n",
-            reg.host()
-        ),
-    )
-    .unwrap();
-    let store = scratch("real_team_plugins_store").join("store");
-    let wink = s.run(&[
-        "--winkplugins",
-        "install",
-        "--plain-http",
-        &reg.host(),
-        "--oci-store",
-        store.to_str().unwrap(),
-        "--grants",
-        grants.to_str().unwrap(),
-    ]);
-    wink.wait_for_line("watching NamespacedWinkPlugins", WAIT);
+    let policy = format!("  namespaces: [{a}, {b}]\n");
+    let daemon = TeamDaemon::start(&cp.kubeconfig, "real_team_plugins", "cache_probe", &policy, &[]);
+    let (reference, wink) = (&daemon.reference, &daemon.wink);
     let kubectl = cp.kubectl(&scratch("real_team_plugins_kubectl"));
     for (ns, other) in [(&a, &b), (&b, &a), (&c, &a)] {
         let (ok, out, err) = kubectl
@@ -150,34 +129,17 @@ async fn a_team_plugins_report_says_its_team_on_the_real_server() {
         )
         .await
         .unwrap();
-    let s = Setup::with_kubeconfig("real_team_plugins_reports", &cp.kubeconfig);
-    let reg = Registry::start("real_team_plugins_reports_registry");
-    let reference = format!("{}/teams/pods:v1", reg.host());
-    push(&reg, &reference, &plugin("pod_security"));
-    let grants = scratch("real_team_plugins_reports_grants").join("grants.yaml");
-    let policy = format!(
-        "teams:\n  namespaces: [{team}]\n  registries: [\"{}/teams\"]\n",
-        reg.host()
-    );
-    std::fs::write(&grants, policy).unwrap();
-    let store = scratch("real_team_plugins_reports_store").join("store");
     let admin = format!("127.0.0.1:{}", crate::cache_support::free_port());
-    let (host, store, grants) = (reg.host(), store.to_str().unwrap(), grants.to_str().unwrap());
-    let wink = s.run(&[
-        "--winkplugins",
-        "install",
-        "--plain-http",
-        &host,
-        "--oci-store",
-        store,
-        "--grants",
-        grants,
-        "--admin-addr",
-        &admin,
-        "--report-batch-ms",
-        "200",
-    ]);
-    wink.wait_for_line("watching NamespacedWinkPlugins", WAIT);
+    let policy = format!("  namespaces: [{team}]\n");
+    let flags = ["--admin-addr", &admin, "--report-batch-ms", "200"];
+    let daemon = TeamDaemon::start(
+        &cp.kubeconfig,
+        "real_team_plugins_reports",
+        "pod_security",
+        &policy,
+        &flags,
+    );
+    let reference = &daemon.reference;
     let object = json!({"apiVersion": "wink.dev/v1alpha1", "kind": "NamespacedWinkPlugin",
         "metadata": {"name": "pods", "namespace": team}, "spec": {"source": {"oci": reference}}});
     let kubectl = cp.kubectl(&scratch("real_team_plugins_reports_kubectl"));
@@ -198,29 +160,15 @@ async fn past_the_cap_of_a_teams_plugins_one_waits_on_the_real_server() {
         return;
     };
     let team = cp.namespace("team-cap").await;
-    let s = Setup::with_kubeconfig("real_team_plugins_cap", &cp.kubeconfig);
-    let reg = Registry::start("real_team_plugins_cap_registry");
-    let reference = format!("{}/teams/probe:v1", reg.host());
-    push(&reg, &reference, &plugin("cache_probe"));
-    let grants = scratch("real_team_plugins_cap_grants").join("grants.yaml");
-    let policy = format!(
-        "teams:\n  namespaces: [{team}]\n  registries: [\"{}/teams\"]\n  limits: {{plugins: 1}}\n",
-        reg.host()
+    let policy = format!("  namespaces: [{team}]\n  limits: {{plugins: 1}}\n");
+    let daemon = TeamDaemon::start(
+        &cp.kubeconfig,
+        "real_team_plugins_cap",
+        "cache_probe",
+        &policy,
+        &[],
     );
-    std::fs::write(&grants, policy).unwrap();
-    let store = scratch("real_team_plugins_cap_store").join("store");
-    let (host, store, grants) = (reg.host(), store.to_str().unwrap(), grants.to_str().unwrap());
-    let wink = s.run(&[
-        "--winkplugins",
-        "install",
-        "--plain-http",
-        &host,
-        "--oci-store",
-        store,
-        "--grants",
-        grants,
-    ]);
-    wink.wait_for_line("watching NamespacedWinkPlugins", WAIT);
+    let (reference, wink) = (&daemon.reference, &daemon.wink);
     let kubectl = cp.kubectl(&scratch("real_team_plugins_cap_kubectl"));
     let wait = async |name: &str, want: (&str, &str)| {
         let deadline = Instant::now() + WAIT;
@@ -271,29 +219,15 @@ async fn a_namespace_labelled_in_and_out_of_the_selector_on_the_real_server() {
         return;
     };
     let team = cp.namespace("team-sel").await;
-    let s = Setup::with_kubeconfig("real_team_plugins_selector", &cp.kubeconfig);
-    let reg = Registry::start("real_team_plugins_selector_registry");
-    let reference = format!("{}/teams/probe:v1", reg.host());
-    push(&reg, &reference, &plugin("cache_probe"));
-    let grants = scratch("real_team_plugins_selector_grants").join("grants.yaml");
-    let policy = format!(
-        "teams:\n  namespaceSelector: {{matchLabels: {{wink.dev/team: \"true\"}}}}\n  registries: [\"{}/teams\"]\n",
-        reg.host()
+    let policy = "  namespaceSelector: {matchLabels: {wink.dev/team: \"true\"}}\n";
+    let daemon = TeamDaemon::start(
+        &cp.kubeconfig,
+        "real_team_plugins_selector",
+        "cache_probe",
+        policy,
+        &[],
     );
-    std::fs::write(&grants, policy).unwrap();
-    let store = scratch("real_team_plugins_selector_store").join("store");
-    let (host, store, grants) = (reg.host(), store.to_str().unwrap(), grants.to_str().unwrap());
-    let wink = s.run(&[
-        "--winkplugins",
-        "install",
-        "--plain-http",
-        &host,
-        "--oci-store",
-        store,
-        "--grants",
-        grants,
-    ]);
-    wink.wait_for_line("watching NamespacedWinkPlugins", WAIT);
+    let (reference, wink) = (&daemon.reference, &daemon.wink);
     let kubectl = cp.kubectl(&scratch("real_team_plugins_selector_kubectl"));
     let wait = async |want: (&str, &str)| {
         let deadline = Instant::now() + WAIT;
@@ -343,4 +277,49 @@ async fn a_namespace_labelled_in_and_out_of_the_selector_on_the_real_server() {
     let v = wait(("False", "NotAllowed")).await;
     assert_eq!(v["status"]["ready"], "False", "{v:#}");
     wink.wait_for_line("team plugin no longer allowed: its plugin is unloaded", WAIT);
+}
+
+/// One test's team-plugin daemon: the test plugin `component` pushed to a
+/// registry on loopback (as `<registry>/teams/<component>:v1`), a grants
+/// file holding the team policy's lines `policy` and a `registries` line
+/// allowing that registry's `teams/`, and wink run on `kubeconfig` with
+/// `--winkplugins install` and `extra`, once it watches
+/// NamespacedWinkPlugins. The registry and wink stop when it is dropped.
+struct TeamDaemon {
+    _registry: Registry,
+    reference: String,
+    wink: Wink,
+}
+
+impl TeamDaemon {
+    fn start(kubeconfig: &Path, test: &str, component: &str, policy: &str, extra: &[&str]) -> TeamDaemon {
+        let s = Setup::with_kubeconfig(test, kubeconfig);
+        let registry = Registry::start(&format!("{test}_registry"));
+        let host = registry.host();
+        let reference = format!("{host}/teams/{}:v1", component.replace('_', "-"));
+        push(&registry, &reference, &plugin(component));
+        let grants = scratch(&format!("{test}_grants")).join("grants.yaml");
+        let policy = format!("teams:\n{policy}  registries: [\"{host}/teams\"]\n");
+        std::fs::write(&grants, policy).unwrap();
+        let store = scratch(&format!("{test}_store")).join("store");
+        let (store, grants) = (store.to_str().unwrap(), grants.to_str().unwrap());
+        let mut args = vec![
+            "--winkplugins",
+            "install",
+            "--plain-http",
+            &host,
+            "--oci-store",
+            store,
+            "--grants",
+            grants,
+        ];
+        args.extend_from_slice(extra);
+        let wink = s.run(&args);
+        wink.wait_for_line("watching NamespacedWinkPlugins", WAIT);
+        TeamDaemon {
+            _registry: registry,
+            reference,
+            wink,
+        }
+    }
 }
