@@ -45,7 +45,7 @@ async fn each_team_sees_only_its_namespace_on_the_real_server() {
     let kubectl = cp.kubectl(&scratch("real_team_plugins_kubectl"));
     for (ns, other) in [(&a, &b), (&b, &a), (&c, &a)] {
         let (ok, out, err) = kubectl
-            .apply(&team_plugin(ns, &reference, other).to_string())
+            .apply(&team_plugin(ns, reference, other).to_string())
             .await;
         assert!(ok, "{err}\n{out}");
     }
@@ -96,7 +96,7 @@ async fn each_team_sees_only_its_namespace_on_the_real_server() {
         let name = format!("probe--{ns}");
         wink.wait_for_line(&format!("[{name}] probe done"), WAIT);
         assert_eq!(
-            lines_starting(&wink, &name, "query "),
+            lines_starting(wink, &name, "query "),
             [
                 format!("query 0 list Pod: ok [{ns}/p {ns}/trigger]"),
                 "query 1 list Pod: ok []".to_string(),
@@ -104,7 +104,7 @@ async fn each_team_sees_only_its_namespace_on_the_real_server() {
             ],
             "{name} sees its own Pods only"
         );
-        let events = lines_starting(&wink, &name, "event add ");
+        let events = lines_starting(wink, &name, "event add ");
         assert!(
             !events.is_empty() && events.iter().all(|l| l.starts_with(&format!("event add {ns}/"))),
             "{events:#?}"
@@ -170,33 +170,8 @@ async fn past_the_cap_of_a_teams_plugins_one_waits_on_the_real_server() {
     );
     let (reference, wink) = (&daemon.reference, &daemon.wink);
     let kubectl = cp.kubectl(&scratch("real_team_plugins_cap_kubectl"));
-    let wait = async |name: &str, want: (&str, &str)| {
-        let deadline = Instant::now() + WAIT;
-        loop {
-            let (_, out, _) = kubectl
-                .run(&[
-                    "get",
-                    "namespacedwinkplugin",
-                    name,
-                    "-n",
-                    team.as_str(),
-                    "-o",
-                    "json",
-                ])
-                .await;
-            let v: Value = serde_json::from_str(&out).unwrap_or(Value::Null);
-            if crate::team_caps::loaded(&v) == (want.0.to_string(), want.1.to_string()) {
-                return v;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "{name}: not {want:?}: {v:#}\n{}",
-                wink.lines().join("\n")
-            );
-            tokio::time::sleep(Duration::from_millis(300)).await;
-        }
-    };
-    let probe = |name: &str| crate::team_caps::named_probe(&team, name, &reference).to_string();
+    let wait = async |name: &str, want: (&str, &str)| until_loaded(&kubectl, &team, name, want, wink).await;
+    let probe = |name: &str| crate::team_caps::named_probe(&team, name, reference).to_string();
     let (ok, out, err) = kubectl.apply(&probe("first")).await;
     assert!(ok, "{err}\n{out}");
     wait("first", ("True", "Loaded")).await;
@@ -229,34 +204,9 @@ async fn a_namespace_labelled_in_and_out_of_the_selector_on_the_real_server() {
     );
     let (reference, wink) = (&daemon.reference, &daemon.wink);
     let kubectl = cp.kubectl(&scratch("real_team_plugins_selector_kubectl"));
-    let wait = async |want: (&str, &str)| {
-        let deadline = Instant::now() + WAIT;
-        loop {
-            let (_, out, _) = kubectl
-                .run(&[
-                    "get",
-                    "namespacedwinkplugin",
-                    "probe",
-                    "-n",
-                    team.as_str(),
-                    "-o",
-                    "json",
-                ])
-                .await;
-            let v: Value = serde_json::from_str(&out).unwrap_or(Value::Null);
-            if crate::team_caps::loaded(&v) == (want.0.to_string(), want.1.to_string()) {
-                return v;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "not {want:?}: {v:#}\n{}",
-                wink.lines().join("\n")
-            );
-            tokio::time::sleep(Duration::from_millis(300)).await;
-        }
-    };
+    let wait = async |want: (&str, &str)| until_loaded(&kubectl, &team, "probe", want, wink).await;
     let (ok, out, err) = kubectl
-        .apply(&team_plugin(&team, &reference, "default").to_string())
+        .apply(&team_plugin(&team, reference, "default").to_string())
         .await;
     assert!(ok, "{err}\n{out}");
     let v = wait(("False", "NotAllowed")).await;
@@ -321,5 +271,32 @@ impl TeamDaemon {
             reference,
             wink,
         }
+    }
+}
+
+/// The NamespacedWinkPlugin `name` of `ns`, once its `Loaded` condition's
+/// status and reason are `want` (`wink`'s lines said when it never is).
+async fn until_loaded(
+    kubectl: &envtest::Kubectl,
+    ns: &str,
+    name: &str,
+    want: (&str, &str),
+    wink: &Wink,
+) -> Value {
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let (_, out, _) = kubectl
+            .run(&["get", "namespacedwinkplugin", name, "-n", ns, "-o", "json"])
+            .await;
+        let v: Value = serde_json::from_str(&out).unwrap_or(Value::Null);
+        if crate::team_caps::loaded(&v) == (want.0.to_string(), want.1.to_string()) {
+            return v;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{ns}/{name}: not {want:?}: {v:#}\n{}",
+            wink.lines().join("\n")
+        );
+        tokio::time::sleep(Duration::from_millis(300)).await;
     }
 }
