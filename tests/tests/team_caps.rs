@@ -9,10 +9,9 @@
 //! them is deleted.
 
 use crate::cache_support::{Setup, WAIT, config_map, free_port, http, namespace};
-use crate::common::{plugin, scratch};
 use crate::kubectl_support::{env, have_kubectl};
-use crate::registry_support::Registry;
-use crate::winkplugins::support::{apply, condition, push, run_args};
+use crate::team_plugins::SimTeams;
+use crate::winkplugins::support::{apply, condition};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, PostParams};
 use serde_json::{Value, json};
@@ -41,30 +40,16 @@ async fn a_spinning_team_is_held_to_its_share_and_the_other_team_gets_every_even
         return;
     }
     let env = env("team_caps", SimConfig::default()).await;
-    let s = Setup::new("team_caps", &env.sim);
-    let reg = Registry::start("team_caps_registry");
-    let reference = format!("{}/teams/probe:v1", reg.host());
-    push(&reg, &reference, &plugin("cache_probe"));
     for ns in ["team-a", "team-b"] {
         namespace(&env.sim, ns).await;
     }
-    let grants = scratch("team_caps_grants").join("grants.yaml");
-    std::fs::write(
-        &grants,
-        format!(
-            "teams:\n  namespaces: [team-a, team-b]\n  registries: [\"{}/teams\"]\n  limits: {{cpu: 0.05, memory: 48Mi}}\n",
-            reg.host()
-        ),
-    )
-    .unwrap();
-    let store = scratch("team_caps_store").join("store");
+    let s = Setup::new("team_caps", &env.sim);
     let addr = format!("127.0.0.1:{}", free_port());
-    let mut args = run_args(&reg.host(), &store);
-    args.extend(["--grants", grants.to_str().unwrap(), "--admin-addr", &addr].map(String::from));
-    let wink = s.run(&args.iter().map(String::as_str).collect::<Vec<_>>());
-    wink.wait_for_line("watching NamespacedWinkPlugins", WAIT);
-    apply(&env, &probe("team-a", &reference, 40)).await;
-    apply(&env, &probe("team-b", &reference, 0)).await;
+    let policy = "  namespaces: [team-a, team-b]\n  limits: {cpu: 0.05, memory: 48Mi}\n";
+    let teams = SimTeams::start(&s, "team_caps", "cache_probe", policy, &["--admin-addr", &addr]);
+    let (reference, wink) = (&teams.reference, &teams.wink);
+    apply(&env, &probe("team-a", reference, 40)).await;
+    apply(&env, &probe("team-b", reference, 0)).await;
     for ns in ["team-a", "team-b"] {
         wink.wait_for_line(&format!("[probe--{ns}] synced"), WAIT);
     }
@@ -168,25 +153,11 @@ async fn past_the_cap_of_a_teams_plugins_the_newest_waits_until_one_is_deleted()
         return;
     }
     let env = env("team_caps_plugins", SimConfig::default()).await;
-    let s = Setup::new("team_caps_plugins", &env.sim);
-    let reg = Registry::start("team_caps_plugins_registry");
-    let reference = format!("{}/teams/probe:v1", reg.host());
-    push(&reg, &reference, &plugin("cache_probe"));
     namespace(&env.sim, "team-a").await;
-    let grants = scratch("team_caps_plugins_grants").join("grants.yaml");
-    std::fs::write(
-        &grants,
-        format!(
-            "teams:\n  namespaces: [team-a]\n  registries: [\"{}/teams\"]\n  limits: {{plugins: 2}}\n",
-            reg.host()
-        ),
-    )
-    .unwrap();
-    let store = scratch("team_caps_plugins_store").join("store");
-    let mut args = run_args(&reg.host(), &store);
-    args.extend(["--grants", grants.to_str().unwrap()].map(String::from));
-    let wink = s.run(&args.iter().map(String::as_str).collect::<Vec<_>>());
-    wink.wait_for_line("watching NamespacedWinkPlugins", WAIT);
+    let s = Setup::new("team_caps_plugins", &env.sim);
+    let policy = "  namespaces: [team-a]\n  limits: {plugins: 2}\n";
+    let teams = SimTeams::start(&s, "team_caps_plugins", "cache_probe", policy, &[]);
+    let (reference, wink) = (&teams.reference, &teams.wink);
     let all = async || -> Vec<Seen> {
         let (_, out, _) = env
             .run(&["get", "namespacedwinkplugin", "-n", "team-a", "-o", "json"])
@@ -214,7 +185,7 @@ async fn past_the_cap_of_a_teams_plugins_the_newest_waits_until_one_is_deleted()
     let is = |status: &str, reason: &str| (status.to_string(), reason.to_string());
     let ran = is("True", "Loaded");
     for name in ["p1", "p2"] {
-        apply(&env, &named_probe("team-a", name, &reference)).await;
+        apply(&env, &named_probe("team-a", name, reference)).await;
     }
     until("p1 and p2 loaded", &|now: &[Seen]| {
         now.len() == 2 && now.iter().all(|(_, l)| *l == ran)
@@ -222,7 +193,7 @@ async fn past_the_cap_of_a_teams_plugins_the_newest_waits_until_one_is_deleted()
     .await;
 
     // One past the cap: exactly one waits, the newest; the two others run on.
-    apply(&env, &named_probe("team-a", "p3", &reference)).await;
+    apply(&env, &named_probe("team-a", "p3", reference)).await;
     let now = until("p3 refused", &|now: &[Seen]| {
         now.iter().any(|(n, l)| n == "p3" && l.1 == "TooManyPlugins")
     })

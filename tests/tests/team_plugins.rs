@@ -13,13 +13,14 @@
 //! `wink_plugin_info` say its team.
 
 use crate::cache_support::{Setup, WAIT, lines_starting, namespace, pod};
-use crate::common::{plugin, scratch};
+use crate::common::{Wink, plugin, scratch};
 use crate::kubectl_support::{Env, env, have_kubectl};
 use crate::registry_support::Registry;
 use crate::winkplugins::support::{apply, condition, push, run_args};
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, PostParams};
 use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 use wink_sim::SimConfig;
 
@@ -64,12 +65,6 @@ async fn each_team_sees_only_its_namespace_and_the_policy_says_who_may_run() {
         return;
     }
     let env = env("team_plugins", SimConfig::default()).await;
-    let s = Setup::new("team_plugins", &env.sim);
-    let reg = Registry::start("team_plugins_registry");
-    let reference = format!("{}/teams/probe:v1", reg.host());
-    push(&reg, &reference, &plugin("cache_probe"));
-    let elsewhere = format!("{}/other/probe:v1", reg.host());
-    push(&reg, &elsewhere, &plugin("cache_probe"));
     for ns in ["team-a", "team-b", "team-c"] {
         namespace(&env.sim, ns).await;
         Api::<Pod>::namespaced(env.sim.client(), ns)
@@ -77,23 +72,15 @@ async fn each_team_sees_only_its_namespace_and_the_policy_says_who_may_run() {
             .await
             .unwrap();
     }
-    let grants = scratch("team_plugins_grants").join("grants.yaml");
-    std::fs::write(
-        &grants,
-        format!(
-            "teams:\n  namespaces: [team-a, team-b]\n  registries: [\"{}/teams\"]\n",
-            reg.host()
-        ),
-    )
-    .unwrap();
-    let store = scratch("team_plugins_store").join("store");
-    let mut args = run_args(&reg.host(), &store);
-    args.extend(["--grants".to_string(), grants.to_str().unwrap().to_string()]);
-    let wink = s.run(&args.iter().map(String::as_str).collect::<Vec<_>>());
-    wink.wait_for_line("watching NamespacedWinkPlugins", WAIT);
+    let s = Setup::new("team_plugins", &env.sim);
+    let policy = "  namespaces: [team-a, team-b]\n";
+    let teams = SimTeams::start(&s, "team_plugins", "cache_probe", policy, &[]);
+    let (reference, wink, reg) = (&teams.reference, &teams.wink, &teams.registry);
+    let elsewhere = format!("{}/other/probe:v1", reg.host());
+    push(reg, &elsewhere, &plugin("cache_probe"));
 
     for (ns, other) in [("team-a", "team-b"), ("team-b", "team-a"), ("team-c", "team-a")] {
-        apply(&env, &team_plugin(ns, &reference, other)).await;
+        apply(&env, &team_plugin(ns, reference, other)).await;
     }
     for ns in ["team-a", "team-b"] {
         let object = wait_condition(&env, ns, "Ready", |c| c["status"] == "True").await;
@@ -121,7 +108,7 @@ async fn each_team_sees_only_its_namespace_and_the_policy_says_who_may_run() {
         let name = format!("probe--{ns}");
         wink.wait_for_line(&format!("[{name}] probe done"), WAIT);
         assert_eq!(
-            lines_starting(&wink, &name, "query "),
+            lines_starting(wink, &name, "query "),
             [
                 format!("query 0 list Pod: ok [{ns}/p {ns}/trigger]"),
                 "query 1 list Pod: ok []".to_string(),
@@ -129,7 +116,7 @@ async fn each_team_sees_only_its_namespace_and_the_policy_says_who_may_run() {
             ],
             "{name} sees its own Pods only"
         );
-        let events = lines_starting(&wink, &name, "event add ");
+        let events = lines_starting(wink, &name, "event add ");
         assert!(
             events.iter().all(|l| l.starts_with(&format!("event add {ns}/"))),
             "{events:#?}"
@@ -151,14 +138,7 @@ async fn each_team_sees_only_its_namespace_and_the_policy_says_who_may_run() {
 
     // The policy edited (hot-reloaded): a namespace taken out of it is
     // unloaded and its status says why.
-    std::fs::write(
-        &grants,
-        format!(
-            "teams:\n  namespaces: [team-a]\n  registries: [\"{}/teams\"]\n",
-            reg.host()
-        ),
-    )
-    .unwrap();
+    teams.write_policy("  namespaces: [team-a]\n");
     let out = wait_condition(&env, "team-b", "Loaded", |c| c["reason"] == "NotAllowed").await;
     assert_eq!(out["status"]["ready"], "False", "{out:#}");
     wink.wait_for_line("team plugin no longer allowed: its plugin is unloaded", WAIT);
@@ -181,27 +161,13 @@ async fn a_team_plugins_writes_outside_its_namespace_are_refused_and_said() {
         return;
     }
     let env = env("team_plugins_writes", SimConfig::default()).await;
-    let s = Setup::new("team_plugins_writes", &env.sim);
-    let reg = Registry::start("team_plugins_writes_registry");
-    let reference = format!("{}/teams/writer:v1", reg.host());
-    push(&reg, &reference, &plugin("write_probe"));
     for ns in ["team-a", "team-b"] {
         namespace(&env.sim, ns).await;
     }
-    let grants = scratch("team_plugins_writes_grants").join("grants.yaml");
-    std::fs::write(
-        &grants,
-        format!(
-            "teams:\n  namespaces: [team-a, team-b]\n  events: true\n  writes: [{{apiVersion: v1, kind: ConfigMap, verbs: [create]}}]\n  registries: [\"{}/teams\"]\n",
-            reg.host()
-        ),
-    )
-    .unwrap();
-    let store = scratch("team_plugins_writes_store").join("store");
-    let mut args = run_args(&reg.host(), &store);
-    args.extend(["--grants".to_string(), grants.to_str().unwrap().to_string()]);
-    let wink = s.run(&args.iter().map(String::as_str).collect::<Vec<_>>());
-    wink.wait_for_line("watching NamespacedWinkPlugins", WAIT);
+    let s = Setup::new("team_plugins_writes", &env.sim);
+    let policy = "  namespaces: [team-a, team-b]\n  events: true\n  writes: [{apiVersion: v1, kind: ConfigMap, verbs: [create]}]\n";
+    let teams = SimTeams::start(&s, "team_plugins_writes", "write_probe", policy, &[]);
+    let (reference, wink) = (&teams.reference, &teams.wink);
     let cm = |ns: &str, name: &str| json!({"metadata": {"name": name, "namespace": ns}});
     let writer = json!({"apiVersion": "wink.dev/v1alpha1", "kind": "NamespacedWinkPlugin",
     "metadata": {"name": "writer", "namespace": "team-a"},
@@ -247,7 +213,7 @@ async fn a_team_plugins_writes_outside_its_namespace_are_refused_and_said() {
         );
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
-    crate::cache_support::wait_synced(&wink, "writer--team-a");
+    crate::cache_support::wait_synced(wink, "writer--team-a");
     Api::<k8s_openapi::api::core::v1::ConfigMap>::namespaced(env.sim.client(), "team-a")
         .create(
             &PostParams::default(),
@@ -256,7 +222,7 @@ async fn a_team_plugins_writes_outside_its_namespace_are_refused_and_said() {
         .await
         .unwrap();
     wink.wait_for_line("[writer--team-a] probe done", WAIT);
-    let answers = lines_starting(&wink, "writer--team-a", "write ");
+    let answers = lines_starting(wink, "writer--team-a", "write ");
     assert_eq!(answers.len(), 5, "{answers:#?}");
     assert_eq!(answers[0], "write 0 create: ok team-a/mine", "{answers:#?}");
     assert!(
@@ -291,9 +257,6 @@ async fn a_team_plugins_results_and_metrics_say_its_team() {
     let env = env("team_plugins_team", SimConfig::default()).await;
     let s = Setup::new("team_plugins_team", &env.sim);
     s.install("pod_security", "pod-security", None);
-    let reg = Registry::start("team_plugins_team_registry");
-    let reference = format!("{}/teams/pods:v1", reg.host());
-    push(&reg, &reference, &plugin("pod_security"));
     namespace(&env.sim, "team-a").await;
     let privileged = crate::report_support::violating_pod("team-a", "priv", 1);
     Api::<Pod>::namespaced(env.sim.client(), "team-a")
@@ -303,27 +266,11 @@ async fn a_team_plugins_results_and_metrics_say_its_team() {
         )
         .await
         .unwrap();
-    let grants = scratch("team_plugins_team_grants").join("grants.yaml");
-    let policy = format!(
-        "teams:\n  namespaces: [team-a]\n  registries: [\"{}/teams\"]\n",
-        reg.host()
-    );
-    std::fs::write(&grants, policy).unwrap();
-    let store = scratch("team_plugins_team_store").join("store");
     let admin = format!("127.0.0.1:{}", crate::cache_support::free_port());
-    let mut args = run_args(&reg.host(), &store);
-    for a in [
-        "--grants",
-        grants.to_str().unwrap(),
-        "--admin-addr",
-        &admin,
-        "--report-batch-ms",
-        "200",
-    ] {
-        args.push(a.to_string());
-    }
-    let wink = s.run(&args.iter().map(String::as_str).collect::<Vec<_>>());
-    wink.wait_for_line("watching NamespacedWinkPlugins", WAIT);
+    let flags = ["--admin-addr", &admin, "--report-batch-ms", "200"];
+    let policy = "  namespaces: [team-a]\n";
+    let teams = SimTeams::start(&s, "team_plugins_team", "pod_security", policy, &flags);
+    let reference = &teams.reference;
     let team_plugin = json!({"apiVersion": "wink.dev/v1alpha1", "kind": "NamespacedWinkPlugin",
         "metadata": {"name": "pods", "namespace": "team-a"},
         "spec": {"source": {"oci": reference}}});
@@ -383,4 +330,53 @@ pub(crate) async fn until_team_results(
             false => assert!(said.is_null(), "the operator's plugin has no team: {r}"),
         }
     }
+}
+
+/// One test's team-plugin daemon on the simulated cluster: the test plugin
+/// `component` pushed to a registry on loopback (as
+/// `<registry>/teams/<component>:v1`), a grants file holding the team
+/// policy's lines `policy` and a `registries` line allowing that registry's
+/// `teams/`, and wink run from `s` with `--winkplugins install` and `extra`,
+/// once it watches NamespacedWinkPlugins. The registry and wink stop when
+/// it is dropped.
+pub(crate) struct SimTeams {
+    pub registry: Registry,
+    pub reference: String,
+    pub grants: PathBuf,
+    pub wink: Wink,
+}
+
+impl SimTeams {
+    pub fn start(s: &Setup, test: &str, component: &str, policy: &str, extra: &[&str]) -> SimTeams {
+        let registry = Registry::start(&format!("{test}_registry"));
+        let reference = format!("{}/teams/{}:v1", registry.host(), component.replace('_', "-"));
+        push(&registry, &reference, &plugin(component));
+        let grants = scratch(&format!("{test}_grants")).join("grants.yaml");
+        let store = scratch(&format!("{test}_store")).join("store");
+        let mut args = run_args(&registry.host(), &store);
+        args.extend(["--grants", grants.to_str().unwrap()].map(String::from));
+        args.extend(extra.iter().map(|a| a.to_string()));
+        policy_file(&grants, &registry.host(), policy);
+        let wink = s.run(&args.iter().map(String::as_str).collect::<Vec<_>>());
+        wink.wait_for_line("watching NamespacedWinkPlugins", WAIT);
+        SimTeams {
+            registry,
+            reference,
+            grants,
+            wink,
+        }
+    }
+
+    /// Write the team policy's lines `policy` to the grants file, which
+    /// wink reloads.
+    pub fn write_policy(&self, policy: &str) {
+        policy_file(&self.grants, &self.registry.host(), policy);
+    }
+}
+
+/// The grants file `grants`: the team policy's lines `policy` and a
+/// `registries` line allowing `<host>/teams`.
+fn policy_file(grants: &Path, host: &str, policy: &str) {
+    let registries = format!("  registries: [\"{host}/teams\"]\n");
+    std::fs::write(grants, format!("teams:\n{policy}{registries}")).unwrap();
 }

@@ -5,11 +5,9 @@
 //! the label off unloads it (`NotAllowed` again), wink running throughout.
 
 use crate::cache_support::{Setup, WAIT, namespace};
-use crate::common::{plugin, scratch};
 use crate::kubectl_support::{env, have_kubectl};
-use crate::registry_support::Registry;
-use crate::team_plugins::{team_plugin, wait_condition};
-use crate::winkplugins::support::{apply, condition, push, run_args};
+use crate::team_plugins::{SimTeams, team_plugin, wait_condition};
+use crate::winkplugins::support::{apply, condition};
 use wink_sim::SimConfig;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -18,26 +16,12 @@ async fn a_namespace_labelled_into_the_selector_runs_team_plugins_and_out_of_it_
         return;
     }
     let env = env("team_selector", SimConfig::default()).await;
-    let s = Setup::new("team_selector", &env.sim);
-    let reg = Registry::start("team_selector_registry");
-    let reference = format!("{}/teams/probe:v1", reg.host());
-    push(&reg, &reference, &plugin("cache_probe"));
     namespace(&env.sim, "team-x").await;
-    let grants = scratch("team_selector_grants").join("grants.yaml");
-    std::fs::write(
-        &grants,
-        format!(
-            "teams:\n  namespaceSelector: {{matchLabels: {{wink.dev/team: \"true\"}}}}\n  registries: [\"{}/teams\"]\n",
-            reg.host()
-        ),
-    )
-    .unwrap();
-    let store = scratch("team_selector_store").join("store");
-    let mut args = run_args(&reg.host(), &store);
-    args.extend(["--grants".to_string(), grants.to_str().unwrap().to_string()]);
-    let wink = s.run(&args.iter().map(String::as_str).collect::<Vec<_>>());
-    wink.wait_for_line("watching NamespacedWinkPlugins", WAIT);
-    apply(&env, &team_plugin("team-x", &reference, "default")).await;
+    let s = Setup::new("team_selector", &env.sim);
+    let policy = "  namespaceSelector: {matchLabels: {wink.dev/team: \"true\"}}\n";
+    let teams = SimTeams::start(&s, "team_selector", "cache_probe", policy, &[]);
+    let (reference, wink) = (&teams.reference, &teams.wink);
+    apply(&env, &team_plugin("team-x", reference, "default")).await;
 
     // Unlabelled: not allowed.
     let refused = wait_condition(&env, "team-x", "Loaded", |c| c["status"] == "False").await;
