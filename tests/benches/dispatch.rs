@@ -10,7 +10,8 @@
 //! compressed (the default). Then the host overhead per (event x plugin) alone:
 //! the same updates handed straight to a handler on one thread, no queue,
 //! native and wasm, in ns per delivery, with the objects in the CPU caches
-//! (as when a listener delivers an object the informer just applied) and not.
+//! (as when a listener delivers an object the informer just applied) and not;
+//! and the same on Winch's build and on the metered engine (fuel counted).
 //! Run: `cargo bench -p wink-e2e --bench dispatch`.
 
 #[path = "../tests/common/mod.rs"]
@@ -229,11 +230,14 @@ fn main() {
             wasm - native
         );
     }
-    // What tier-up's Winch build costs per event against Cranelift's.
+    // What tier-up's Winch build, and the metered engine of plugins under a
+    // fuel cap, cost per event against the shared engine's Cranelift build.
     let component = common::plugin("bench_counter");
-    println!("compiled by Winch (tier-up's first build) against Cranelift, warm, ns per delivery:");
-    println!("| plugin | Cranelift | Winch | Winch / Cranelift |");
-    println!("|---|---|---|---|");
+    println!(
+        "compiled by Winch (tier-up's first build) and by the metered engine (fuel caps) against Cranelift, warm, ns per delivery:"
+    );
+    println!("| plugin | Cranelift | Winch | Winch / Cranelift | metered | metered / Cranelift |");
+    println!("|---|---|---|---|---|---|");
     for (what, config) in [
         ("reading the name", r#"{"decode": false}"#),
         ("decoding the Pod (k8s-openapi)", r#"{"decode": true}"#),
@@ -241,11 +245,17 @@ fn main() {
         let cranelift = support::plugins_with_config(&component, 1, config);
         let winch_engine = WinkEngine::with_compiler(Compiler::Winch).unwrap();
         let winch = support::plugins_on(winch_engine, &component, 1, config);
-        let (mut c, mut w) = (f64::INFINITY, f64::INFINITY);
+        let metered = support::plugins_on(WinkEngine::metered().unwrap(), &component, 1, config);
+        let (mut c, mut w, mut m) = (f64::INFINITY, f64::INFINITY, f64::INFINITY);
         for _ in 0..3 {
             c = c.min(direct(&objects, &*cranelift[0], true));
             w = w.min(direct(&objects, &*winch[0], true));
+            m = m.min(direct(&objects, &*metered[0], true));
         }
-        println!("| {what} | {c:.0} | {w:.0} | {:.2} |", w / c);
+        println!(
+            "| {what} | {c:.0} | {w:.0} | {:.2} | {m:.0} | {:.2} |",
+            w / c,
+            m / c
+        );
     }
 }

@@ -11,7 +11,8 @@
 //! (`TooManyPlugins`) and loads once the first is deleted. Under a policy
 //! of `namespaceSelector` alone, a namespace's NamespacedWinkPlugin is
 //! refused (`NotAllowed`), loads once the namespace is labelled, and is
-//! unloaded once the label is taken off.
+//! unloaded once the label is taken off. A team's `spec.grant.limits.fuel`
+//! is kept by the server and is the plugin's fuel cap.
 
 use crate::cache_support::{Setup, WAIT, lines_starting, pod};
 use crate::common::{Wink, plugin, scratch};
@@ -227,6 +228,48 @@ async fn a_namespace_labelled_in_and_out_of_the_selector_on_the_real_server() {
     let v = wait(("False", "NotAllowed")).await;
     assert_eq!(v["status"]["ready"], "False", "{v:#}");
     wink.wait_for_line("team plugin no longer allowed: its plugin is unloaded", WAIT);
+}
+
+/// A team asks for less fuel than the policy's in `spec.grant.limits.fuel`:
+/// the real server keeps the field (the CRD's schema has it, so it is not
+/// pruned), and the plugin runs under the team's cap.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_team_plugins_fuel_cap_is_kept_by_the_real_server() {
+    // A server of its own: another test's daemon would pass over this one too.
+    let Some(cp) = envtest::ControlPlane::start(&envtest::Options::default()) else {
+        return;
+    };
+    let team = cp.namespace("team-fuel").await;
+    let admin = format!("127.0.0.1:{}", crate::cache_support::free_port());
+    let policy = format!("  namespaces: [{team}]\n  limits: {{fuel: 20000000}}\n");
+    let daemon = TeamDaemon::start(
+        &cp.kubeconfig,
+        "real_team_plugins_fuel",
+        "cache_probe",
+        &policy,
+        &["--admin-addr", &admin],
+    );
+    let kubectl = cp.kubectl(&scratch("real_team_plugins_fuel_kubectl"));
+    let mut probe = crate::team_caps::named_probe(&team, "metered", &daemon.reference);
+    probe["spec"]["grant"] = json!({"limits": {"fuel": 5_000_000}});
+    let (ok, out, err) = kubectl.apply(&probe.to_string()).await;
+    assert!(ok, "{err}\n{out}");
+    let stored = until_loaded(&kubectl, &team, "metered", ("True", "Loaded"), &daemon.wink).await;
+    assert_eq!(stored["spec"]["grant"]["limits"]["fuel"], 5_000_000, "{stored:#}");
+    let (code, plugins) = crate::cache_support::http(&admin, "GET", "/debug/plugins").await;
+    assert_eq!(code, 200);
+    let plugins: Value = serde_json::from_str(&plugins).unwrap();
+    let name = format!("metered--{team}");
+    let ours = plugins["plugins"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == name);
+    assert_eq!(
+        ours.map(|p| p["fuel"].clone()),
+        Some(json!(5_000_000)),
+        "{plugins:#}"
+    );
 }
 
 /// One test's team-plugin daemon: the test plugin `component` pushed to a

@@ -33,19 +33,22 @@ fn start(mode: &str) -> (Arc<PluginInstance>, Crashes) {
 }
 
 fn start_with(mode: &str, call_deadline: Duration) -> (Arc<PluginInstance>, Crashes) {
-    let engine = WinkEngine::new().unwrap();
-    let linker = loader::linker(&engine).unwrap();
-    let loaded = loader::load(&engine, &linker, None, &plugin("misbehave")).unwrap();
     let limits = Limits {
         call_deadline,
         ..Limits::default()
     };
+    start_on(&WinkEngine::new().unwrap(), mode, limits)
+}
+
+fn start_on(engine: &WinkEngine, mode: &str, limits: Limits) -> (Arc<PluginInstance>, Crashes) {
+    let linker = loader::linker(engine).unwrap();
+    let loaded = loader::load(engine, &linker, None, &plugin("misbehave")).unwrap();
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
     let config = format!(r#"{{"mode": "{mode}", "trigger": "bomb", "on": "add"}}"#);
     let (instance, registration) = PluginInstance::start(
         format!("misbehave-{mode}").into(),
         loaded.pre,
-        &engine,
+        engine,
         config,
         limits,
         Some(tx),
@@ -106,6 +109,31 @@ fn an_endless_loop_started_while_the_epoch_ticker_sleeps_hits_the_call_deadline(
     assert_eq!(instance.traps(), 1);
     let report = crashes.try_recv().expect("a crash report");
     assert!(report.reason.contains("interrupt"), "{}", report.reason);
+}
+
+/// On the metered engine, a loop under a fuel cap is stopped by its fuel,
+/// not its (long) deadline; and every call starts with the whole cap: ten
+/// thousand harmless calls, together far past it, all run.
+#[test]
+fn an_endless_loop_under_a_fuel_cap_runs_out_of_fuel() {
+    let limits = Limits {
+        call_deadline: Duration::from_secs(60),
+        fuel: Some(2_000_000),
+        ..Limits::default()
+    };
+    let (instance, mut crashes) = start_on(&WinkEngine::metered().unwrap(), "loop", limits);
+    for i in 0..10_000 {
+        instance.on_add(&pod(&format!("fine-{i}")), false);
+    }
+    assert_eq!(instance.traps(), 0, "each call gets the whole cap again");
+    instance.on_add(&pod("bomb"), false);
+    assert_eq!(instance.traps(), 1, "the loop was stopped");
+    let report = crashes.try_recv().expect("a crash report");
+    assert!(
+        report.reason.contains("all fuel consumed"),
+        "its fuel stopped it, not its deadline: {}",
+        report.reason
+    );
 }
 
 #[test]

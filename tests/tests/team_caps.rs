@@ -6,7 +6,9 @@
 //! and both are loaded under the policy's memory cap. Under
 //! `limits.plugins: 2`, a third NamespacedWinkPlugin of one namespace
 //! waits (`TooManyPlugins`) while the two others run, and loads once one of
-//! them is deleted.
+//! them is deleted. Under `limits.fuel`, team A's plugin, spinning, runs
+//! out of fuel on each event (a `fuel` crash) while team B's, asking for
+//! less fuel than the policy's and getting it, is told of every one.
 
 use crate::cache_support::{Setup, WAIT, config_map, free_port, http, namespace};
 use crate::kubectl_support::{env, have_kubectl};
@@ -231,5 +233,100 @@ async fn past_the_cap_of_a_teams_plugins_the_newest_waits_until_one_is_deleted()
     assert_eq!(
         now.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>(),
         ["p2", "p3"]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_team_plugin_past_its_fuel_traps_and_the_other_team_runs_on() {
+    if !have_kubectl() {
+        return;
+    }
+    let env = env("team_caps_fuel", SimConfig::default()).await;
+    for ns in ["team-a", "team-b"] {
+        namespace(&env.sim, ns).await;
+    }
+    let s = Setup::new("team_caps_fuel", &env.sim);
+    let addr = format!("127.0.0.1:{}", free_port());
+    let policy = "  namespaces: [team-a, team-b]\n  limits: {fuel: 20000000}\n";
+    let teams = SimTeams::start(
+        &s,
+        "team_caps_fuel",
+        "cache_probe",
+        policy,
+        &["--admin-addr", &addr],
+    );
+    let (reference, wink) = (&teams.reference, &teams.wink);
+    // 300 ms of spinning is hundreds of millions of instructions, and well
+    // within the call deadline (1 s): only the fuel can stop it.
+    apply(&env, &probe("team-a", reference, 300)).await;
+    let mut b = probe("team-b", reference, 0);
+    b["spec"]["grant"] = json!({"limits": {"fuel": 5_000_000}});
+    apply(&env, &b).await;
+    for ns in ["team-a", "team-b"] {
+        wink.wait_for_line(&format!("[probe--{ns}] synced"), WAIT);
+    }
+    let (_, plugins) = http(&addr, "GET", "/debug/plugins").await;
+    let plugins: Value = serde_json::from_str(&plugins).unwrap_or(Value::Null);
+    let fuel = |ns: &str| {
+        plugins["plugins"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|p| p["name"] == format!("probe--{ns}"))
+            .map(|p| p["fuel"].clone())
+    };
+    assert_eq!(
+        fuel("team-a"),
+        Some(json!(20_000_000)),
+        "the policy's: {plugins:#}"
+    );
+    assert_eq!(
+        fuel("team-b"),
+        Some(json!(5_000_000)),
+        "asked less, got less: {plugins:#}"
+    );
+
+    const N: usize = 3;
+    for i in 0..N {
+        for ns in ["team-a", "team-b"] {
+            Api::<ConfigMap>::namespaced(env.sim.client(), ns)
+                .create(
+                    &PostParams::default(),
+                    &config_map(ns, &format!("cm-{i}"), json!({})),
+                )
+                .await
+                .unwrap();
+        }
+    }
+    let prefix = "event add team-b/cm-";
+    wink.wait_until("team B told of every ConfigMap", WAIT, |_| {
+        let lines = wink.plugin_lines("probe--team-b");
+        lines.iter().filter(|l| l.starts_with(prefix)).count() == N
+    });
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let (_, text) = http(&addr, "GET", "/metrics").await;
+        let crashes = |ns: &str, kind: &str| {
+            let plugin = format!("probe--{ns}");
+            let labels = [("plugin", plugin.as_str()), ("kind", kind)];
+            crate::admin::sample(&text, "wink_plugin_crashes_by_kind_total", &labels).unwrap_or(0.0)
+        };
+        if crashes("team-a", "fuel") >= 1.0 {
+            assert_eq!(
+                crashes("team-a", "deadline"),
+                0.0,
+                "fuel, not the deadline:\n{text}"
+            );
+            let b = crate::admin::sample(&text, "wink_plugin_crashes_total", &[("plugin", "probe--team-b")]);
+            assert_eq!(b.unwrap_or(0.0), 0.0, "team B never crashed:\n{text}");
+            break;
+        }
+        assert!(Instant::now() < deadline, "team A never ran out of fuel:\n{text}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert!(
+        wink.lines().iter().any(|l| l.contains("all fuel consumed")),
+        "the log says why:\n{}",
+        wink.lines().join("\n")
     );
 }

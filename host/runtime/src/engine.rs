@@ -1,8 +1,9 @@
 //! [`WinkEngine`]: the one wasmtime engine every plugin shares, configured for
 //! cheap calls (no component-model concurrency), with its epoch ticker
 //! ([`super::ticker`]) that makes long calls yield and enforces call
-//! deadlines. Owns engine configuration and [`Limits`]; knows nothing about
-//! plugins or informers.
+//! deadlines; and its metered twin ([`WinkEngine::metered`]), whose code
+//! counts fuel, for plugins under a fuel cap. Owns engine configuration and
+//! [`Limits`]; knows nothing about plugins or informers.
 
 use super::language::Language;
 use super::ticker::{EpochTicker, RunningCall};
@@ -23,6 +24,10 @@ pub struct Limits {
     /// choice: a language whose runtime needs more then gets its own
     /// default ([`Limits::for_language`]).
     pub memory_is_default: bool,
+    /// The fuel of one call (about one unit per WebAssembly instruction),
+    /// when capped; only an engine that [`WinkEngine::meters_fuel`] runs
+    /// a plugin under such a cap.
+    pub fuel: Option<u64>,
 }
 
 /// The memory cap of an instance unless the operator sets one.
@@ -41,6 +46,7 @@ impl Default for Limits {
             call_deadline: Duration::from_secs(1),
             memory_bytes: DEFAULT_MEMORY_BYTES,
             memory_is_default: true,
+            fuel: None,
         }
     }
 }
@@ -71,6 +77,10 @@ impl Limits {
                 .memory_bytes
                 .map_or(self.memory_bytes, |m| m.min(self.memory_bytes)),
             memory_is_default: self.memory_is_default && caps.memory_bytes.is_none(),
+            fuel: match (self.fuel, caps.fuel) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            },
         }
     }
 }
@@ -86,12 +96,22 @@ pub enum Compiler {
     Winch,
 }
 
+/// What code compiled by an engine needs to run: the engine's compiler,
+/// and whether it counts fuel. A component compiled for an engine of one
+/// kind runs only on an engine of the same kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CodeKind {
+    pub compiler: Compiler,
+    pub fuel: bool,
+}
+
 /// The shared engine and its epoch ticker (which stops when the last clone
 /// is dropped).
 #[derive(Clone)]
 pub struct WinkEngine {
     engine: Engine,
     compiler: Compiler,
+    fuel: bool,
     ticker: Arc<EpochTicker>,
 }
 
@@ -105,7 +125,22 @@ impl WinkEngine {
 
     /// An engine compiling with `compiler`, configured like [`WinkEngine::new`].
     pub fn with_compiler(compiler: Compiler) -> anyhow::Result<Self> {
+        Self::build(compiler, false)
+    }
+
+    /// A Cranelift engine like [`WinkEngine::new`] whose code also counts
+    /// fuel (wasmtime's `consume_fuel`): every guest of it runs each call
+    /// on the fuel its [`Limits::fuel`] gives, and traps when it is spent.
+    /// Counting costs every call of every guest compiled for it, so only
+    /// plugins under a fuel cap are; a component compiled for one engine
+    /// does not run on the other.
+    pub fn metered() -> anyhow::Result<Self> {
+        Self::build(Compiler::Cranelift, true)
+    }
+
+    fn build(compiler: Compiler, fuel: bool) -> anyhow::Result<Self> {
         let mut config = Config::new();
+        config.consume_fuel(fuel);
         config.strategy(match compiler {
             Compiler::Cranelift => Strategy::Cranelift,
             Compiler::Winch => Strategy::Winch,
@@ -122,6 +157,7 @@ impl WinkEngine {
         Ok(WinkEngine {
             engine,
             compiler,
+            fuel,
             ticker,
         })
     }
@@ -146,6 +182,31 @@ impl WinkEngine {
     /// The compiler it uses.
     pub fn compiler(&self) -> Compiler {
         self.compiler
+    }
+
+    /// The kind of code it compiles.
+    pub fn code_kind(&self) -> CodeKind {
+        CodeKind {
+            compiler: self.compiler,
+            fuel: self.fuel,
+        }
+    }
+
+    /// Whether its guests count fuel ([`WinkEngine::metered`]).
+    pub fn meters_fuel(&self) -> bool {
+        self.fuel
+    }
+
+    /// Make `store` ready for a call of at most `limits`: its epoch
+    /// deadline at the next tick (where the deadline callback decides),
+    /// and, on a metered engine, its fuel refilled to the cap (none: as
+    /// good as unlimited). Every call into a guest starts here.
+    pub fn arm<T>(&self, store: &mut wasmtime::Store<T>, limits: &Limits) {
+        store.set_epoch_deadline(1);
+        if self.fuel {
+            // Fails only on an engine without fuel, which this is not.
+            let _ = store.set_fuel(limits.fuel.unwrap_or(u64::MAX));
+        }
     }
 }
 

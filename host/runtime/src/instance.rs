@@ -214,8 +214,9 @@ impl PluginInstance {
         store.set_max_component_handles(super::capabilities::MAX_HANDLES + 4096);
         // The ticker ticks through instantiation and `init`.
         let _running = self.engine.call_started();
-        // A new Store's deadline is 0: set it before instantiating.
-        store.set_epoch_deadline(1);
+        // A new Store's deadline is 0 (and on a metered engine, its fuel):
+        // set them before instantiating; `init` gets its own.
+        self.engine.arm(&mut store, &self.limits);
         let instantiate_error = |e: wasmtime::Error| InitError::Instantiate {
             plugin: plugin.clone(),
             reason: format!("{e:#}"),
@@ -232,7 +233,7 @@ impl PluginInstance {
                     .map_err(instantiate_error)?,
             ),
         };
-        store.set_epoch_deadline(1);
+        self.engine.arm(&mut store, &self.limits);
         store.data_mut().clock = CallClock::start();
         let trap = |e: wasmtime::Error| InitError::Trap {
             plugin: plugin.clone(),
@@ -366,7 +367,7 @@ impl PluginInstance {
         let Some(l) = live.as_mut() else { return };
         self.calls.fetch_add(1, Ordering::Relaxed);
         let running = self.engine.call_started();
-        l.store.set_epoch_deadline(1);
+        self.engine.arm(&mut l.store, &self.limits);
         l.store.data_mut().clock = CallClock::start();
         l.key.clear();
         let obj = call.object();

@@ -362,6 +362,7 @@ async fn debug_plugins(State(a): State<Admin>) -> Response {
                 "digest": p.digest,
                 "compiler": format!("{:?}", p.compiler),
                 "memory_mib": p.memory_bytes >> 20,
+                "fuel": p.fuel,
                 "synced": p.synced,
                 "queue_depth": backlog.get(&p.name).copied().unwrap_or(0),
                 "work_queue": queues.get(&p.name).map(workqueue::debug),

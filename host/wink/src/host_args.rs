@@ -195,6 +195,7 @@ impl HostArgs {
                 call_deadline: Duration::from_millis(self.call_deadline_ms),
                 memory_bytes: self.memory_mib.map_or(DEFAULT_MEMORY_BYTES, |m| m << 20),
                 memory_is_default: self.memory_mib.is_none(),
+                fuel: None,
             },
             namespace: self.namespace.clone(),
             grants: self.grants()?,

@@ -7,6 +7,7 @@
 //!   callDeadline: 500ms   # milliseconds, or with ms/s
 //!   queue: 1000           # work-queue keys
 //!   cpu: 0.25             # a share of one core
+//!   fuel: 50000000        # WebAssembly instructions one call may run
 //!   plugins: 20           # team plugins one namespace runs (teams.limits only)
 //! ```
 //!
@@ -29,6 +30,10 @@ pub const MAX_CALL_DEADLINE: Duration = Duration::from_secs(60);
 pub const MAX_CPU: f64 = 64.0;
 /// The smallest CPU share: a hundredth of a core.
 pub const MIN_CPU: f64 = 0.01;
+/// The smallest fuel cap: enough for a small handler's call.
+pub const MIN_FUEL: u64 = 10_000;
+/// The largest fuel cap (about ten minutes of one core's work).
+pub const MAX_FUEL: u64 = 1_000_000_000_000;
 /// The largest `plugins` cap: the most plugins wink's controller of
 /// NamespacedWinkPlugins runs in all.
 pub const MAX_PLUGINS: usize = 1024;
@@ -58,6 +63,10 @@ pub struct PluginLimits {
     /// by every plugin of one team.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cpu: Option<f64>,
+    /// The fuel of one call: about one unit per WebAssembly instruction
+    /// the guest runs (wasmtime's fuel); a call that uses it up traps.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fuel: Option<u64>,
     /// The most team plugins one namespace runs (`teams.limits` only: it
     /// caps a team, not a plugin).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -71,6 +80,7 @@ pub struct Caps {
     pub call_deadline: Option<Duration>,
     pub queue_keys: Option<usize>,
     pub cpu: Option<f64>,
+    pub fuel: Option<u64>,
 }
 
 impl PluginLimits {
@@ -116,6 +126,11 @@ impl PluginLimits {
                 "{at}.cpu: {c} (a share of one core, from {MIN_CPU} to {MAX_CPU})"
             ));
         }
+        if let Some(f) = self.fuel
+            && !(MIN_FUEL..=MAX_FUEL).contains(&f)
+        {
+            return Err(format!("{at}.fuel: {f} (from {MIN_FUEL} to {MAX_FUEL})"));
+        }
         if let Some(n) = self.plugins
             && !(1..=MAX_PLUGINS).contains(&n)
         {
@@ -126,6 +141,7 @@ impl PluginLimits {
             call_deadline,
             queue_keys: self.queue,
             cpu: self.cpu,
+            fuel: self.fuel,
         })
     }
 
@@ -139,6 +155,7 @@ impl PluginLimits {
             call_deadline: caps.call_deadline.map(|d| Amount::Number(d.as_millis() as u64)),
             queue: caps.queue_keys,
             cpu: caps.cpu,
+            fuel: caps.fuel,
             plugins: match (self.plugins, other.plugins) {
                 (Some(a), Some(b)) => Some(a.min(b)),
                 (a, b) => a.or(b),
@@ -161,6 +178,7 @@ impl Caps {
             call_deadline: min(self.call_deadline, other.call_deadline),
             queue_keys: min(self.queue_keys, other.queue_keys),
             cpu: min(self.cpu, other.cpu),
+            fuel: min(self.fuel, other.fuel),
         }
     }
 }
@@ -286,19 +304,25 @@ mod tests {
         }
         assert_eq!(limits("{plugins: 20}").plugins, Some(20));
         assert!(serde_norway::from_str::<PluginLimits>("{plugins: -1}").is_err());
-        let e = serde_norway::from_str::<PluginLimits>("{fuel: 3}").unwrap_err();
-        assert!(e.to_string().contains("unknown field `fuel`"), "{e}");
+        let e = limits("{fuel: 3}").caps("teams.limits").unwrap_err();
+        assert!(e.contains("teams.limits.fuel: 3 (from 10000 to"), "{e}");
+        assert!(limits("{fuel: 1000000000001}").caps("l").is_err());
+        assert_eq!(limits("{fuel: 10000}").caps("l").unwrap().fuel, Some(MIN_FUEL));
+        assert!(serde_norway::from_str::<PluginLimits>("{fuel: -1}").is_err());
+        let e = serde_norway::from_str::<PluginLimits>("{gas: 3}").unwrap_err();
+        assert!(e.to_string().contains("unknown field `gas`"), "{e}");
     }
 
     #[test]
     fn the_stricter_of_two_is_taken_field_by_field() {
-        let a = limits("{memory: 64Mi, callDeadline: 2s, cpu: 0.5}");
-        let b = limits("{memory: 128Mi, callDeadline: 100ms, queue: 10, plugins: 3}");
+        let a = limits("{memory: 64Mi, callDeadline: 2s, cpu: 0.5, fuel: 2000000}");
+        let b = limits("{memory: 128Mi, callDeadline: 100ms, queue: 10, plugins: 3, fuel: 900000}");
         let c = a.stricter(&b).unwrap().caps("l").unwrap();
         assert_eq!(c.memory_bytes, Some(64 << 20));
         assert_eq!(c.call_deadline, Some(Duration::from_millis(100)));
         assert_eq!(c.queue_keys, Some(10));
         assert_eq!(c.cpu, Some(0.5));
+        assert_eq!(c.fuel, Some(900_000));
         assert_eq!(a.stricter(&b).unwrap().plugins, Some(3));
         assert_eq!(b.stricter(&limits("{plugins: 2}")).unwrap().plugins, Some(2));
         assert_eq!(b.stricter(&a).unwrap().caps("l").unwrap(), c);

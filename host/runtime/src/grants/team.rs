@@ -3,7 +3,7 @@
 //! may run them, the writes (namespaced kinds and verbs) and Events they
 //! may be granted, the cluster-scoped kinds they may read, their rate,
 //! whether audit mode is forced, their caps (memory, call deadline,
-//! work-queue keys, CPU share: [`super::limits`]; and how many plugins one
+//! work-queue keys, CPU share, fuel: [`super::limits`]; and how many plugins one
 //! namespace runs, [`TeamPolicy::plugins_cap`]), and which registries
 //! their components come from and which cosign keys must have signed them.
 //!
@@ -17,7 +17,7 @@
 //!   clusterReads: [Namespace]      # cluster-scoped kinds readable (read only)
 //!   rate: {qps: 2, burst: 4}       # at most; a team asking less gets less
 //!   mode: audit                    # forced on every team plugin
-//!   limits: {memory: 64Mi, callDeadline: 500ms, queue: 1000, cpu: 0.25, plugins: 20}
+//!   limits: {memory: 64Mi, callDeadline: 500ms, queue: 1000, cpu: 0.25, fuel: 50000000, plugins: 20}
 //!   registries: [registry.example.com/teams]
 //!   cosignKeys: ["-----BEGIN PUBLIC KEY-----..."]
 //! ```
@@ -257,7 +257,7 @@ teams:
   clusterReads: [Namespace]
   rate: {qps: 2, burst: 4}
   mode: audit
-  limits: {memory: 32Mi, callDeadline: 200ms, queue: 100, cpu: 0.25, plugins: 3}
+  limits: {memory: 32Mi, callDeadline: 200ms, queue: 100, cpu: 0.25, fuel: 5000000, plugins: 3}
   registries: [reg.example/teams, "localhost:5000/wink/"]
 "#,
         )
@@ -299,6 +299,7 @@ teams:
         assert_eq!(c.memory_bytes, Some(32 << 20));
         assert_eq!(c.call_deadline, Some(std::time::Duration::from_millis(200)));
         assert_eq!(c.queue_keys, Some(100));
+        assert_eq!(c.fuel, Some(5_000_000));
         assert_eq!(c.cpu, Some(0.25));
         assert_eq!(g.team.as_deref(), Some("team-a"));
         assert_eq!(policy().plugins_cap(), Some(3));
@@ -318,7 +319,7 @@ teams:
             Some("team-a"),
             "a team is its namespace, whatever it says"
         );
-        let tighter = declared("{limits: {memory: 1Gi, cpu: 0.1, queue: 5000}}");
+        let tighter = declared("{limits: {memory: 1Gi, cpu: 0.1, queue: 5000, fuel: 900000}}");
         let c = policy()
             .grant("team-a", &NO_LABELS, &tighter)
             .unwrap()
@@ -330,7 +331,19 @@ teams:
             "a team asking more gets the policy's"
         );
         assert_eq!(c.queue_keys, Some(100));
+        assert_eq!(c.fuel, Some(900_000), "a team asking less fuel gets less");
         assert_eq!(c.cpu, Some(0.1), "a team asking less gets less");
+        let more = declared("{limits: {fuel: 10000000000}}");
+        let c = policy()
+            .grant("team-a", &NO_LABELS, &more)
+            .unwrap()
+            .caps()
+            .unwrap();
+        assert_eq!(
+            c.fuel,
+            Some(5_000_000),
+            "a team asking more fuel gets the policy's"
+        );
         let e = policy()
             .grant("team-a", &NO_LABELS, &declared("{limits: {cpu: 100}}"))
             .unwrap_err();

@@ -100,7 +100,7 @@ impl PluginInstance {
         };
         self.calls.fetch_add(1, Ordering::Relaxed);
         let running = self.engine.call_started();
-        l.store.set_epoch_deadline(1);
+        self.engine.arm(&mut l.store, &self.limits);
         l.store.data_mut().clock = CallClock::start();
         let objects = &mut l.store.data_mut().objects;
         let lent: Vec<u32> = [&asked.object, &asked.old_object]

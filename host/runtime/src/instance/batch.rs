@@ -109,7 +109,7 @@ impl PluginInstance {
         state.delivery.start(self.id, events.len() as u32);
         state.clock = CallClock::start();
         let started = std::time::Instant::now();
-        l.store.set_epoch_deadline(1);
+        self.engine.arm(&mut l.store, &self.limits);
         let result = plugin
             .wink_plugin_handler()
             .call_on_batch(&mut l.store, &events, &lent)

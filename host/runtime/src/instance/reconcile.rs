@@ -78,7 +78,7 @@ impl PluginInstance {
     ) -> crate::ticker::RunningCall<'_> {
         self.calls.fetch_add(1, Ordering::Relaxed);
         let running = self.engine.call_started();
-        store.set_epoch_deadline(1);
+        self.engine.arm(store, &self.limits);
         store.data_mut().clock = CallClock::start();
         running
     }

@@ -3,8 +3,10 @@
 //! Cranelift), reusing the component kept for a plugin that waits for its
 //! resources (the same path, bytes and compiler: a retry compiles nothing),
 //! and tier-up (Winch now, the Cranelift build in the background into the
-//! precompiled directory). Counts the components compiled. Installing the
-//! result is the manager's.
+//! precompiled directory); a plugin under a fuel cap is compiled for the
+//! metered engine instead, neither tiered up nor kept in the precompiled
+//! directory. Counts the components compiled. Installing the result is the
+//! manager's.
 
 use super::PluginManager;
 use super::waiting::Unresolved;
@@ -36,6 +38,10 @@ impl PluginManager {
         config: String,
         started: Instant,
     ) -> anyhow::Result<()> {
+        if let Some((metered, linker)) = self.metered_for(path).await? {
+            let loaded = self.prepare(&metered, &linker, path, bytes, digest).await?;
+            return self.install_or_keep(loaded, &metered, config, started).await;
+        }
         let cached = self.precompiled.as_ref().is_some_and(|c| c.contains(&digest));
         let baseline = self.baseline.clone().filter(|_| !cached);
         let Some((winch, winch_linker)) = baseline else {
@@ -89,6 +95,24 @@ impl PluginManager {
         Ok(())
     }
 
+    /// The metered engine, built on first use, when the grant of the plugin
+    /// `path` holds sets a fuel cap.
+    async fn metered_for(&self, path: &Path) -> anyhow::Result<Option<(WinkEngine, Linker<HostState>)>> {
+        let name = crate::plugin_file::plugin_name(path)?;
+        if self.caps(&name)?.fuel.is_none() {
+            return Ok(None);
+        }
+        let metered = self
+            .metered
+            .get_or_try_init(|| async {
+                let engine = WinkEngine::metered()?;
+                let linker = loader::linker(&engine)?;
+                anyhow::Ok((engine, linker))
+            })
+            .await?;
+        Ok(Some(metered.clone()))
+    }
+
     /// The component kept for `path` while it waits, when it was compiled
     /// from the same bytes by the same compiler; else a new compile.
     async fn prepare(
@@ -99,7 +123,7 @@ impl PluginManager {
         bytes: Vec<u8>,
         digest: String,
     ) -> anyhow::Result<LoadedComponent> {
-        if let Some(kept) = self.waiting.kept(path, &digest, engine.compiler()) {
+        if let Some(kept) = self.waiting.kept(path, &digest, engine.code_kind()) {
             tracing::debug!(path = %path.display(), "the plugin's component compiled for its last attempt is reused");
             return Ok(kept);
         }
@@ -120,7 +144,7 @@ impl PluginManager {
         if let Err(e) = &installed
             && e.downcast_ref::<Unresolved>().is_some()
         {
-            self.waiting.keep(kept, engine.compiler());
+            self.waiting.keep(kept, engine.code_kind());
         }
         installed
     }
@@ -134,11 +158,12 @@ impl PluginManager {
         bytes: Vec<u8>,
         digest: String,
     ) -> anyhow::Result<LoadedComponent> {
-        // Only Cranelift builds are worth keeping in the precompiled directory.
+        // Only the shared engine's Cranelift builds are kept in the
+        // precompiled directory (one directory holds one engine's builds).
         let precompiled = self
             .precompiled
             .clone()
-            .filter(|_| engine.compiler() == Compiler::Cranelift);
+            .filter(|_| engine.compiler() == Compiler::Cranelift && !engine.meters_fuel());
         let (engine, linker, owned) = (engine.clone(), linker.clone(), path.to_path_buf());
         let loaded = tokio::task::spawn_blocking(move || {
             loader::load_digested(&engine, &linker, precompiled.as_deref(), &owned, &bytes, digest)

@@ -24,6 +24,8 @@ use std::time::{Duration, Instant};
 pub fn crash_kind(reason: &str) -> &'static str {
     if reason.contains("interrupt") {
         "deadline"
+    } else if reason.contains("all fuel consumed") {
+        "fuel"
     } else if reason.contains("memory") || reason.contains("allocat") {
         "memory"
     } else if reason.contains("call stack exhausted") {
@@ -311,6 +313,7 @@ mod tests {
         assert_eq!(crash_kind("wasm trap: call stack exhausted"), "stack");
         assert_eq!(crash_kind("wasm `unreachable` instruction executed"), "panic");
         assert_eq!(crash_kind("memory allocation failed"), "memory");
+        assert_eq!(crash_kind("all fuel consumed by WebAssembly"), "fuel");
         assert_eq!(crash_kind("something else"), "other");
         let t0 = Instant::now();
         let mut l = Lifecycle::installed(false, t0);

@@ -89,6 +89,8 @@ pub struct PluginStatus {
     pub compiler: Compiler,
     /// Its instance's linear memory cap, bytes (by language unless set).
     pub memory_bytes: usize,
+    /// The fuel of one of its calls, when its grant caps it.
+    pub fuel: Option<u64>,
     pub state: PluginState,
     pub synced: bool,
     /// Calls into its current instance, and its admission calls since it
@@ -202,6 +204,9 @@ pub struct PluginManager {
     linker: Linker<HostState>,
     /// The Winch engine and its linker, with `tier_up`.
     baseline: Option<(WinkEngine, Linker<HostState>)>,
+    /// The metered engine and its linker, once a plugin under a fuel cap
+    /// is loaded ([`WinkEngine::metered`]).
+    metered: tokio::sync::OnceCell<(WinkEngine, Linker<HostState>)>,
     factory: Arc<SharedInformerFactory>,
     options: ManagerOptions,
     precompiled: Option<Arc<Precompiled>>,
@@ -273,6 +278,7 @@ impl PluginManager {
             engine,
             linker,
             baseline,
+            metered: Default::default(),
             factory,
             cluster,
             options,
@@ -421,6 +427,17 @@ impl PluginManager {
         // started under the file's name is started again under it.
         if let Some(declared) = registration.name.clone().filter(|n| **n != *loaded.name) {
             naming::check(&declared).with_context(|| format!("{}: registration refused", path.display()))?;
+            // The engine was chosen by the file's name: a fuel cap must
+            // hold under the declared name too, or not at all.
+            if limits(&declared)?.fuel.is_some() != engine.meters_fuel() {
+                anyhow::bail!(
+                    "{}: the plugin declares the name {declared:?}, whose grant {} a fuel cap, unlike \
+                     its file's name {:?}: name the file {declared}.wasm",
+                    path.display(),
+                    if engine.meters_fuel() { "sets no" } else { "sets" },
+                    loaded.name
+                );
+            }
             (instance, registration) = self
                 .start_instance(
                     declared.clone().into(),
@@ -541,6 +558,7 @@ impl PluginManager {
                 digest: r.digest.clone(),
                 compiler: r.instance.engine().compiler(),
                 memory_bytes: r.instance.limits().memory_bytes,
+                fuel: r.instance.limits().fuel,
                 state: r.lifecycle.state().clone(),
                 synced: r.instance.has_synced(),
                 calls: admitting::calls(r),

@@ -8,7 +8,7 @@
 //! state; loading stays in the manager.
 
 use super::PluginManager;
-use crate::engine::Compiler;
+use crate::engine::CodeKind;
 use crate::loader::LoadedComponent;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -75,7 +75,7 @@ pub(super) struct WaitingPlugins {
     by_path: Mutex<HashMap<PathBuf, Waiting>>,
     /// The component each waiting plugin's last attempt compiled, and by
     /// which compiler.
-    kept: Mutex<HashMap<PathBuf, (Compiler, LoadedComponent)>>,
+    kept: Mutex<HashMap<PathBuf, (CodeKind, LoadedComponent)>>,
     /// Attempts made again after a wait.
     retries: AtomicU64,
 }
@@ -97,17 +97,17 @@ impl WaitingPlugins {
 
     /// Keep `loaded`, compiled by `compiler`, for its path's next attempt
     /// (it replaces what was kept for that path).
-    pub(super) fn keep(&self, loaded: LoadedComponent, compiler: Compiler) {
+    pub(super) fn keep(&self, loaded: LoadedComponent, kind: CodeKind) {
         let path = loaded.path.clone();
-        self.kept.lock().unwrap().insert(path, (compiler, loaded));
+        self.kept.lock().unwrap().insert(path, (kind, loaded));
     }
 
     /// The component kept for `path` when it was compiled from the bytes of
     /// `digest` by `compiler`.
-    pub(super) fn kept(&self, path: &Path, digest: &str, compiler: Compiler) -> Option<LoadedComponent> {
+    pub(super) fn kept(&self, path: &Path, digest: &str, kind: CodeKind) -> Option<LoadedComponent> {
         let kept = self.kept.lock().unwrap();
         let (by, loaded) = kept.get(path)?;
-        (*by == compiler && loaded.digest == digest).then(|| loaded.clone())
+        (*by == kind && loaded.digest == digest).then(|| loaded.clone())
     }
 }
 

@@ -50,12 +50,13 @@ fn grant() -> Value {
             },
             "limits": {
                 "type": "object",
-                "description": "Caps tighter than the daemon's: memory (bytes or 64Mi), callDeadline (ms or 500ms, 2s), queue (keys), cpu (a share of one core).",
+                "description": "Caps tighter than the daemon's: memory (bytes or 64Mi), callDeadline (ms or 500ms, 2s), queue (keys), cpu (a share of one core), fuel (WebAssembly instructions of one call, about).",
                 "properties": {
                     "memory": {"x-kubernetes-int-or-string": true},
                     "callDeadline": {"x-kubernetes-int-or-string": true},
                     "queue": {"type": "integer"},
-                    "cpu": {"type": "number"}
+                    "cpu": {"type": "number"},
+                    "fuel": {"type": "integer", "format": "int64"}
                 }
             }
         }
