@@ -29,6 +29,49 @@ fn probe(ns: &str, reference: &str, spin_ms: u64) -> Value {
                         "watches": [{"api_version": "v1", "kind": "ConfigMap"}]}}})
 }
 
+/// One test's two teams on the simulated cluster: namespaces `team-a` and
+/// `team-b`, and wink running `cache-probe` for them under the team
+/// policy's lines `policy`, its admin server on `addr`. Fields drop in
+/// order: wink stops before the cluster does.
+struct TwoTeams {
+    teams: SimTeams,
+    addr: String,
+    _setup: Setup,
+    env: crate::kubectl_support::Env,
+}
+
+async fn two_teams(test: &str, policy: &str) -> TwoTeams {
+    let env = env(test, SimConfig::default()).await;
+    for ns in ["team-a", "team-b"] {
+        namespace(&env.sim, ns).await;
+    }
+    let setup = Setup::new(test, &env.sim);
+    let addr = format!("127.0.0.1:{}", free_port());
+    let teams = SimTeams::start(&setup, test, "cache_probe", policy, &["--admin-addr", &addr]);
+    TwoTeams {
+        teams,
+        addr,
+        _setup: setup,
+        env,
+    }
+}
+
+/// ConfigMaps `cm-0` to `cm-{n-1}` in each team's namespace, one team's
+/// after the other's.
+async fn config_maps(env: &crate::kubectl_support::Env, n: usize) {
+    for i in 0..n {
+        for ns in ["team-a", "team-b"] {
+            Api::<ConfigMap>::namespaced(env.sim.client(), ns)
+                .create(
+                    &PostParams::default(),
+                    &config_map(ns, &format!("cm-{i}"), json!({})),
+                )
+                .await
+                .unwrap();
+        }
+    }
+}
+
 /// The value of the metric line starting with `series` in `text`.
 fn metric(text: &str, series: &str) -> Option<f64> {
     text.lines()
@@ -41,14 +84,8 @@ async fn a_spinning_team_is_held_to_its_share_and_the_other_team_gets_every_even
     if !have_kubectl() {
         return;
     }
-    let env = env("team_caps", SimConfig::default()).await;
-    for ns in ["team-a", "team-b"] {
-        namespace(&env.sim, ns).await;
-    }
-    let s = Setup::new("team_caps", &env.sim);
-    let addr = format!("127.0.0.1:{}", free_port());
     let policy = "  namespaces: [team-a, team-b]\n  limits: {cpu: 0.05, memory: 48Mi}\n";
-    let teams = SimTeams::start(&s, "team_caps", "cache_probe", policy, &["--admin-addr", &addr]);
+    let TwoTeams { env, addr, teams, .. } = two_teams("team_caps", policy).await;
     let (reference, wink) = (&teams.reference, &teams.wink);
     apply(&env, &probe("team-a", reference, 40)).await;
     apply(&env, &probe("team-b", reference, 0)).await;
@@ -57,17 +94,7 @@ async fn a_spinning_team_is_held_to_its_share_and_the_other_team_gets_every_even
     }
 
     const N: usize = 20;
-    for i in 0..N {
-        for ns in ["team-a", "team-b"] {
-            Api::<ConfigMap>::namespaced(env.sim.client(), ns)
-                .create(
-                    &PostParams::default(),
-                    &config_map(ns, &format!("cm-{i}"), json!({})),
-                )
-                .await
-                .unwrap();
-        }
-    }
+    config_maps(&env, N).await;
     let told = |ns: &str| {
         let prefix = format!("event add {ns}/cm-");
         wink.plugin_lines(&format!("probe--{ns}"))
@@ -241,20 +268,8 @@ async fn a_team_plugin_past_its_fuel_traps_and_the_other_team_runs_on() {
     if !have_kubectl() {
         return;
     }
-    let env = env("team_caps_fuel", SimConfig::default()).await;
-    for ns in ["team-a", "team-b"] {
-        namespace(&env.sim, ns).await;
-    }
-    let s = Setup::new("team_caps_fuel", &env.sim);
-    let addr = format!("127.0.0.1:{}", free_port());
     let policy = "  namespaces: [team-a, team-b]\n  limits: {fuel: 20000000}\n";
-    let teams = SimTeams::start(
-        &s,
-        "team_caps_fuel",
-        "cache_probe",
-        policy,
-        &["--admin-addr", &addr],
-    );
+    let TwoTeams { env, addr, teams, .. } = two_teams("team_caps_fuel", policy).await;
     let (reference, wink) = (&teams.reference, &teams.wink);
     // 300 ms of spinning is hundreds of millions of instructions, and well
     // within the call deadline (1 s): only the fuel can stop it.
@@ -287,17 +302,7 @@ async fn a_team_plugin_past_its_fuel_traps_and_the_other_team_runs_on() {
     );
 
     const N: usize = 3;
-    for i in 0..N {
-        for ns in ["team-a", "team-b"] {
-            Api::<ConfigMap>::namespaced(env.sim.client(), ns)
-                .create(
-                    &PostParams::default(),
-                    &config_map(ns, &format!("cm-{i}"), json!({})),
-                )
-                .await
-                .unwrap();
-        }
-    }
+    config_maps(&env, N).await;
     let prefix = "event add team-b/cm-";
     wink.wait_until("team B told of every ConfigMap", WAIT, |_| {
         let lines = wink.plugin_lines("probe--team-b");
