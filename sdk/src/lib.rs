@@ -61,6 +61,7 @@ pub mod bindings {
 }
 
 mod keys;
+mod loose;
 mod object;
 mod registration;
 mod selector;

@@ -8,6 +8,11 @@
 //! A policy that judges one object at a time implements [`Check`] and
 //! exports [`Checked`]: the handler that reports every object it is handed
 //! (on add and update) and answers its validating webhook with [`review`].
+//! It reads each object as a `serde_json::Value` tree, or as a typed view
+//! of its own (`Check<V>`, exported as `Checked<Policy, V>`): a sparse
+//! struct decodes only the fields it names, which costs a fraction of the
+//! whole tree (e.g. [`workload::Pods`](crate::workload::Pods), a Pod's or a
+//! workload's containers, see the module's second example).
 //!
 //! ```no_run
 //! use wink_sdk::admission::{Operation, Rule, Webhook};
@@ -41,14 +46,65 @@
 //! wink_sdk::export_plugin!(policy::Checked<NoNodePorts>);
 //! # fn main() {}
 //! ```
+//!
+//! The same with a view of its own, the Service's `spec.type` only:
+//!
+//! ```no_run
+//! # use wink_sdk::{Registration, Watch, policy};
+//! use wink_sdk::serde::Deserialize;
+//!
+//! #[derive(Deserialize, Default)]
+//! #[serde(crate = "wink_sdk::serde", default)]
+//! struct Service {
+//!     spec: Spec,
+//! }
+//!
+//! #[derive(Deserialize, Default)]
+//! #[serde(crate = "wink_sdk::serde", default, rename_all = "camelCase")]
+//! struct Spec {
+//!     r#type: Option<String>,
+//! }
+//!
+//! struct NoNodePorts;
+//!
+//! impl policy::Check<Service> for NoNodePorts {
+//!     // NAME, new, registration and rule as above.
+//! #   const NAME: &'static str = "no-node-ports";
+//! #   fn new(_config: &str) -> Result<Self, String> {
+//! #       Ok(NoNodePorts)
+//! #   }
+//! #   fn registration(&self) -> Registration {
+//! #       Registration::new().watch(Watch::new("v1", "Service"))
+//! #   }
+//! #   fn rule(&self) -> policy::Rule {
+//! #       policy::Rule::new("service-type", "Best Practices", "not a NodePort")
+//! #   }
+//!     fn violations(&self, _kind: &str, service: &Service) -> Vec<String> {
+//!         match service.spec.r#type.as_deref() == Some("NodePort") {
+//!             true => vec!["spec.type NodePort is not allowed".into()],
+//!             false => Vec::new(),
+//!         }
+//!     }
+//! }
+//!
+//! wink_sdk::export_plugin!(policy::Checked<NoNodePorts, Service>);
+//! # fn main() {}
+//! ```
+//!
+//! An object its view cannot decode has no violations (a `Value` decodes
+//! every object): a view should take every shape the API server sends, as
+//! `Option` and `#[serde(default)]` fields do.
 
 use crate::admission::{Operation, Request, Verdict};
 use crate::report::{self, Outcome, Severity};
 use crate::{Handler, Object, Registration};
+use serde::de::DeserializeOwned;
 use serde_json::Value;
+use std::marker::PhantomData;
 
-/// A policy that judges one object at a time, by its content alone.
-pub trait Check: Sized + 'static {
+/// A policy that judges one object at a time, by its content alone, read
+/// as a `V`: a `serde_json::Value` unless it names a view of its own.
+pub trait Check<V = Value>: Sized + 'static {
     /// Its name: the plugin's, and the prefix of its denials.
     const NAME: &'static str;
     /// Build it from its config text (see [`crate::config`]); an error
@@ -60,26 +116,27 @@ pub trait Check: Sized + 'static {
     fn rule(&self) -> Rule;
     /// What is wrong with `object` (of kind `kind`), one line per
     /// violation, each naming the field.
-    fn violations(&self, kind: &str, object: &Value) -> Vec<String>;
+    fn violations(&self, kind: &str, object: &V) -> Vec<String>;
 }
 
-/// The [`Handler`] of a [`Check`]: every object added or updated gets its
-/// one result ([`report`]); the validating webhook answers with [`review`].
-pub struct Checked<C>(C);
+/// The [`Handler`] of a [`Check`] reading objects as `V`: every object
+/// added or updated gets its one result ([`report`]); the validating
+/// webhook answers with [`review`].
+pub struct Checked<C, V = Value>(C, PhantomData<fn() -> V>);
 
-impl<C: Check> Checked<C> {
+impl<C: Check<V>, V: DeserializeOwned> Checked<C, V> {
     fn check(&self, obj: &Object) -> Vec<String> {
-        obj.decode::<Value>()
+        obj.decode::<V>()
             .map(|object| self.0.violations(obj.kind(), &object))
             .unwrap_or_default()
     }
 }
 
-impl<C: Check> Handler for Checked<C> {
+impl<C: Check<V>, V: DeserializeOwned + 'static> Handler for Checked<C, V> {
     fn init(config: &str) -> Result<(Self, Registration), String> {
         let check = C::new(config)?;
         let registration = check.registration().name(C::NAME);
-        Ok((Checked(check), registration))
+        Ok((Checked(check, PhantomData), registration))
     }
 
     fn on_add(&mut self, obj: &Object, _in_initial_list: bool) {

@@ -4,7 +4,9 @@
 //! CronJob: `spec.jobTemplate.spec.template.spec`). Owns which kinds carry
 //! Pods, how to watch them and ask their admission, and the walk over an
 //! object's containers with the path of each one's field, for messages that
-//! name it.
+//! name it: over a `serde_json::Value` ([`containers`]), or over the typed
+//! view [`Pods`] (`view`), which decodes only each container's name,
+//! image, resources and probes.
 //!
 //! ```no_run
 //! use wink_sdk::admission::{Operation, Webhook};
@@ -22,9 +24,13 @@
 //! # }
 //! ```
 
+mod view;
+
 use crate::admission::{Operation, Rule, Webhook};
 use crate::{Registration, Watch};
 use serde_json::Value;
+
+pub use view::{ContainerAt, PodContainer, Pods};
 
 /// A kind that carries Pods: its apiVersion, kind, API group, version and
 /// resource (plural), and where its Pod spec is.

@@ -33,7 +33,11 @@
 //! Run: `cargo bench -p wink-e2e --bench library` (the goal, p99 per
 //! review ≤ 1 ms at 1,000/s, is for a quiet machine and the release
 //! daemon: `LIBRARY_WINK_BIN=target/release/wink`); a small run to see it
-//! work: `LIBRARY_PODS=500 LIBRARY_RATE=100 LIBRARY_SECONDS=2`.
+//! work: `LIBRARY_PODS=500 LIBRARY_RATE=100 LIBRARY_SECONDS=2`. The
+//! components are built from the workspace, or taken from
+//! `LIBRARY_COMPONENTS` (a folder of `<crate>.wasm`, e.g. a copy of
+//! `target/wasm32-wasip2/release` kept from another commit, to compare two
+//! builds of the plugins in one sitting).
 
 #[path = "../tests/common/mod.rs"]
 mod common;
@@ -286,13 +290,22 @@ struct Target {
     wink: Daemon,
 }
 
+/// The component of the crate `crate_name`: from `LIBRARY_COMPONENTS`
+/// when set, else built from the workspace.
+fn component(crate_name: &str) -> PathBuf {
+    match std::env::var_os("LIBRARY_COMPONENTS") {
+        Some(dir) => common::root().join(dir).join(format!("{crate_name}.wasm")),
+        None => common::plugin(crate_name),
+    }
+}
+
 /// A plugin directory with `policies` and their configs.
 fn plugins(dir: &Path, name: &str, policies: &[&str]) -> PathBuf {
     let out = dir.join(format!("plugins-{name}"));
     std::fs::create_dir_all(&out).unwrap();
     for p in policies {
         let crate_name = p.replace('-', "_");
-        std::fs::copy(common::plugin(&crate_name), out.join(format!("{p}.wasm"))).unwrap();
+        std::fs::copy(component(&crate_name), out.join(format!("{p}.wasm"))).unwrap();
         let config = match *p {
             "pod-security" => Some(
                 json!({"defaults": {"enforce": "restricted", "audit": "restricted", "warn": "restricted"}}),
@@ -316,7 +329,9 @@ async fn bench() {
         Some(bin) => common::root().join(bin),
         None => common::wink_bin().to_path_buf(),
     };
-    common::plugins_dir();
+    if std::env::var_os("LIBRARY_COMPONENTS").is_none() {
+        common::plugins_dir();
+    }
     let sim = Sim::start(SimConfig::default()).await.unwrap();
     for n in 0..NAMESPACES {
         sim.insert(

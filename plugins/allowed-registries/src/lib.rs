@@ -16,8 +16,7 @@
 //! that `registry.example.com` does not also allow `registry.example.com.evil.io`.
 
 use wink_sdk::serde::Deserialize;
-use wink_sdk::serde_json::Value;
-use wink_sdk::workload;
+use wink_sdk::workload::{self, Pods};
 use wink_sdk::{Registration, policy};
 
 const NAME: &str = "allowed-registries";
@@ -49,22 +48,22 @@ struct Policy {
 
 impl Policy {
     /// What is wrong with the images of `object` (of kind `kind`), one line per container.
-    fn find(&self, kind: &str, object: &Value) -> Vec<String> {
-        workload::containers(kind, object)
-            .into_iter()
+    fn find(&self, kind: &str, object: &Pods) -> Vec<String> {
+        object
+            .containers(kind)
             .filter(|c| {
                 !self
                     .config
                     .registries
                     .iter()
-                    .any(|r| c.image().starts_with(r.as_str()))
+                    .any(|r| c.container.image().starts_with(r.as_str()))
             })
             .map(|c| {
                 format!(
                     "container {} ({}.image) uses the image {:?}, from none of the allowed registries {:?}",
-                    c.name,
-                    c.path,
-                    c.image(),
+                    c.container.name(),
+                    c.path(),
+                    c.container.image(),
                     self.config.registries
                 )
             })
@@ -72,7 +71,7 @@ impl Policy {
     }
 }
 
-impl policy::Check for Policy {
+impl policy::Check<Pods> for Policy {
     const NAME: &'static str = NAME;
 
     fn new(config: &str) -> Result<Self, String> {
@@ -93,9 +92,9 @@ impl policy::Check for Policy {
         )
     }
 
-    fn violations(&self, kind: &str, object: &Value) -> Vec<String> {
+    fn violations(&self, kind: &str, object: &Pods) -> Vec<String> {
         self.find(kind, object)
     }
 }
 
-wink_sdk::export_plugin!(policy::Checked<Policy>);
+wink_sdk::export_plugin!(policy::Checked<Policy, Pods>);

@@ -16,7 +16,6 @@
 
 use wink_sdk::admission::{self, Operation, Rule, Webhook};
 use wink_sdk::serde::Deserialize;
-use wink_sdk::serde_json::Value;
 use wink_sdk::{Registration, Watch, policy, workload};
 
 const NAME: &str = "disallow-default-namespace";
@@ -39,6 +38,19 @@ struct Config {
 
 struct Policy {
     config: Config,
+}
+
+/// What the policy reads of an object: its `metadata.namespace`.
+#[derive(Default, Deserialize)]
+#[serde(crate = "wink_sdk::serde", default)]
+struct Placed {
+    metadata: Metadata,
+}
+
+#[derive(Default, Deserialize)]
+#[serde(crate = "wink_sdk::serde", default)]
+struct Metadata {
+    namespace: Option<String>,
 }
 
 impl Default for Config {
@@ -89,7 +101,7 @@ impl Kind {
     }
 }
 
-impl policy::Check for Policy {
+impl policy::Check<Placed> for Policy {
     const NAME: &'static str = NAME;
 
     fn new(config: &str) -> Result<Self, String> {
@@ -119,9 +131,9 @@ impl policy::Check for Policy {
         policy::Rule::new("namespace", "Best Practices", "not in the default namespace")
     }
 
-    fn violations(&self, _kind: &str, object: &Value) -> Vec<String> {
+    fn violations(&self, _kind: &str, object: &Placed) -> Vec<String> {
         // The request's object carries its namespace (the API server sets it).
-        match object["metadata"]["namespace"].as_str() {
+        match object.metadata.namespace.as_deref() {
             Some(NAMESPACE) => vec![format!(
                 "metadata.namespace is {NAMESPACE}: use a namespace of its own"
             )],
@@ -130,4 +142,4 @@ impl policy::Check for Policy {
     }
 }
 
-wink_sdk::export_plugin!(policy::Checked<Policy>);
+wink_sdk::export_plugin!(policy::Checked<Policy, Placed>);

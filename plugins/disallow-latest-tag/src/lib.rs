@@ -16,8 +16,7 @@
 //! (`registry.example.com/tools/*`).
 
 use wink_sdk::serde::Deserialize;
-use wink_sdk::serde_json::Value;
-use wink_sdk::workload;
+use wink_sdk::workload::{self, Pods};
 use wink_sdk::{Registration, policy};
 
 const NAME: &str = "disallow-latest-tag";
@@ -79,10 +78,10 @@ impl Policy {
     }
 
     /// What is wrong with the images of `object` (of kind `kind`), one line per container.
-    fn find(&self, kind: &str, object: &Value) -> Vec<String> {
+    fn find(&self, kind: &str, object: &Pods) -> Vec<String> {
         let mut found = Vec::new();
-        for c in workload::containers(kind, object) {
-            let image = c.image();
+        for c in object.containers(kind) {
+            let image = c.container.image();
             if self.exempt(image) {
                 continue;
             }
@@ -90,11 +89,13 @@ impl Policy {
                 (_, true) => {}
                 (None, false) => found.push(format!(
                     "container {} ({}.image) uses the image {image:?}, which names no tag (latest)",
-                    c.name, c.path
+                    c.container.name(),
+                    c.path()
                 )),
                 (Some(tag), false) if self.config.tags.iter().any(|t| t == tag) => found.push(format!(
                     "container {} ({}.image) uses the image {image}, whose tag {tag} is disallowed",
-                    c.name, c.path
+                    c.container.name(),
+                    c.path()
                 )),
                 _ => {}
             }
@@ -103,7 +104,7 @@ impl Policy {
     }
 }
 
-impl policy::Check for Policy {
+impl policy::Check<Pods> for Policy {
     const NAME: &'static str = NAME;
 
     fn new(config: &str) -> Result<Self, String> {
@@ -124,9 +125,9 @@ impl policy::Check for Policy {
         )
     }
 
-    fn violations(&self, kind: &str, object: &Value) -> Vec<String> {
+    fn violations(&self, kind: &str, object: &Pods) -> Vec<String> {
         self.find(kind, object)
     }
 }
 
-wink_sdk::export_plugin!(policy::Checked<Policy>);
+wink_sdk::export_plugin!(policy::Checked<Policy, Pods>);

@@ -17,13 +17,11 @@
 //! `require-probes`, with `startupProbe` also listed).
 
 use wink_sdk::serde::Deserialize;
-use wink_sdk::serde_json::Value;
-use wink_sdk::workload::{self, List};
+use wink_sdk::workload::{self, List, Pods};
 use wink_sdk::{Registration, policy};
 
 const NAME: &str = "require-probes";
 const PROBES: [&str; 3] = ["livenessProbe", "readinessProbe", "startupProbe"];
-const HANDLERS: [&str; 4] = ["exec", "httpGet", "tcpSocket", "grpc"];
 
 #[derive(Clone, Copy, PartialEq, Deserialize)]
 #[serde(crate = "wink_sdk::serde", rename_all = "lowercase")]
@@ -60,23 +58,15 @@ impl Config {
     }
 }
 
-/// Whether `container` has the probe `probe`, saying how to probe.
-fn has(container: &Value, probe: &str) -> bool {
-    container
-        .get(probe)
-        .and_then(Value::as_object)
-        .is_some_and(|p| HANDLERS.iter().any(|h| p.get(*h).is_some_and(|v| !v.is_null())))
-}
-
 struct Policy {
     config: Config,
 }
 
 impl Policy {
     /// What `object` (of kind `kind`) lacks, one line per container.
-    fn find(&self, kind: &str, object: &Value) -> Vec<String> {
+    fn find(&self, kind: &str, object: &Pods) -> Vec<String> {
         let mut found = Vec::new();
-        for c in workload::containers(kind, object) {
+        for c in object.containers(kind) {
             if c.list != List::Containers {
                 continue;
             }
@@ -84,7 +74,7 @@ impl Policy {
                 .config
                 .probes
                 .iter()
-                .filter(|p| !has(c.spec, p))
+                .filter(|p| !c.container.probe(p))
                 .map(String::as_str)
                 .collect();
             let fails = match self.config.require {
@@ -99,8 +89,8 @@ impl Policy {
                 };
                 found.push(format!(
                     "container {} ({}) has no {which}{}{}",
-                    c.name,
-                    c.path,
+                    c.container.name(),
+                    c.path(),
                     if which.is_empty() { "" } else { " " },
                     missing.join(", ")
                 ));
@@ -110,7 +100,7 @@ impl Policy {
     }
 }
 
-impl policy::Check for Policy {
+impl policy::Check<Pods> for Policy {
     const NAME: &'static str = NAME;
 
     fn new(config: &str) -> Result<Self, String> {
@@ -127,9 +117,9 @@ impl policy::Check for Policy {
         policy::Rule::new("probes", "Best Practices", "every container has its probes")
     }
 
-    fn violations(&self, kind: &str, object: &Value) -> Vec<String> {
+    fn violations(&self, kind: &str, object: &Pods) -> Vec<String> {
         self.find(kind, object)
     }
 }
 
-wink_sdk::export_plugin!(policy::Checked<Policy>);
+wink_sdk::export_plugin!(policy::Checked<Policy, Pods>);

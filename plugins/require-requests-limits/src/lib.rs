@@ -15,8 +15,7 @@
 //! A quantity of `0` counts as set; an empty string does not.
 
 use wink_sdk::serde::Deserialize;
-use wink_sdk::serde_json::Value;
-use wink_sdk::workload::{self, List};
+use wink_sdk::workload::{self, List, PodContainer, Pods};
 use wink_sdk::{Registration, policy};
 
 const NAME: &str = "require-requests-limits";
@@ -54,15 +53,10 @@ impl Config {
 }
 
 /// Whether `resources.<part>.<name>` is set (a number, or a non-empty string).
-fn is_set(container: &Value, part: &str, name: &str) -> bool {
-    match container
-        .get("resources")
-        .and_then(|r| r.get(part))
-        .and_then(|p| p.get(name))
-    {
-        Some(Value::String(s)) => !s.is_empty(),
-        Some(Value::Number(_)) => true,
-        _ => false,
+fn is_set(container: &PodContainer, part: &str, name: &str) -> bool {
+    match part {
+        "requests" => container.request(name),
+        _ => container.limit(name),
     }
 }
 
@@ -72,9 +66,9 @@ struct Policy {
 
 impl Policy {
     /// What `object` (of kind `kind`) lacks, one line per container.
-    fn find(&self, kind: &str, object: &Value) -> Vec<String> {
+    fn find(&self, kind: &str, object: &Pods) -> Vec<String> {
         let mut found = Vec::new();
-        for c in workload::containers(kind, object) {
+        for c in object.containers(kind) {
             if c.list == List::Ephemeral || (c.list == List::Init && !self.config.init_containers) {
                 continue;
             }
@@ -85,7 +79,7 @@ impl Policy {
             ] {
                 let missing: Vec<&str> = names
                     .iter()
-                    .filter(|n| !is_set(c.spec, part, n))
+                    .filter(|n| !is_set(c.container, part, n))
                     .map(String::as_str)
                     .collect();
                 if !missing.is_empty() {
@@ -95,8 +89,8 @@ impl Policy {
             if !lacks.is_empty() {
                 found.push(format!(
                     "container {} ({}.resources) sets no {}",
-                    c.name,
-                    c.path,
+                    c.container.name(),
+                    c.path(),
                     lacks.join(" and no ")
                 ));
             }
@@ -105,7 +99,7 @@ impl Policy {
     }
 }
 
-impl policy::Check for Policy {
+impl policy::Check<Pods> for Policy {
     const NAME: &'static str = NAME;
 
     fn new(config: &str) -> Result<Self, String> {
@@ -126,9 +120,9 @@ impl policy::Check for Policy {
         )
     }
 
-    fn violations(&self, kind: &str, object: &Value) -> Vec<String> {
+    fn violations(&self, kind: &str, object: &Pods) -> Vec<String> {
         self.find(kind, object)
     }
 }
 
-wink_sdk::export_plugin!(policy::Checked<Policy>);
+wink_sdk::export_plugin!(policy::Checked<Policy, Pods>);
