@@ -1,7 +1,7 @@
 //! Turning a plugin file's bytes into a running plugin's compiled component:
 //! compiling off the async threads (through the precompiled directory on
 //! Cranelift), reusing the component kept for a plugin that waits for its
-//! resources (the same path, bytes and compiler: a retry compiles nothing),
+//! resources (the same path, bytes and kind of code: a retry compiles nothing),
 //! and tier-up (Winch now, the Cranelift build in the background into the
 //! precompiled directory); a plugin under a fuel cap is compiled for the
 //! metered engine instead, neither tiered up nor kept in the precompiled
@@ -95,8 +95,8 @@ impl PluginManager {
         Ok(())
     }
 
-    /// The metered engine, built on first use, when the grant of the plugin
-    /// `path` holds sets a fuel cap.
+    /// The metered engine (built on first use) when the grant of the plugin
+    /// in `path` sets a fuel cap; else none.
     async fn metered_for(&self, path: &Path) -> anyhow::Result<Option<(WinkEngine, Linker<HostState>)>> {
         let name = crate::plugin_file::plugin_name(path)?;
         if self.caps(&name)?.fuel.is_none() {
@@ -114,7 +114,7 @@ impl PluginManager {
     }
 
     /// The component kept for `path` while it waits, when it was compiled
-    /// from the same bytes by the same compiler; else a new compile.
+    /// from the same bytes for the same kind of code; else a new compile.
     async fn prepare(
         &self,
         engine: &WinkEngine,
