@@ -262,7 +262,7 @@ async fn render(a: &Admin) -> String {
     );
     registry.register(
         "plugin_crashes_by_kind",
-        "Crashes by kind (deadline, memory, panic, stack, other)",
+        "Crashes by kind (deadline, fuel, memory, panic, stack, other)",
         crash_kinds,
     );
     registry.register(

@@ -128,7 +128,7 @@ impl Lifecycle {
         self.crashes
     }
 
-    /// Crashes by kind: `deadline`, `memory`, `panic`, `stack`, `other`.
+    /// Crashes by kind: `deadline`, `fuel`, `memory`, `panic`, `stack`, `other`.
     pub fn crash_kinds(&self) -> &std::collections::BTreeMap<&'static str, u64> {
         &self.crash_kinds
     }
