@@ -1,16 +1,20 @@
 //! End-to-end: the admin server as an operator, a kubelet and Prometheus
-//! use it. `/healthz` answers while the informers run; `/readyz` is 503
-//! while a plugin waits (for a CRD) and 200 once every plugin is synced;
+//! use it. `/healthz` answers while the informers run, from the start;
+//! `/readyz` is 503 while the plugin directory loads or a plugin waits (for
+//! a CRD) and 200 once every plugin is synced;
 //! `/metrics`, read by a Prometheus text parser, counts what the test did
 //! (events, deliveries, a crash, a write); `/debug/plugins` tells each
 //! plugin's state and permissions.
 
 use crate::cache_support;
+use crate::common::Wink;
+use crate::lang_support;
 
 use cache_support::*;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, PostParams};
+use lang_support::{Lang, example};
 use serde_json::json;
 use std::time::{Duration, Instant};
 use wink_sim::{Sim, SimConfig};
@@ -216,4 +220,50 @@ async fn json_logs_are_one_object_a_line_with_the_plugin_as_a_field() {
         .expect("the plugin's line");
     assert_eq!(add["plugin"], "good");
     assert_eq!(add["level"], "INFO");
+}
+
+/// The admin server answers while the plugin directory still loads (a large
+/// component compiles for seconds): `/healthz` says the process is alive, so
+/// a kubelet's liveness probe does not restart a daemon that is only
+/// starting, and `/readyz` says what it waits for.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_probes_answer_while_the_plugin_directory_loads() {
+    let sim = Sim::start(SimConfig::default()).await.unwrap();
+    let s = Setup::new("admin_while_loading", &sim);
+    let large = example(Lang::Python, "pod-logger");
+    std::fs::copy(large, s.plugins.join("large.wasm")).unwrap();
+    let cache = s.plugins.parent().unwrap().join("precompiled");
+    let addr = format!("127.0.0.1:{}", free_port());
+    let wink = s.run(&[
+        "--admin-addr",
+        &addr,
+        "--tier-up",
+        "--compile-cache",
+        cache.to_str().unwrap(),
+    ]);
+    wink.wait_for_line("compiling the plugin's component", WAIT);
+    // A kubelet gives a probe one second; five allow for a busy machine.
+    let probe = |path: &'static str| {
+        let addr = addr.clone();
+        async move {
+            tokio::time::timeout(Duration::from_secs(5), http(&addr, "GET", path))
+                .await
+                .unwrap_or_else(|_| panic!("{path} did not answer while the plugins load"))
+        }
+    };
+    let loaded = |wink: &Wink| wink.lines().iter().any(|l| l.contains("plugins loaded"));
+    assert!(
+        !loaded(&wink),
+        "the load ended before the probes were asked: it proves nothing"
+    );
+    let (health, _) = probe("/healthz").await;
+    let (ready, body) = probe("/readyz").await;
+    assert!(!loaded(&wink), "the probes answered only once the load had ended");
+    assert_eq!(health, 200);
+    assert_eq!(ready, 503, "{body}");
+    assert!(body.contains("the plugin directory is loading"), "{body}");
+
+    wait_synced(&wink, "large");
+    wink.wait_for_line("plugins loaded", WAIT);
+    until_status(&addr, "/readyz", 200).await;
 }

@@ -25,7 +25,10 @@ async fn a_new_plugin_runs_on_winch_gets_its_initial_list_once_and_its_cranelift
         env.create(&format!("pre-{i}")).await;
     }
 
-    // Pods keep coming, every 20 ms, while the Cranelift build compiles.
+    // Pods keep coming, every 20 ms, while the Cranelift build compiles; not
+    // while wink is built (thousands would be in the initial list, past the
+    // plugin's log budget).
+    common::wink_bin();
     let creator = Creator::start(env.pods.clone());
 
     let wink = env.wink(&["--tier-up"]);

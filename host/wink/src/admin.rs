@@ -1,7 +1,8 @@
 //! The admin server (`--admin-addr`): what an operator and a kubelet ask
 //! of a daemon. `/healthz` (the process and every informer's list+watch task
-//! are alive), `/readyz` (every plugin loaded and synced; not ready while a
-//! plugin loads or waits for the API server), `/metrics` (Prometheus text),
+//! are alive), `/readyz` (every plugin loaded and synced; not ready while
+//! the plugin directory or a plugin loads, or a plugin waits for the API
+//! server), `/metrics` (Prometheus text),
 //! `/debug/plugins` (JSON: each plugin's state, digest, compiler,
 //! permissions, calls, crashes, writes), and the cache view's routes.
 //!
@@ -33,6 +34,24 @@ pub struct Admin {
     pub manager: Arc<PluginManager>,
     /// The webhook server's counts, when it serves.
     pub admission: Option<crate::admission::metrics::AdmissionMetrics>,
+    /// Whether the plugin directory's first load is still under way.
+    pub loading: Loading,
+}
+
+/// Set while the daemon loads its plugin directory the first time: until
+/// then `/readyz` is not ready, whatever the plugins loaded so far say.
+#[derive(Clone, Debug, Default)]
+pub struct Loading(Arc<std::sync::atomic::AtomicBool>);
+
+impl Loading {
+    /// The first load is over.
+    pub fn done(&self) {
+        self.0.store(true, std::sync::atomic::Ordering::Release);
+    }
+
+    fn under_way(&self) -> bool {
+        !self.0.load(std::sync::atomic::Ordering::Acquire)
+    }
 }
 
 type Labels = Vec<(&'static str, String)>;
@@ -67,6 +86,9 @@ async fn readyz(State(a): State<Admin>) -> Response {
         .filter(|p| !p.synced && matches!(p.state, PluginState::Running | PluginState::TieringUp))
         .map(|p| format!("{} is not synced", p.name))
         .collect();
+    if a.loading.under_way() {
+        not_ready.push("the plugin directory is loading".to_string());
+    }
     let waiting = a.manager.waiting();
     if waiting > 0 {
         not_ready.push(format!("{waiting} plugin(s) wait for the API server"));

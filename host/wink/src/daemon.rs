@@ -60,6 +60,19 @@ impl Daemon {
         config: kube::Config,
         plugins: &Path,
         factory_options: FactoryOptions,
+        manager_options: ManagerOptions,
+        reports: Option<WriterOptions>,
+    ) -> anyhow::Result<Daemon> {
+        let daemon = Daemon::new(config, factory_options, manager_options, reports)?;
+        daemon.load(plugins).await?;
+        Ok(daemon)
+    }
+
+    /// The factory and the manager for the cluster of `config`, no plugin
+    /// loaded yet (see [`Daemon::start`]).
+    pub fn new(
+        config: kube::Config,
+        factory_options: FactoryOptions,
         mut manager_options: ManagerOptions,
         reports: Option<WriterOptions>,
     ) -> anyhow::Result<Daemon> {
@@ -87,11 +100,16 @@ impl Daemon {
             let writer = ReportWriter::new(writes, aggregator, leadership, census, options);
             tokio::spawn(writer.run());
         }
-        let errors = manager.load_dir(plugins).await?;
-        let loaded = manager.status().await.len();
-        let waiting = manager.waiting();
-        tracing::info!(loaded, failed = errors.len(), waiting, dir = %plugins.display(), "plugins loaded");
         Ok(Daemon { factory, manager })
+    }
+
+    /// Load every plugin of `plugins` (failures are logged; the others run).
+    pub async fn load(&self, plugins: &Path) -> anyhow::Result<()> {
+        let errors = self.manager.load_dir(plugins).await?;
+        let loaded = self.manager.status().await.len();
+        let waiting = self.manager.waiting();
+        tracing::info!(loaded, failed = errors.len(), waiting, dir = %plugins.display(), "plugins loaded");
+        Ok(())
     }
 
     /// Stop taking keys from the plugins' work queues (the reconciles in

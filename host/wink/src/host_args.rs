@@ -119,8 +119,9 @@ pub(crate) struct HostArgs {
     pub(crate) allow_non_loopback: bool,
     /// Bring a changed plugin up on Winch (compiles 3-6x faster) and build
     /// its Cranelift code in the background for its next load (it is not
-    /// swapped in: that would replay its initial list): `--tier-up` or
-    /// `--tier-up=false` (default: on in `wink dev`, off in `wink run`).
+    /// swapped in: that would replay its initial list; builds run one at a
+    /// time on a low-priority thread): `--tier-up` or `--tier-up=false`
+    /// (default: on in `wink dev`, off in `wink run`).
     #[arg(long, num_args = 0..=1, default_missing_value = "true")]
     pub(crate) tier_up: Option<bool>,
     /// Hold cached objects' JSON compressed (LZ4): about half the
@@ -267,7 +268,28 @@ impl HostArgs {
             .then(|| reload::record(&self.plugins))
             .transpose()?;
         let exception_namespaces = wink::exceptions::Namespaces::parse(&self.exception_namespaces)?;
-        let d = Daemon::start(config, &self.plugins, factory, manager, reports).await?;
+        let d = Daemon::new(config, factory, manager, reports)?;
+        let admission_metrics = admission
+            .as_ref()
+            .map(|_| wink::admission::metrics::AdmissionMetrics::default());
+        // The admin server answers from the start: a kubelet's liveness
+        // probe while a large plugin compiles, `/readyz` saying what loads.
+        let loading = wink::admin::Loading::default();
+        if let Some(listener) = admin {
+            let admin = wink::admin::Admin {
+                factory: d.factory.clone(),
+                manager: d.manager.clone(),
+                admission: admission_metrics.clone(),
+                loading: loading.clone(),
+            };
+            tokio::spawn(async move {
+                if let Err(e) = wink::admin::serve(listener, admin).await {
+                    tracing::error!("admin server stopped: {e:#}");
+                }
+            });
+        }
+        d.load(&self.plugins).await?;
+        loading.done();
         let _reload = changes.map(|c| c.apply_to(d.manager.clone()));
         // A slow or unreachable registry delays no other part of the start.
         if let Some(refs) = plugin_refs {
@@ -283,25 +305,10 @@ impl HostArgs {
             &d.manager,
             d.factory.clone(),
         )?;
-        let admission_metrics = admission
-            .as_ref()
-            .map(|_| wink::admission::metrics::AdmissionMetrics::default());
-        if let Some(((opts, socket), metrics)) = admission.zip(admission_metrics.clone()) {
+        if let Some(((opts, socket), metrics)) = admission.zip(admission_metrics) {
             let client = kube::Client::try_from(admission_config)?;
             let manager = d.manager.clone();
             wink::admission::start(opts, socket, client, manager, leadership, metrics).await?;
-        }
-        if let Some(listener) = admin {
-            let admin = wink::admin::Admin {
-                factory: d.factory.clone(),
-                manager: d.manager.clone(),
-                admission: admission_metrics,
-            };
-            tokio::spawn(async move {
-                if let Err(e) = wink::admin::serve(listener, admin).await {
-                    tracing::error!("admin server stopped: {e:#}");
-                }
-            });
         }
         if let Some(listener) = cache_view {
             let factory = d.factory.clone();

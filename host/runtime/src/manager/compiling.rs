@@ -3,12 +3,13 @@
 //! Cranelift), reusing the component kept for a plugin that waits for its
 //! resources (the same path, bytes and kind of code: a retry compiles nothing),
 //! and tier-up (Winch now, the Cranelift build in the background into the
-//! precompiled directory); a plugin under a fuel cap is compiled for the
+//! precompiled directory, on the tier-up thread); a plugin under a fuel cap is compiled for the
 //! metered engine instead, neither tiered up nor kept in the precompiled
 //! directory. Counts the components compiled. Installing the result is the
 //! manager's.
 
 use super::PluginManager;
+use super::tier_up;
 use super::waiting::Unresolved;
 use crate::capabilities::HostState;
 use crate::engine::{Compiler, WinkEngine};
@@ -64,7 +65,14 @@ impl PluginManager {
             let Some(m) = me.upgrade() else { return };
             let optimized = Instant::now();
             let built = m
-                .compile(&m.engine, &m.linker, &path, bytes, digest.clone())
+                .compile(
+                    &m.engine,
+                    &m.linker,
+                    &path,
+                    bytes,
+                    digest.clone(),
+                    Priority::Background,
+                )
                 .await;
             let mut plugins = m.plugins.lock().await;
             let current = plugins
@@ -127,7 +135,8 @@ impl PluginManager {
             tracing::debug!(path = %path.display(), "the plugin's component compiled for its last attempt is reused");
             return Ok(kept);
         }
-        self.compile(engine, linker, path, bytes, digest).await
+        self.compile(engine, linker, path, bytes, digest, Priority::Load)
+            .await
     }
 
     /// Install `loaded`; when its resources cannot be resolved yet (the
@@ -149,7 +158,8 @@ impl PluginManager {
         installed
     }
 
-    /// Compile and check a component off the async threads.
+    /// Compile and check a component off the async threads; a background
+    /// build on the tier-up thread.
     async fn compile(
         &self,
         engine: &WinkEngine,
@@ -157,6 +167,7 @@ impl PluginManager {
         path: &Path,
         bytes: Vec<u8>,
         digest: String,
+        priority: Priority,
     ) -> anyhow::Result<LoadedComponent> {
         // Only the shared engine's Cranelift builds are kept in the
         // precompiled directory (one directory holds one engine's builds).
@@ -166,11 +177,24 @@ impl PluginManager {
             .filter(|_| engine.compiler() == Compiler::Cranelift && !engine.meters_fuel());
         let (engine, linker, owned) = (engine.clone(), linker.clone(), path.to_path_buf());
         let loaded = tokio::task::spawn_blocking(move || {
-            loader::load_digested(&engine, &linker, precompiled.as_deref(), &owned, &bytes, digest)
+            let build =
+                || loader::load_digested(&engine, &linker, precompiled.as_deref(), &owned, &bytes, digest);
+            match priority {
+                Priority::Load => build(),
+                Priority::Background => tier_up::run(build),
+            }
         })
         .await
         .context("compile task failed")??;
         self.compilations.fetch_add(1, Ordering::Relaxed);
         Ok(loaded)
     }
+}
+
+/// Whom a compile keeps waiting: a load (a plugin is not running until it
+/// is done), or nobody (a tier-up build for the next load).
+#[derive(Clone, Copy)]
+enum Priority {
+    Load,
+    Background,
 }

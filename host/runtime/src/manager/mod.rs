@@ -24,6 +24,7 @@ mod regrant;
 mod reporting;
 mod scoping;
 mod takeover;
+mod tier_up;
 mod unloading;
 pub use admitting::PluginWebhooks;
 pub use allowed::{Allowed, allowed};
