@@ -87,3 +87,25 @@ async fn a_new_plugin_runs_on_winch_gets_its_initial_list_once_and_its_cranelift
     wait_for_log(&again, &["plugin synced", "plugin=pl"], 1);
     assert!(log_lines(&again, &["plugin loaded from", "compiler=Winch"]).is_empty());
 }
+
+/// Without a precompiled directory there is nowhere to keep a Cranelift
+/// build: a plugin comes up on Winch, is running (not tiering up), and no
+/// build is made in the background.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_a_precompiled_directory_a_plugin_stays_on_winch_and_nothing_is_built_behind_it() {
+    let env = Env::new("tier_up_no_precompiled").await;
+    std::fs::copy(plugin("pod_logger"), env.plugins.join("pl.wasm")).unwrap();
+    let wink = env.wink(&["--tier-up", "--no-precompiled"]);
+    wait_for_log(&wink, &["plugin loaded from", "plugin=pl", "compiler=Winch"], 1);
+    wait_for_log(&wink, &["plugin synced", "plugin=pl"], 1);
+    // An event's round trip: a background build would have begun by then.
+    env.create("after").await;
+    wink.wait_until("pl told of after", WAIT, |w| {
+        on_lines(w, "pl").iter().any(|l| l.ends_with("after"))
+    });
+    assert_eq!(
+        log_lines(&wink, &["compiler=Cranelift"]),
+        Vec::<String>::new(),
+        "a Cranelift build with nowhere to keep it"
+    );
+}

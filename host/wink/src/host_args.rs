@@ -120,7 +120,8 @@ pub(crate) struct HostArgs {
     /// Bring a changed plugin up on Winch (compiles 3-6x faster) and build
     /// its Cranelift code in the background for its next load (it is not
     /// swapped in: that would replay its initial list; builds run one at a
-    /// time on a low-priority thread): `--tier-up` or `--tier-up=false`
+    /// time on a low-priority thread; with `--no-precompiled`, none is made
+    /// and plugins stay on Winch): `--tier-up` or `--tier-up=false`
     /// (default: on in `wink dev`, off in `wink run`).
     #[arg(long, num_args = 0..=1, default_missing_value = "true")]
     pub(crate) tier_up: Option<bool>,

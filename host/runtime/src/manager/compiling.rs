@@ -59,6 +59,11 @@ impl PluginManager {
             .prepare(&winch, &winch_linker, path, bytes.clone(), digest.clone())
             .await?;
         self.install_or_keep(loaded, &winch, config, started).await?;
+        if self.precompiled.is_none() {
+            // No directory to keep a build in: this load stays on Winch,
+            // and so will the next.
+            return Ok(());
+        }
         let me = self.me.clone();
         let path = path.to_path_buf();
         tokio::spawn(async move {

@@ -511,7 +511,7 @@ impl PluginManager {
             path.display()
         );
         let lifecycle = Lifecycle::installed(
-            engine.compiler() == Compiler::Winch && self.baseline.is_some(),
+            engine.compiler() == Compiler::Winch && self.baseline.is_some() && self.precompiled.is_some(),
             Instant::now(),
         );
         plugins.insert(
