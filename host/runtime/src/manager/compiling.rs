@@ -2,11 +2,11 @@
 //! compiling off the async threads (through the precompiled directory on
 //! Cranelift), reusing the component kept for a plugin that waits for its
 //! resources (the same path, bytes and kind of code: a retry compiles nothing),
-//! and tier-up (Winch now, the Cranelift build in the background into the
-//! precompiled directory, on the tier-up thread); a plugin under a fuel cap is compiled for the
-//! metered engine instead, neither tiered up nor kept in the precompiled
-//! directory. Counts the components compiled. Installing the result is the
-//! manager's.
+//! and tier-up (Winch now, the Cranelift build in the background on the
+//! tier-up thread, into the precompiled directory; none without one); a
+//! plugin under a fuel cap is compiled for the metered engine instead,
+//! neither tiered up nor kept in the precompiled directory. Counts the
+//! components compiled. Installing the result is the manager's.
 
 use super::PluginManager;
 use super::tier_up;
