@@ -38,8 +38,9 @@ pub struct Admin {
     pub loading: Loading,
 }
 
-/// Set while the daemon loads its plugin directory the first time: until
-/// then `/readyz` is not ready, whatever the plugins loaded so far say.
+/// Whether the daemon's first load of its plugin directory is over (the
+/// flag is set by [`Loading::done`]): until then `/readyz` is not ready,
+/// whatever the plugins loaded so far say.
 #[derive(Clone, Debug, Default)]
 pub struct Loading(Arc<std::sync::atomic::AtomicBool>);
 
