@@ -2,7 +2,8 @@
 //! the leader: one `ValidatingWebhookConfiguration` and one
 //! `MutatingWebhookConfiguration` named `wink` (labelled
 //! `app.kubernetes.io/managed-by: wink`), with one webhook per plugin and
-//! hook (`<plugin>.<hook>.wink.dev`), pointing at the webhook URL or the
+//! hook (`<plugin>.<hook>.wink.dev`; validating webhooks of equal settings
+//! shared, see [`super::shared`]), pointing at the webhook URL or the
 //! Service, trusting the CA bundle. Written when their content changes (a
 //! plugin loaded, reloaded or unloaded, the CA replaced), by a replace
 //! conditioned on the resourceVersion; deleted when no plugin serves a
@@ -173,6 +174,19 @@ fn rules(webhook: &Webhook) -> (Vec<Value>, Vec<String>) {
     (out, dropped)
 }
 
+/// How the API server reaches the webhook server's `path`, trusting
+/// `ca_bundle`.
+pub fn client_config(cx: &Context, path: &str, ca_bundle: &str) -> Value {
+    let ca = base64::engine::general_purpose::STANDARD.encode(ca_bundle.as_bytes());
+    match &cx.target {
+        Target::Url(url) => json!({"url": format!("{}{path}", url.trim_end_matches('/')), "caBundle": ca}),
+        Target::Service { namespace, name } => json!({
+            "service": {"namespace": namespace, "name": name, "path": path, "port": 443},
+            "caBundle": ca,
+        }),
+    }
+}
+
 /// One webhook of a configuration, or why the plugin's cannot be one.
 pub fn webhook(
     plugin: &str,
@@ -181,15 +195,7 @@ pub fn webhook(
     ca_bundle: &str,
 ) -> Result<(Value, Vec<String>), String> {
     let hook = hook_name(w.hook);
-    let path = format!("/admission/{plugin}/{hook}");
-    let ca = base64::engine::general_purpose::STANDARD.encode(ca_bundle.as_bytes());
-    let client_config = match &cx.target {
-        Target::Url(url) => json!({"url": format!("{}{path}", url.trim_end_matches('/')), "caBundle": ca}),
-        Target::Service { namespace, name } => json!({
-            "service": {"namespace": namespace, "name": name, "path": path, "port": 443},
-            "caBundle": ca,
-        }),
-    };
+    let client_config = client_config(cx, &format!("/admission/{plugin}/{hook}"), ca_bundle);
     let (ns_labels, mut ns_expressions) =
         selector(w.namespace_selector.as_deref()).map_err(|e| format!("namespace selector: {e}"))?;
     let mut excluded = vec![cx.namespace.clone()];
@@ -222,8 +228,9 @@ pub fn webhook(
     Ok((out, dropped))
 }
 
-/// The webhooks of one kind for every plugin, sorted by name; what was
-/// left out or dropped is logged.
+/// The webhooks of one kind for every plugin, sorted by name, validating
+/// ones of equal settings shared ([`super::shared`]); what was left out or
+/// dropped is logged.
 pub fn webhooks(
     plugins: &[PluginWebhooks],
     hook: Hook,
@@ -231,7 +238,7 @@ pub fn webhooks(
     ca_bundle: &str,
     log: bool,
 ) -> Vec<Value> {
-    let mut out = Vec::new();
+    let mut out: Vec<(String, Value)> = Vec::new();
     for (plugin, hooks) in plugins {
         for w in hooks.iter().filter(|w| w.hook == hook) {
             match webhook(plugin, w, cx, ca_bundle) {
@@ -241,15 +248,22 @@ pub fn webhooks(
                             tracing::warn!(plugin = %plugin, "webhook: Leases are never matched: dropped {d}");
                         }
                     }
-                    out.push(v);
+                    out.push((plugin.clone(), v));
                 }
                 Err(e) if log => tracing::error!(plugin = %plugin, "webhook not registered: {e}"),
                 Err(_) => {}
             }
         }
     }
-    out.sort_by(|a, b| a["name"].as_str().cmp(&b["name"].as_str()));
-    out
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    match hook {
+        Hook::Validate => super::shared::group(out, |path| client_config(cx, path, ca_bundle)),
+        Hook::Mutate => {
+            let mut out: Vec<Value> = out.into_iter().map(|(_, v)| v).collect();
+            out.sort_by(|a, b| a["name"].as_str().cmp(&b["name"].as_str()));
+            out
+        }
+    }
 }
 
 fn resource(hook: Hook) -> ApiResource {

@@ -17,6 +17,7 @@ pub mod paced;
 pub mod review;
 pub mod scope;
 pub mod server;
+pub mod shared;
 
 use crate::listener::{self, BoundedListener, ListenOptions};
 use std::net::SocketAddr;

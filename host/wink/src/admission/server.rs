@@ -5,7 +5,9 @@
 //! deadlines of the other surfaces, counted from a request's first byte:
 //! see [`super::paced::Paced`]), answering `POST /admission/<plugin>/validate` and
 //! `/admission/<plugin>/mutate` with an `admission.k8s.io/v1`
-//! AdmissionReview. A body is capped at [`MAX_BODY`]; a malformed review
+//! AdmissionReview, and a shared validating webhook's
+//! `/admission/<plugin>.<plugin>.../validate` with its plugins' decisions
+//! merged ([`super::shared`]). A body is capped at [`MAX_BODY`]; a malformed review
 //! gets 400 and a sentence; a plugin that does not answer within its
 //! webhook's deadline (a little less than its `timeoutSeconds`) gets its
 //! failure policy, so the API server always hears from wink before it
@@ -18,6 +20,7 @@
 use super::metrics::{AdmissionMetrics, Handshake};
 use super::paced::Paced;
 use super::review;
+use super::shared;
 use crate::listener::{BoundedListener, ListenOptions};
 use anyhow::Context as _;
 use bytes::Bytes;
@@ -227,12 +230,19 @@ async fn answer(
     let started = std::time::Instant::now();
     let path = request.uri().path().to_string();
     let asked_within = request.uri().query().and_then(query_timeout);
-    let Some((plugin, door)) = route(&path) else {
-        return text(
+    let no_such = || {
+        text(
             StatusCode::NOT_FOUND,
-            "no such webhook: the paths are /admission/<plugin>/validate and /admission/<plugin>/mutate",
-        );
+            "no such webhook: the paths are /admission/<plugin>/validate, /admission/<plugin>/mutate and /admission/<plugin>.<plugin>.../validate",
+        )
     };
+    let Some((plugin, door)) = route(&path) else {
+        return no_such();
+    };
+    let several = shared::plugins(plugin);
+    if several.as_ref().is_some_and(|p| p.is_empty()) || (several.is_some() && door == Door::Mutate) {
+        return no_such();
+    }
     if request.method() != Method::POST {
         return text(StatusCode::METHOD_NOT_ALLOWED, "an admission review is POSTed");
     }
@@ -287,10 +297,21 @@ async fn answer(
             );
         }
     };
-    let decision = decide(&manager, plugin, door, asked.request, asked_within, peer).await;
-    manager
-        .metrics
-        .observe(plugin, door, &decision, started.elapsed());
+    let ask = |plugin| {
+        let (manager, request) = (&manager, &asked.request);
+        async move {
+            let decision = decide(manager, plugin, door, request, asked_within, peer).await;
+            manager
+                .metrics
+                .observe(plugin, door, &decision, started.elapsed());
+            (plugin, decision)
+        }
+    };
+    let decision = match shared::plugins(plugin) {
+        None => ask(plugin).await.1,
+        // Each plugin asked at once; the answer is theirs merged.
+        Some(plugins) => shared::merged(futures::future::join_all(plugins.into_iter().map(ask)).await),
+    };
     let json = review::response(&asked.uid, &decision);
     Response::builder()
         .status(StatusCode::OK)
@@ -342,7 +363,7 @@ async fn decide(
     served: &Served,
     plugin: &str,
     door: Door,
-    request: AdmissionRequest,
+    request: &AdmissionRequest,
     asked_within: Option<u32>,
     peer: std::net::IpAddr,
 ) -> Decision {
@@ -364,7 +385,7 @@ async fn decide(
     }
     let policy = webhook.as_ref().map(|(_, policy, _)| *policy);
     if let Some(scope) = manager.scope_of(plugin).await
-        && let Err(why) = super::scope::request_in_scope(&scope, &request)
+        && let Err(why) = super::scope::request_in_scope(&scope, request)
     {
         tracing::debug!(plugin, "review answered without the plugin: {why}");
         return Decision::allow();
@@ -375,7 +396,7 @@ async fn decide(
     };
     let now = std::time::SystemTime::now();
     if let Some(e) =
-        crate::exceptions::review::excepted(manager.exceptions(), plugin, webhook_name, &request, now)
+        crate::exceptions::review::excepted(manager.exceptions(), plugin, webhook_name, request, now)
     {
         tracing::debug!(plugin, "review answered without the plugin: {}", e.message());
         return crate::exceptions::review::allowed(&e);
@@ -390,7 +411,7 @@ async fn decide(
     // then replaces the instance it was running on, see
     // `PluginInstance::admit`), so no request outlives its answer.
     let asked = async {
-        let decision = manager.admit(plugin, door, &request, Some(peer)).await;
+        let decision = manager.admit(plugin, door, request, Some(peer)).await;
         drop(place);
         decision
     };
