@@ -3,6 +3,8 @@
 //! refusing policy of the library (`plugins/*`, `docs/src/library/`) at the
 //! door, and for each the API server refuses one object, with the policy's
 //! webhook and message, and admits one that every policy allows. The
+//! policies of equal webhook settings share one validating webhook, so an
+//! object two of them refuse is refused once, naming both. The
 //! context-aware ones (unique Service selector, unique Ingress host,
 //! required PodDisruptionBudget) answer from wink's informer cache, a
 //! moment after the object they compare with is stored.
@@ -31,14 +33,39 @@ async fn admitted(kubectl: &Kubectl, object: &Value) {
     assert!(ok, "{object} was refused: {stderr}");
 }
 
-/// `object` is refused by `policy`'s webhook, with its message.
+/// The name of the validating webhook serving `policy` in wink's
+/// configuration on the server: the one whose path names it (alone, or
+/// shared with others, `/admission/<a>.<b>.../validate`).
+async fn webhook_of(kubectl: &Kubectl, policy: &str) -> String {
+    let (ok, stdout, stderr) = kubectl
+        .run_with(
+            &["get", "validatingwebhookconfiguration", "wink", "-o", "json"],
+            None,
+        )
+        .await;
+    assert!(ok, "{stderr}");
+    let config: Value = serde_json::from_str(&stdout).unwrap();
+    let serves = |w: &&Value| {
+        let url = w["clientConfig"]["url"].as_str().unwrap_or_default();
+        let segment = url.rsplit('/').nth(1).unwrap_or_default();
+        segment.split('.').any(|p| p == policy)
+    };
+    let found = config["webhooks"].as_array().unwrap().iter().find(serves);
+    found.unwrap_or_else(|| panic!("no webhook serves {policy}: {config}"))["name"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+/// `object` is refused by the webhook serving `policy`, with its message
+/// (the policy named).
 async fn refused(kubectl: &Kubectl, object: &Value, policy: &str) {
     let (ok, stderr) = create(kubectl, object).await;
     assert!(!ok, "{policy} admitted {object}");
+    let webhook = webhook_of(kubectl, policy).await;
     assert!(
-        stderr.contains(&format!(
-            r#"admission webhook "{policy}.validate.wink.dev" denied the request: {policy}: "#
-        )),
+        stderr.contains(&format!(r#"admission webhook "{webhook}" denied the request: "#))
+            && stderr.contains(&format!("{policy}: ")),
         "{policy}: {stderr}"
     );
 }
@@ -158,6 +185,56 @@ async fn every_library_policy_refuses_and_admits_at_the_real_api_servers_door() 
     .await;
     assert!(
         stderr.contains("disallow-latest-tag: container app (spec.containers[0].image)"),
+        "{stderr}"
+    );
+    // The policies of equal webhook settings share one webhook: the API
+    // server sends a Pod's review once, and a Pod two policies refuse is
+    // refused once, naming both.
+    let (ok, stdout, _) = kubectl
+        .run_with(
+            &["get", "validatingwebhookconfiguration", "wink", "-o", "json"],
+            None,
+        )
+        .await;
+    assert!(ok);
+    let config: Value = serde_json::from_str(&stdout).unwrap();
+    let webhooks = config["webhooks"].as_array().unwrap();
+    // (disallow-default-namespace's webhook has a namespace selector of
+    // its own, `default` alone, so it is a webhook of its own.)
+    let pod_policies = [
+        "disallow-latest-tag",
+        "allowed-registries",
+        "require-requests-limits",
+        "require-probes",
+    ];
+    let mut pod_webhooks: Vec<String> = Vec::new();
+    for p in pod_policies {
+        pod_webhooks.push(webhook_of(&kubectl, p).await);
+    }
+    pod_webhooks.dedup();
+    assert_eq!(
+        pod_webhooks.len(),
+        1,
+        "the Pod policies share one webhook: {config}"
+    );
+    println!(
+        "{} policies served by {} validating webhook(s): {:?}",
+        policies.len(),
+        webhooks.len(),
+        webhooks.iter().map(|w| &w["name"]).collect::<Vec<_>>()
+    );
+    let (ok, stderr) = create(
+        &kubectl,
+        &pod(NS, "twice", json!({"image": "docker.io/app:latest"})),
+    )
+    .await;
+    assert!(!ok);
+    assert!(
+        stderr.contains(&format!(
+            r#"admission webhook "{}" denied the request: "#,
+            pod_webhooks[0]
+        )) && stderr.contains("disallow-latest-tag: container app")
+            && stderr.contains("allowed-registries: "),
         "{stderr}"
     );
     refused(
