@@ -9,10 +9,15 @@
 //!     and warn; a Pod review is one request to its webhook;
 //!   - `library`: every library policy (`plugins/*`, the manual's
 //!     `library/` pages), pod-security as above, allowed-registries trusting
-//!     `registry.example.com/`, the others with their defaults; a Pod review
-//!     is what the API server does for a Pod: one request to each of the six
-//!     webhooks that take Pods, sent at once on connections of their own,
-//!     the review's latency the slowest answer's.
+//!     `registry.example.com/`, the others with their defaults, its
+//!     webhook configurations written to the simulated server; a Pod review
+//!     is what the API server does for a Pod with that configuration: one
+//!     request to each validating webhook whose rules and namespace
+//!     selector take it (the policies share one webhook), and, in the same
+//!     run to compare, to each of those webhooks' plugins on its own path
+//!     (what the API server sent when every plugin had a webhook of its
+//!     own), sent at once on connections of their own, the review's
+//!     latency the slowest answer's.
 //!
 //! The load (this process) is paced: `LIBRARY_RATE` (1,000) reviews/s for
 //! `LIBRARY_SECONDS` (10) over `LIBRARY_CONNECTIONS` (8) keep-alive
@@ -160,9 +165,9 @@ async fn connect(port: u16, ca: &str) -> Sender {
     sender
 }
 
-/// One request to `policy`'s webhook: whether it allowed review `k`.
-async fn ask(sender: &mut Sender, policy: &str, body: String, k: usize) -> bool {
-    let request = hyper::Request::post(format!("/admission/{policy}/validate"))
+/// One request to the webhook at `path`: whether it allowed review `k`.
+async fn ask(sender: &mut Sender, path: &str, body: String, k: usize) -> bool {
+    let request = hyper::Request::post(path)
         .header("host", "127.0.0.1")
         .header("content-type", "application/json")
         .body(Full::new(Bytes::from(body)))
@@ -185,26 +190,27 @@ struct Run {
     cpu_load: Duration,
 }
 
-/// Pod reviews to `policies` at `rate`/s for `secs`.
+/// Pod reviews to the target's webhooks at `rate`/s for `secs`.
 async fn load(target: &Target, rate: f64, secs: f64, connections: usize) -> Run {
     let mut tasks_senders = Vec::new();
     for _ in 0..connections {
         let mut senders = Vec::new();
-        for _ in target.policies {
+        for _ in &target.paths {
             senders.push(connect(target.port, &target.ca).await);
         }
         tasks_senders.push(senders);
     }
     let total = (rate * secs) as usize;
-    let pid = target.wink.pid();
+    let pid = target.pid;
     let (stat0, sched0) = (procs::cpu(pid), procs::cpu_ns(pid));
     let load0 = procs::cpu(std::process::id());
     let started = tokio::time::Instant::now() + Duration::from_millis(5);
-    let policies: &'static [&'static str] = target.policies;
+    let paths = Arc::new(target.paths.clone());
     let tasks: Vec<_> = tasks_senders
         .into_iter()
         .enumerate()
         .map(|(c, mut senders)| {
+            let paths = paths.clone();
             tokio::spawn(async move {
                 let (mut out, mut wrong) = (Vec::new(), 0);
                 for k in (c..total).step_by(connections) {
@@ -214,7 +220,7 @@ async fn load(target: &Target, rate: f64, secs: f64, connections: usize) -> Run 
                     let answers = futures::future::join_all(
                         senders
                             .iter_mut()
-                            .zip(policies)
+                            .zip(paths.iter())
                             .map(|(s, p)| ask(s, p, body.clone(), k)),
                     )
                     .await;
@@ -284,10 +290,121 @@ async fn until_idle(pid: u32, since: Instant, quiet: Duration) -> (Duration, Dur
 
 struct Target {
     name: &'static str,
-    policies: &'static [&'static str],
+    /// The webhooks a Pod review is sent to (their paths).
+    paths: Vec<String>,
     port: u16,
     ca: String,
-    wink: Daemon,
+    /// The serving wink's.
+    pid: u32,
+}
+
+/// Whether the label selector `selector` (a `metav1.LabelSelector`)
+/// selects `labels`.
+fn selects(selector: &Value, labels: &serde_json::Map<String, Value>) -> bool {
+    let matched = selector["matchLabels"]
+        .as_object()
+        .into_iter()
+        .flatten()
+        .all(|(k, v)| labels.get(k) == Some(v));
+    let expressions = selector["matchExpressions"].as_array().into_iter().flatten();
+    matched
+        && expressions.into_iter().all(|e| {
+            let value = labels.get(e["key"].as_str().unwrap_or_default());
+            let listed = e["values"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .any(|v| Some(v) == value);
+            match e["operator"].as_str() {
+                Some("In") => listed,
+                Some("NotIn") => !listed,
+                Some("Exists") => value.is_some(),
+                Some("DoesNotExist") => value.is_none(),
+                other => panic!("operator {other:?}"),
+            }
+        })
+}
+
+/// The paths of the validating webhooks the API server would call for a
+/// Pod created in `namespace` (its labels as the server has them), from
+/// wink's configuration on the (simulated) server: their rules take Pods
+/// and their namespace selector the namespace.
+async fn pod_webhooks(sim: &Sim, namespace: &str, policies: &[&str]) -> Vec<String> {
+    use kube::api::{ApiResource, DynamicObject};
+    let ar = ApiResource::from_gvk(&kube::core::GroupVersionKind::gvk(
+        "admissionregistration.k8s.io",
+        "v1",
+        "ValidatingWebhookConfiguration",
+    ));
+    let api: Api<DynamicObject> = Api::all_with(sim.client(), &ar);
+    let ns: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(sim.client());
+    let labels = ns
+        .get(namespace)
+        .await
+        .unwrap()
+        .metadata
+        .labels
+        .unwrap_or_default();
+    let labels: serde_json::Map<String, Value> =
+        labels.into_iter().map(|(k, v)| (k, Value::from(v))).collect();
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let config = api.get_opt("wink").await.unwrap().map(|c| c.data);
+        let webhooks = config
+            .as_ref()
+            .and_then(|c| c["webhooks"].as_array().cloned())
+            .unwrap_or_default();
+        let path = |w: &Value| {
+            let url = w["clientConfig"]["url"].as_str().unwrap_or_default();
+            format!("/{}", url.splitn(4, '/').nth(3).unwrap_or_default())
+        };
+        let served: Vec<String> = webhooks.iter().map(path).collect();
+        // Every policy in: the configuration is the whole library's.
+        let whole = policies.iter().all(|p| {
+            served.iter().any(|s| {
+                s.split('/')
+                    .nth(2)
+                    .is_some_and(|seg| seg.split('.').any(|x| x == *p))
+            })
+        });
+        if whole {
+            let takes_pods = |r: &Value| {
+                let has =
+                    |k: &str, v: &str| r[k].as_array().into_iter().flatten().any(|x| x == v || x == "*");
+                has("operations", "CREATE")
+                    && has("apiGroups", "")
+                    && has("apiVersions", "v1")
+                    && has("resources", "pods")
+                    && matches!(r["scope"].as_str(), None | Some("*" | "Namespaced"))
+            };
+            return webhooks
+                .iter()
+                .filter(|w| w["rules"].as_array().into_iter().flatten().any(takes_pods))
+                .filter(|w| selects(&w["namespaceSelector"], &labels))
+                .map(path)
+                .collect();
+        }
+        assert!(
+            Instant::now() < deadline,
+            "wink's configuration never held every policy: {config:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// `paths` with each shared webhook's split into its plugins' own: what the
+/// API server was sent when every plugin had a webhook of its own.
+fn one_per_plugin(paths: &[String]) -> Vec<String> {
+    paths
+        .iter()
+        .flat_map(|p| {
+            let segment = p.split('/').nth(2).unwrap_or_default().to_string();
+            segment
+                .split('.')
+                .map(|plugin| format!("/admission/{plugin}/validate"))
+                .collect::<Vec<_>>()
+        })
+        .collect()
 }
 
 /// The component of the crate `crate_name`: from `LIBRARY_COMPONENTS`
@@ -361,11 +478,19 @@ async fn bench() {
     let addr = format!("127.0.0.1:{port}");
     let url = format!("https://{addr}");
     let started = Instant::now();
+    // (Its configurations are not written: the library's are.)
     let alone = Daemon::run(
         &wink_bin,
         &plugins(&dir, "alone", &["pod-security"]),
         &kubeconfig,
-        &["--admission-addr", &addr, "--admission-webhook-url", &url].map(String::from),
+        &[
+            "--admission-addr",
+            &addr,
+            "--admission-webhook-url",
+            &url,
+            "--admission-configurations=false",
+        ]
+        .map(String::from),
     );
     alone.wait_for_line("plugin synced plugin=pod-security", WAIT);
     let synced = started.elapsed();
@@ -399,13 +524,13 @@ async fn bench() {
     let ca = ca_from(&sim, "wink-admission-ca").await;
     let mut targets = vec![Target {
         name: "pod-security",
-        policies: &POD_POLICIES[..1],
+        paths: vec!["/admission/pod-security/validate".into()],
         port,
         ca,
-        wink: alone,
+        pid: alone.pid(),
     }];
 
-    // Every policy in one wink (its own CA; the configurations are the first's).
+    // Every policy in one wink (its own CA), its configurations written.
     let port = free_port();
     let addr = format!("127.0.0.1:{port}");
     let url = format!("https://{addr}");
@@ -415,7 +540,6 @@ async fn bench() {
         "--admission-webhook-url",
         &url,
         "--admission-ca-secret=wink-admission-ca-library",
-        "--admission-configurations=false",
         "--grants",
         grants.to_str().unwrap(),
     ]
@@ -436,12 +560,39 @@ async fn bench() {
         ms(cpu)
     );
     let ca = ca_from(&sim, "wink-admission-ca-library").await;
+    // What the API server sends for a Pod, as wink's configuration says:
+    // the shared webhook(s) whose rules and namespace selector take it;
+    // and, to compare in the same run, one request per plugin in them, as
+    // when each plugin had a webhook of its own.
+    let shared = pod_webhooks(&sim, "team-0", &LIBRARY).await;
+    for n in 1..NAMESPACES {
+        let same = pod_webhooks(&sim, &format!("team-{n}"), &LIBRARY).await;
+        assert_eq!(same, shared, "every team namespace is sent the same webhooks");
+    }
+    let own = one_per_plugin(&shared);
+    println!("a Pod review is sent to {shared:?}, or, one webhook per plugin, to {own:?}\n");
+    let mut policies = own.clone();
+    policies.sort();
+    let mut expected: Vec<String> = POD_POLICIES
+        .iter()
+        .filter(|p| **p != "disallow-default-namespace")
+        .map(|p| format!("/admission/{p}/validate"))
+        .collect();
+    expected.sort();
+    assert_eq!(policies, expected, "the policies taking Pods outside `default`");
     targets.push(Target {
-        name: "library",
-        policies: &POD_POLICIES,
+        name: "library, one webhook per plugin",
+        paths: own,
+        port,
+        ca: ca.clone(),
+        pid: all.pid(),
+    });
+    targets.push(Target {
+        name: "library, shared webhook",
+        paths: shared,
         port,
         ca,
-        wink: all,
+        pid: all.pid(),
     });
 
     println!(
@@ -454,7 +605,7 @@ async fn bench() {
         let per = |d: Duration| d.as_secs_f64() * 1e6 / n.max(1) as f64;
         let p99 = ms(quantile(&r.latencies, 0.99));
         let goal = match (t.name, rate == 1000.0) {
-            ("library", true) => {
+            ("library, shared webhook", true) => {
                 if p99 <= 1.0 {
                     "met"
                 } else {
@@ -466,7 +617,7 @@ async fn bench() {
         println!(
             "| {} | {} | {n} | {} | {:.0} | {:.3} | {p99:.3} | {:.3} | {:.1} | {:.1} | {:.1} | {goal} |",
             t.name,
-            t.policies.len(),
+            t.paths.len(),
             r.wrong,
             n as f64 / r.elapsed.as_secs_f64(),
             ms(quantile(&r.latencies, 0.5)),
@@ -476,8 +627,8 @@ async fn bench() {
             per(r.cpu_load),
         );
     }
-    for mut t in targets {
-        t.wink.terminate(Duration::from_secs(10));
+    for mut wink in [alone, all] {
+        wink.terminate(Duration::from_secs(10));
     }
 }
 

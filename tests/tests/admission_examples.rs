@@ -123,7 +123,9 @@ async fn the_example_policies_guard_the_door_for_kubectl() {
         grants.to_str().unwrap(),
     ]);
     wait_synced(&wink, "service-selector-guard");
-    configured(&env, "validatingwebhookconfigurations", 2).await;
+    // pod-security's and the guard's validating webhooks say the same: one
+    // shared webhook serves both.
+    configured(&env, "validatingwebhookconfigurations", 1).await;
     configured(&env, "mutatingwebhookconfigurations", 1).await;
     // wink's own namespace (here `default`) is never sent to a webhook.
     // team-a enforces pod-security's default (Baseline) and warns about
@@ -140,7 +142,7 @@ async fn the_example_policies_guard_the_door_for_kubectl() {
         .await;
     assert!(!ok, "refused");
     assert!(
-        stderr.contains(r#"admission webhook "pod-security.validate.wink.dev" denied the request"#)
+        stderr.contains(r#"admission webhook "fail.shared.validate.wink.dev" denied the request: pod-security: "#)
             && stderr.contains(
                 r#"violates PodSecurity "baseline:latest": privileged (container "c" must not set securityContext.privileged=true)"#
             ),
@@ -289,7 +291,7 @@ async fn the_example_policies_guard_the_door_for_kubectl() {
     let message = events[0]["message"].as_str().unwrap_or("");
     assert!(
         message.starts_with("Error creating: ")
-            && message.contains(r#"failed calling webhook "pod-security.validate.wink.dev""#),
+            && message.contains(r#"failed calling webhook "fail.shared.validate.wink.dev""#),
         "{events:?}"
     );
     assert_eq!(events[0]["involvedObject"]["kind"], "ReplicaSet");

@@ -60,21 +60,32 @@ async fn wink_dev_serves_the_webhooks_so_kubectl_meets_a_denial_at_once() {
             .output()
             .unwrap()
     };
-    // The leader writes the configurations soon after the plugins load.
+    // The leader writes the configurations soon after the plugins load:
+    // the name of the webhook serving pod-security (its own, or one it
+    // shares, whose path names it).
     let deadline = std::time::Instant::now() + WAIT;
-    let jsonpath = "jsonpath={.webhooks[*].name}";
-    while !String::from_utf8_lossy(
-        &kubectl(&["get", "validatingwebhookconfiguration", "wink", "-o", jsonpath]).stdout,
-    )
-    .contains("pod-security.validate.wink.dev")
-    {
+    let jsonpath = r#"jsonpath={range .webhooks[*]}{.name} {.clientConfig.url}{"\n"}{end}"#;
+    let webhook = loop {
+        let out = kubectl(&["get", "validatingwebhookconfiguration", "wink", "-o", jsonpath]);
+        let listed = String::from_utf8_lossy(&out.stdout).to_string();
+        let serving = listed.lines().find_map(|l| {
+            let (name, url) = l.split_once(' ')?;
+            let segment = url.rsplit('/').nth(1)?;
+            segment
+                .split('.')
+                .any(|p| p == "pod-security")
+                .then(|| name.to_string())
+        });
+        if let Some(name) = serving {
+            break name;
+        }
         assert!(
             std::time::Instant::now() < deadline,
             "no webhook configuration:\n{}",
             wink.lines().join("\n")
         );
         std::thread::sleep(Duration::from_millis(300));
-    }
+    };
     // The page's command, as written there.
     // In `default` the first denial may be the library's
     // disallow-default-namespace; in a namespace of its own, pod-security's.
@@ -96,8 +107,10 @@ async fn wink_dev_serves_the_webhooks_so_kubectl_meets_a_denial_at_once() {
     ]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success(), "a privileged Pod was admitted");
+    println!("{stderr}");
     assert!(
-        stderr.contains(r#"admission webhook "pod-security.validate.wink.dev" denied the request"#),
+        stderr.contains(&format!(r#"admission webhook "{webhook}" denied the request"#))
+            && stderr.contains("violates PodSecurity"),
         "{stderr}"
     );
 

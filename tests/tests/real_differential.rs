@@ -62,6 +62,14 @@ fn webhook_configuration(name: &str, hook: &str) -> Value {
             "rules": [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["pods"]}]}]})
 }
 
+/// [`webhook_configuration`] reaching its webhook through a Service's `path`.
+fn service_webhook_configuration(name: &str, path: &str) -> Value {
+    let mut c = webhook_configuration(name, "diff.validate.wink.dev");
+    c["webhooks"][0]["clientConfig"] =
+        json!({"service": {"namespace": "default", "name": "wink", "path": path, "port": 443}});
+    c
+}
+
 fn crd(plural: &str, versions: Value) -> Value {
     json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
         "metadata": {"name": format!("{plural}.diff.wink.dev")},
@@ -344,6 +352,35 @@ fn cases() -> Vec<Case> {
             Some(webhook_configuration(
                 "diff-good",
                 "pod-security.validate.wink.dev",
+            )),
+        ),
+        // Service paths: each segment a DNS subdomain (a shared webhook's
+        // names its plugins joined by dots).
+        case(
+            "a Service path with a _ segment",
+            Method::POST,
+            vwc,
+            Some(service_webhook_configuration(
+                "diff-path-bad",
+                "/admission/pod_security/validate",
+            )),
+        ),
+        case(
+            "a Service path with an empty segment",
+            Method::POST,
+            vwc,
+            Some(service_webhook_configuration(
+                "diff-path-empty",
+                "/admission//validate",
+            )),
+        ),
+        case(
+            "a shared webhook's Service path",
+            Method::POST,
+            vwc,
+            Some(service_webhook_configuration(
+                "diff-path-good",
+                "/admission/pod-security.require-probes/validate",
             )),
         ),
         // CustomResourceDefinitions.

@@ -147,6 +147,11 @@ pub fn validate(def: &ResourceDef, body: &Value) -> Vec<String> {
                 f("clientConfig.url"),
                 u.split_once("://").map_or("", |(scheme, _)| scheme)
             )),
+            (None, Some(svc)) => {
+                if let Some(path) = svc.get("path").and_then(Value::as_str) {
+                    errs.extend(service_path(&f("clientConfig.service.path"), path));
+                }
+            }
             _ => {}
         }
         for k in ["failurePolicy"] {
@@ -180,6 +185,34 @@ pub fn validate(def: &ResourceDef, body: &Value) -> Vec<String> {
                 "{}: Invalid value: {t}: the timeout value must be between 1 and 30 seconds",
                 f("timeoutSeconds")
             ));
+        }
+    }
+    errs
+}
+
+/// `ValidateWebhookService`'s path: `/` or empty, or `/` and segments
+/// (a final `/` aside), each a DNS-1123 subdomain.
+fn service_path(field: &str, path: &str) -> Vec<String> {
+    if path.is_empty() || path == "/" {
+        return Vec::new();
+    }
+    let invalid = |why: String| format!("{field}: Invalid value: {path:?}: {why}");
+    if path == "//" {
+        return vec![invalid("segment[0] may not be empty".into())];
+    }
+    let mut errs = Vec::new();
+    if !path.starts_with('/') {
+        errs.push(invalid("must start with a '/'".into()));
+    }
+    let rest = &path[1..];
+    let rest = rest.strip_suffix('/').unwrap_or(rest);
+    for (i, step) in rest.split('/').enumerate() {
+        if step.is_empty() {
+            errs.push(invalid(format!("segment[{i}] may not be empty")));
+            continue;
+        }
+        for why in super::super::meta::dns1123(step, false) {
+            errs.push(invalid(format!("segment[{i}]: {why}")));
         }
     }
     errs

@@ -11,7 +11,9 @@
 //! labels, so `.` cannot be part of one; the API server takes a Service
 //! path whose segments are DNS subdomains, so a segment, and with it a
 //! shared webhook, holds at most [`MAX_SEGMENT`] characters of names);
-//! its name is its first plugin's, `<a>.and-<n>-more.validate.wink.dev`.
+//! its name says its failure policy, `fail.shared.validate.wink.dev` or
+//! `ignore.shared.validate.wink.dev` (numbered, `fail-1`, `fail-2`, in
+//! the order of their first plugins, when several groups have the same).
 //! A plugin alone in its group keeps the webhook of its own,
 //! `<plugin>.validate.wink.dev` at `/admission/<plugin>/validate`.
 //! Mutating webhooks are never shared: the API server runs them one after
@@ -90,9 +92,30 @@ pub fn group(webhooks: Vec<(String, Value)>, client: impl Fn(&str) -> Value) -> 
             out.push(one(chunk, &client));
         }
     }
+    // Shared webhooks of the same name (the same failure policy): numbered,
+    // in the order of their first plugins.
+    let mut names: Vec<String> = out
+        .iter()
+        .map(|w| w["name"].as_str().unwrap_or_default().to_string())
+        .collect();
+    for name in names.clone() {
+        let same: Vec<usize> = (0..out.len()).filter(|i| names[*i] == name).collect();
+        if same.len() < 2 || !name.ends_with(SHARED) {
+            continue;
+        }
+        for (n, i) in same.into_iter().enumerate() {
+            let policy = name.trim_end_matches(SHARED);
+            names[i] = format!("{policy}-{}{SHARED}", n + 1);
+            out[i]["name"] = Value::from(names[i].clone());
+        }
+    }
     out.sort_by(|a, b| a["name"].as_str().cmp(&b["name"].as_str()));
     out
 }
+
+/// The end of a shared webhook's name, after its failure policy: five
+/// labels, so never a plugin's own webhook's (`<plugin>.validate.wink.dev`).
+pub const SHARED: &str = ".shared.validate.wink.dev";
 
 /// The webhook serving `members` (a plugin alone: its own, unchanged).
 fn one(mut members: Vec<(String, Value)>, client: &impl Fn(&str) -> Value) -> Value {
@@ -109,11 +132,11 @@ fn one(mut members: Vec<(String, Value)>, client: &impl Fn(&str) -> Value) -> Va
         }
     }
     let mut shared = members[0].1.clone();
-    shared["name"] = Value::from(format!(
-        "{}.and-{}-more.validate.wink.dev",
-        names[0],
-        names.len() - 1
-    ));
+    let policy = shared["failurePolicy"]
+        .as_str()
+        .unwrap_or("fail")
+        .to_ascii_lowercase();
+    shared["name"] = Value::from(format!("{policy}{SHARED}"));
     shared["clientConfig"] = client(&format!("/admission/{}/validate", names.join(".")));
     shared["rules"] = Value::Array(rules);
     shared
@@ -134,7 +157,8 @@ fn named(plugin: &str, text: &str) -> String {
 /// order: allowed when every plugin allows; a denial's code and reason are
 /// the first denying plugin's and its message every denying plugin's,
 /// each named (`plugin: message`, joined by `; `); warnings are each
-/// plugin's, named; audit annotation keys are prefixed `<plugin>.` where
+/// plugin's, as it says them (PodSecurity's `would violate PodSecurity
+/// ...` stays as clients look for it); audit annotation keys are prefixed `<plugin>.` where
 /// the key stays within the API server's 63 characters.
 pub fn merged(answers: Vec<(&str, Decision)>) -> Decision {
     let mut out = Decision::allow();
@@ -148,7 +172,7 @@ pub fn merged(answers: Vec<(&str, Decision)>) -> Decision {
             }
             messages.push(named(plugin, &d.message));
         }
-        out.warnings.extend(d.warnings.iter().map(|w| named(plugin, w)));
+        out.warnings.extend(d.warnings);
         out.audit_annotations
             .extend(d.audit_annotations.into_iter().map(|(k, v)| {
                 let prefixed = format!("{plugin}.{k}");
@@ -192,20 +216,20 @@ mod tests {
         ];
         let out = group(hooks, client);
         assert_eq!(out.len(), 2, "{out:#?}");
-        assert_eq!(out[0]["name"], "a.and-2-more.validate.wink.dev");
+        assert_eq!(out[1]["name"], "fail.shared.validate.wink.dev");
         assert_eq!(
-            out[0]["clientConfig"]["url"],
+            out[1]["clientConfig"]["url"],
             "https://h/admission/a.b.d/validate"
         );
         assert_eq!(
-            out[0]["rules"],
+            out[1]["rules"],
             json!([{"operations": ["CREATE"], "resources": ["pods"]},
                    {"operations": ["CREATE"], "resources": ["services"]}]),
             "a rule given twice is kept once"
         );
-        assert_eq!(out[0]["failurePolicy"], "Fail");
+        assert_eq!(out[1]["failurePolicy"], "Fail");
         // Alone in its group: its own webhook, unchanged.
-        assert_eq!(out[1], hook("c", "Ignore", "pods").1);
+        assert_eq!(out[0], hook("c", "Ignore", "pods").1);
     }
 
     #[test]
@@ -215,6 +239,10 @@ mod tests {
         let out = group(hooks, client);
         // 60-character names: four fit 253 characters with their dots.
         assert_eq!(out.len(), 3, "{out:#?}");
+        assert_eq!(out[1]["name"], "fail-1.shared.validate.wink.dev");
+        assert_eq!(out[2]["name"], "fail-2.shared.validate.wink.dev");
+        let url = |i: usize| out[i]["clientConfig"]["url"].as_str().unwrap();
+        assert!(url(1).contains("/admission/00-") && url(2).contains("/admission/04-"));
         for w in &out {
             let url = w["clientConfig"]["url"].as_str().unwrap();
             let segment = url
@@ -223,7 +251,8 @@ mod tests {
             assert!(segment.len() <= MAX_SEGMENT, "{segment}");
             assert!(w["name"].as_str().unwrap().len() <= 253);
         }
-        assert_eq!(out[2], hook(&name(8), "Fail", "pods").1, "the ninth alone");
+        assert_eq!(out[0], hook(&name(8), "Fail", "pods").1, "the ninth alone");
+        assert!(out[0]["name"].as_str().unwrap().starts_with("08-"));
     }
 
     #[test]
@@ -250,7 +279,7 @@ mod tests {
         };
         let all = merged(vec![("a", Decision::allow()), ("b", warn.clone())]);
         assert!(all.allowed);
-        assert_eq!(all.warnings, vec!["b: careful"]);
+        assert_eq!(all.warnings, vec!["careful"]);
         assert_eq!(
             all.audit_annotations,
             vec![("b.k".into(), "v".into()), ("x".repeat(62), "long".into())]
@@ -264,6 +293,6 @@ mod tests {
         assert!(!refused.allowed);
         assert_eq!((refused.code, refused.reason.as_str()), (403, "R403"));
         assert_eq!(refused.message, "b: no latest tag; c: says so itself");
-        assert_eq!(refused.warnings, vec!["d: careful"]);
+        assert_eq!(refused.warnings, vec!["careful"]);
     }
 }
