@@ -103,6 +103,16 @@ pub struct Daemon {
     lines: Arc<std::sync::Mutex<Vec<String>>>,
 }
 
+/// A daemon left running (a bench that panicked) is killed with it.
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
 impl Daemon {
     pub fn run(bin: &Path, plugins: &Path, kubeconfig: &Path, extra: &[String]) -> Daemon {
         let mut child = Command::new(bin)

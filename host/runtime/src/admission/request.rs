@@ -9,6 +9,8 @@
 use serde_json::Value;
 use serde_json::value::RawValue;
 use std::collections::HashMap;
+use std::sync::OnceLock;
+use wink_informer::ObjRef;
 
 /// An AdmissionRequest: its members but the objects, and the objects' text.
 #[derive(Debug, Clone)]
@@ -19,7 +21,14 @@ pub struct AdmissionRequest {
     object: Option<Box<str>>,
     /// `oldObject`, when it is a JSON object.
     old_object: Option<Box<str>>,
+    /// The objects as the guests' cache objects (or why they are none),
+    /// made by the first plugin asked: a shared webhook's plugins all read
+    /// the same ones.
+    typed: OnceLock<Result<Typed, String>>,
 }
+
+/// `object` and `oldObject` as cache objects.
+pub(crate) type Typed = (Option<ObjRef>, Option<ObjRef>);
 
 /// An object member's text, when it is a JSON object (`null`, or anything
 /// else, is no object).
@@ -64,6 +73,7 @@ impl AdmissionRequest {
             fields: Value::Object(fields),
             object,
             old_object,
+            typed: OnceLock::new(),
         })
     }
 
@@ -81,7 +91,13 @@ impl AdmissionRequest {
             fields: request,
             object,
             old_object,
+            typed: OnceLock::new(),
         }
+    }
+
+    /// The objects as cache objects: `make`'s, the first time.
+    pub(crate) fn typed(&self, make: impl FnOnce() -> Result<Typed, String>) -> Result<Typed, String> {
+        self.typed.get_or_init(make).clone()
     }
 
     /// Every member but the objects.
@@ -160,6 +176,7 @@ impl<'de> serde::de::Visitor<'de> for OnePassVisitor {
             fields: Value::Object(fields),
             object,
             old_object,
+            typed: OnceLock::new(),
         }))
     }
 }
@@ -168,6 +185,20 @@ impl<'de> serde::de::Visitor<'de> for OnePassVisitor {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn the_cache_objects_are_made_once_for_every_plugin_asked() {
+        let r = AdmissionRequest::parse(r#"{"operation":"CREATE","object":{"kind":"Pod"}}"#).unwrap();
+        let made = std::sync::atomic::AtomicUsize::new(0);
+        let make = || {
+            made.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            Ok((None, None))
+        };
+        for _ in 0..3 {
+            assert!(r.typed(make).unwrap().0.is_none());
+        }
+        assert_eq!(made.into_inner(), 1);
+    }
 
     #[test]
     fn the_objects_are_kept_as_sent_and_the_rest_as_json() {

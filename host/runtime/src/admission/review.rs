@@ -82,11 +82,18 @@ fn object(text_of: Option<&str>, request: &Value) -> Result<Option<ObjRef>, Stri
 /// The guest's request from an AdmissionRequest, or why it is malformed.
 pub fn asked(request: &AdmissionRequest) -> Result<Asked<'_>, String> {
     let fields = request.fields();
+    let operation = operation(text(fields, "operation"))?;
+    let (object, old_object) = request.typed(|| {
+        Ok((
+            object(request.object(), fields)?,
+            object(request.old_object(), fields)?,
+        ))
+    })?;
     Ok(Asked {
-        operation: operation(text(fields, "operation"))?,
+        operation,
         options: fields.get("options").map_or_else(String::new, Value::to_string),
-        object: object(request.object(), fields)?,
-        old_object: object(request.old_object(), fields)?,
+        object,
+        old_object,
         request: fields,
     })
 }

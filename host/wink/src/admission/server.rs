@@ -297,20 +297,19 @@ async fn answer(
             );
         }
     };
-    let ask = |plugin| {
-        let (manager, request) = (&manager, &asked.request);
-        async move {
-            let decision = decide(manager, plugin, door, request, asked_within, peer).await;
+    let decision = match shared::plugins(plugin) {
+        None => {
+            let decision = decide(&manager, plugin, door, &asked.request, asked_within, peer).await;
             manager
                 .metrics
                 .observe(plugin, door, &decision, started.elapsed());
-            (plugin, decision)
+            decision
         }
-    };
-    let decision = match shared::plugins(plugin) {
-        None => ask(plugin).await.1,
-        // Each plugin asked at once; the answer is theirs merged.
-        Some(plugins) => shared::merged(futures::future::join_all(plugins.into_iter().map(ask)).await),
+        Some(plugins) => {
+            let request = Arc::new(asked.request);
+            let asked = ask_each(&manager, plugins, request, asked_within, peer, started).await;
+            shared::merged(asked.iter().map(|(p, d)| (p.as_str(), d.clone())).collect())
+        }
     };
     let json = review::response(&asked.uid, &decision);
     Response::builder()
@@ -318,6 +317,63 @@ async fn answer(
         .header("content-type", "application/json")
         .body(Full::new(Bytes::from(json)))
         .expect("a valid response")
+}
+
+/// A shared webhook's review, asked of each of `plugins` whose own rules
+/// take it (the others were never sent it, and are neither asked nor
+/// counted), at once: on tasks of their own, so the guests run on every
+/// core; each counted in the metrics. Their decisions, in `plugins`' order.
+async fn ask_each(
+    served: &Arc<Served>,
+    plugins: Vec<&str>,
+    request: Arc<AdmissionRequest>,
+    asked_within: Option<u32>,
+    peer: std::net::IpAddr,
+    started: std::time::Instant,
+) -> Vec<(String, Decision)> {
+    let door = Door::Validate;
+    let mut sent = Vec::with_capacity(plugins.len());
+    for plugin in plugins {
+        let takes = served
+            .manager
+            .with_webhook(plugin, door, |w, _| {
+                super::scope::sent(w, request.fields()).is_ok()
+            })
+            .await;
+        // A plugin not loaded (or without the webhook) is asked, and
+        // answers as on a path of its own.
+        if takes != Some(false) {
+            sent.push(plugin.to_string());
+        }
+    }
+    let ask = |plugin: String| {
+        let (served, request) = (served.clone(), request.clone());
+        async move {
+            let decision = decide(&served, &plugin, door, &request, asked_within, peer).await;
+            served
+                .metrics
+                .observe(&plugin, door, &decision, started.elapsed());
+            (plugin, decision)
+        }
+    };
+    let mut rest = sent.split_off(sent.len().min(1));
+    let others: Vec<_> = rest
+        .drain(..)
+        .map(|p| (p.clone(), tokio::spawn(ask(p))))
+        .collect();
+    let mut out = Vec::with_capacity(others.len() + 1);
+    if let Some(first) = sent.pop() {
+        out.push(ask(first).await);
+    }
+    for (plugin, task) in others {
+        let answer = task.await.unwrap_or_else(|e| {
+            // Its task ended without an answer: refused, as under Fail.
+            let why = Unanswered::Failed(plugin.clone(), format!("its task ended: {e}"));
+            (plugin, admission::failed_under(None, &why))
+        });
+        out.push(answer);
+    }
+    out
 }
 
 /// How many requests one plugin may have under way (each waits for an
