@@ -137,3 +137,106 @@ async fn admission_requests_are_counted_by_door_and_result_and_as_calls() {
     );
     drop(wink);
 }
+
+/// A shared webhook's path (`/admission/<a>.<b>/validate`): one review asks
+/// each named plugin whose rules take it, and the answer merges theirs
+/// (a denial naming its plugin, every warning, annotation keys prefixed
+/// with the plugin); a plugin whose rules do not take the review is neither
+/// asked nor counted; a name that is no loaded plugin gets Fail, as on a
+/// path of its own; a shared path only validates.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_shared_webhook_asks_each_plugin_its_rules_take_and_counts_each() {
+    use crate::admission::support::post;
+    let sim = Sim::start(SimConfig::default()).await.unwrap();
+    let s = Setup::new("admission_metrics_shared", &sim);
+    s.install("admit_probe", "probe", None);
+    let trap = json!({"behaviour": "trap", "failure": "ignore"});
+    s.install("admit_probe", "trap-ignore", Some(&trap));
+    let port = free_port();
+    let admin = format!("127.0.0.1:{}", free_port());
+    let args = ["--admin-addr", &admin, "--admission-configurations=false"];
+    let wink = run(&s, port, &args);
+    for p in ["probe", "trap-ignore"] {
+        wait_synced(&wink, p);
+    }
+    let ca = ca_pem(&sim).await;
+    let shared = "/admission/probe.trap-ignore/validate";
+
+    let r = ask(port, &ca, shared, &review("uid-ok", pod("ok", json!({})))).await;
+    assert_eq!(r["allowed"], true, "{r}");
+    let warnings = r["warnings"].to_string();
+    assert!(
+        warnings.contains("admit-probe: checked ok")
+            && warnings.contains("plugin trap-ignore gave no answer"),
+        "each plugin's warning: {r}"
+    );
+    assert_eq!(r["auditAnnotations"]["probe.admit-probe/seen"], "ok", "{r}");
+
+    let r = ask(
+        port,
+        &ca,
+        shared,
+        &review("uid-bad", pod("bad", json!({"deny": "1"}))),
+    )
+    .await;
+    assert_eq!(r["allowed"], false, "{r}");
+    assert_eq!(r["status"]["code"], 422, "{r}");
+    assert_eq!(
+        r["status"]["message"], "probe: admit-probe: pod bad is labelled deny",
+        "{r}"
+    );
+
+    // A ConfigMap: no plugin's rules take it.
+    let mut config_map: Value =
+        serde_json::from_str(&review("uid-cm", json!({"metadata": {"name": "cm"}}))).unwrap();
+    config_map["request"]["kind"]["kind"] = json!("ConfigMap");
+    config_map["request"]["resource"]["resource"] = json!("configmaps");
+    let r = ask(port, &ca, shared, &config_map.to_string()).await;
+    assert_eq!(r["allowed"], true, "{r}");
+    assert!(r.get("warnings").is_none(), "no plugin was asked: {r}");
+
+    // A name that is no loaded plugin: Fail, naming it.
+    let r = ask(
+        port,
+        &ca,
+        "/admission/probe.ghost/validate",
+        &review("uid-ghost", pod("g", json!({}))),
+    )
+    .await;
+    assert_eq!(r["allowed"], false, "{r}");
+    let message = r["status"]["message"].as_str().unwrap();
+    assert!(
+        message.starts_with("ghost: wink: no plugin ghost is loaded"),
+        "{r}"
+    );
+    // A shared path only validates; an empty name is none.
+    for path in [
+        "/admission/probe.trap-ignore/mutate",
+        "/admission/probe..x/validate",
+    ] {
+        let (status, _) = post(port, &ca, path, &review("uid-m", pod("m", json!({})))).await;
+        assert_eq!(status, 404, "{path}");
+    }
+
+    let (status, text) = http(&admin, "GET", "/metrics").await;
+    assert_eq!(status, 200);
+    let requests = |plugin: &str, result: &str| {
+        let labels = [("plugin", plugin), ("door", "validate"), ("result", result)];
+        sample(&text, "wink_admission_requests_total", &labels)
+    };
+    // probe: ok, bad and g; never the ConfigMap.
+    assert_eq!(requests("probe", "allowed"), Some(2.0), "{text}");
+    assert_eq!(requests("probe", "denied"), Some(1.0), "{text}");
+    let trapped = [
+        ("plugin", "trap-ignore"),
+        ("door", "validate"),
+        ("result", "trapped"),
+        ("policy", "Ignore"),
+    ];
+    assert_eq!(
+        sample(&text, "wink_admission_requests_total", &trapped),
+        Some(2.0),
+        "{text}"
+    );
+    drop(wink);
+}

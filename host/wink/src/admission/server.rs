@@ -321,8 +321,10 @@ async fn answer(
 
 /// A shared webhook's review, asked of each of `plugins` whose own rules
 /// take it (the others were never sent it, and are neither asked nor
-/// counted), at once: on tasks of their own, so the guests run on every
-/// core; each counted in the metrics. Their decisions, in `plugins`' order.
+/// counted), at once: each loaded one on a task of its own, so the guests
+/// run on every core (one not loaded, or without the webhook, answers at
+/// once, as on a path of its own: its failure policy); each counted in the
+/// metrics. Their decisions, in `plugins`' order.
 async fn ask_each(
     served: &Arc<Served>,
     plugins: Vec<&str>,
@@ -332,20 +334,6 @@ async fn ask_each(
     started: std::time::Instant,
 ) -> Vec<(String, Decision)> {
     let door = Door::Validate;
-    let mut sent = Vec::with_capacity(plugins.len());
-    for plugin in plugins {
-        let takes = served
-            .manager
-            .with_webhook(plugin, door, |w, _| {
-                super::scope::sent(w, request.fields()).is_ok()
-            })
-            .await;
-        // A plugin not loaded (or without the webhook) is asked, and
-        // answers as on a path of its own.
-        if takes != Some(false) {
-            sent.push(plugin.to_string());
-        }
-    }
     let ask = |plugin: String| {
         let (served, request) = (served.clone(), request.clone());
         async move {
@@ -356,24 +344,42 @@ async fn ask_each(
             (plugin, decision)
         }
     };
-    let mut rest = sent.split_off(sent.len().min(1));
-    let others: Vec<_> = rest
-        .drain(..)
-        .map(|p| (p.clone(), tokio::spawn(ask(p))))
-        .collect();
-    let mut out = Vec::with_capacity(others.len() + 1);
-    if let Some(first) = sent.pop() {
-        out.push(ask(first).await);
+    // Each asked plugin's place in the answer, in `plugins`' order.
+    let mut out: Vec<Option<(String, Decision)>> = Vec::with_capacity(plugins.len());
+    let (mut first, mut others) = (None, Vec::new());
+    for plugin in plugins {
+        let takes = served
+            .manager
+            .with_webhook(plugin, door, |w, _| {
+                super::scope::sent(w, request.fields()).is_ok()
+            })
+            .await;
+        let plugin = plugin.to_string();
+        match takes {
+            Some(false) => continue,
+            None => out.push(Some(ask(plugin).await)),
+            // The first one is asked in this task, once the others run.
+            Some(true) if first.is_none() => {
+                first = Some((out.len(), plugin));
+                out.push(None);
+            }
+            Some(true) => {
+                others.push((out.len(), plugin.clone(), tokio::spawn(ask(plugin))));
+                out.push(None);
+            }
+        }
     }
-    for (plugin, task) in others {
-        let answer = task.await.unwrap_or_else(|e| {
+    if let Some((i, plugin)) = first {
+        out[i] = Some(ask(plugin).await);
+    }
+    for (i, plugin, task) in others {
+        out[i] = Some(task.await.unwrap_or_else(|e| {
             // Its task ended without an answer: refused, as under Fail.
             let why = Unanswered::Failed(plugin.clone(), format!("its task ended: {e}"));
             (plugin, admission::failed_under(None, &why))
-        });
-        out.push(answer);
+        }));
     }
-    out
+    out.into_iter().flatten().collect()
 }
 
 /// How many requests one plugin may have under way (each waits for an
