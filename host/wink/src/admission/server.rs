@@ -308,7 +308,7 @@ async fn answer(
         Some(plugins) => {
             let request = Arc::new(asked.request);
             let asked = ask_each(&manager, plugins, request, asked_within, peer, started).await;
-            shared::merged(asked.iter().map(|(p, d)| (p.as_str(), d.clone())).collect())
+            shared::merged(asked)
         }
     };
     let json = review::response(&asked.uid, &decision);
@@ -369,17 +369,35 @@ async fn ask_each(
             }
         }
     }
+    // Dropped unanswered (the client went away): the others stop too.
+    let mut others = Asking(others);
     if let Some((i, plugin)) = first {
         out[i] = Some(ask(plugin).await);
     }
-    for (i, plugin, task) in others {
-        out[i] = Some(task.await.unwrap_or_else(|e| {
+    for (i, plugin, task) in &mut others.0 {
+        out[*i] = Some(task.await.unwrap_or_else(|e| {
             // Its task ended without an answer: refused, as under Fail.
             let why = Unanswered::Failed(plugin.clone(), format!("its task ended: {e}"));
-            (plugin, admission::failed_under(None, &why))
+            (plugin.clone(), admission::failed_under(None, &why))
         }));
     }
     out.into_iter().flatten().collect()
+}
+
+/// A shared review's plugins asked on tasks of their own (each with its
+/// place in the answer), aborted when dropped: no call outlives the
+/// review it answers.
+struct Asking(Vec<(usize, String, Answering)>);
+
+/// A plugin's answer to a shared review, on its task.
+type Answering = tokio::task::JoinHandle<(String, Decision)>;
+
+impl Drop for Asking {
+    fn drop(&mut self) {
+        for (_, _, task) in &self.0 {
+            task.abort();
+        }
+    }
 }
 
 /// How many requests one plugin may have under way (each waits for an

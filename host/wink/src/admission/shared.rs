@@ -160,7 +160,7 @@ fn named(plugin: &str, text: &str) -> String {
 /// plugin's, as it says them (PodSecurity's `would violate PodSecurity
 /// ...` stays as clients look for it); audit annotation keys are prefixed `<plugin>.` where
 /// the key stays within the API server's 63 characters.
-pub fn merged(answers: Vec<(&str, Decision)>) -> Decision {
+pub fn merged(answers: Vec<(String, Decision)>) -> Decision {
     let mut out = Decision::allow();
     let mut messages = Vec::new();
     for (plugin, d) in answers {
@@ -170,7 +170,7 @@ pub fn merged(answers: Vec<(&str, Decision)>) -> Decision {
                 out.code = d.code;
                 out.reason = d.reason.clone();
             }
-            messages.push(named(plugin, &d.message));
+            messages.push(named(&plugin, &d.message));
         }
         out.warnings.extend(d.warnings);
         out.audit_annotations
@@ -277,7 +277,7 @@ mod tests {
             audit_annotations: vec![("k".into(), "v".into()), ("x".repeat(62), "long".into())],
             ..Decision::allow()
         };
-        let all = merged(vec![("a", Decision::allow()), ("b", warn.clone())]);
+        let all = merged(vec![("a".into(), Decision::allow()), ("b".into(), warn.clone())]);
         assert!(all.allowed);
         assert_eq!(all.warnings, vec!["careful"]);
         assert_eq!(
@@ -285,10 +285,10 @@ mod tests {
             vec![("b.k".into(), "v".into()), ("x".repeat(62), "long".into())]
         );
         let refused = merged(vec![
-            ("a", Decision::allow()),
-            ("b", deny("no latest tag", 403)),
-            ("c", deny("c: says so itself", 400)),
-            ("d", warn),
+            ("a".into(), Decision::allow()),
+            ("b".into(), deny("no latest tag", 403)),
+            ("c".into(), deny("c: says so itself", 400)),
+            ("d".into(), warn),
         ]);
         assert!(!refused.allowed);
         assert_eq!((refused.code, refused.reason.as_str()), (403, "R403"));
