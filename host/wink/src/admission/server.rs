@@ -297,7 +297,7 @@ async fn answer(
             );
         }
     };
-    let decision = match shared::plugins(plugin) {
+    let decision = match several {
         None => {
             let decision = decide(&manager, plugin, door, &asked.request, asked_within, peer).await;
             manager
