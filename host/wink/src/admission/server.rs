@@ -33,6 +33,7 @@ use std::time::Duration;
 use tokio_rustls::TlsAcceptor;
 use wink_runtime::PluginManager;
 use wink_runtime::admission::{self, AdmissionRequest, Decision, Unanswered};
+use wink_runtime::bindings::types::FailurePolicy;
 use wink_runtime::instance::Door;
 
 /// The largest review read: an UPDATE carries the object and its old
@@ -299,7 +300,9 @@ async fn answer(
     };
     let decision = match several {
         None => {
-            let decision = decide(&manager, plugin, door, &asked.request, asked_within, peer).await;
+            let webhook = registered(&manager, plugin, door, &asked.request).await;
+            let asked_of = (&asked.request, webhook);
+            let decision = decide(&manager, plugin, door, asked_of, asked_within, peer).await;
             manager
                 .metrics
                 .observe(plugin, door, &decision, started.elapsed());
@@ -334,10 +337,11 @@ async fn ask_each(
     started: std::time::Instant,
 ) -> Vec<(String, Decision)> {
     let door = Door::Validate;
-    let ask = |plugin: String| {
+    let ask = |plugin: String, webhook: Registered| {
         let (served, request) = (served.clone(), request.clone());
         async move {
-            let decision = decide(&served, &plugin, door, &request, asked_within, peer).await;
+            let asked_of = (&*request, webhook);
+            let decision = decide(&served, &plugin, door, asked_of, asked_within, peer).await;
             served
                 .metrics
                 .observe(&plugin, door, &decision, started.elapsed());
@@ -348,31 +352,27 @@ async fn ask_each(
     let mut out: Vec<Option<(String, Decision)>> = Vec::with_capacity(plugins.len());
     let (mut first, mut others) = (None, Vec::new());
     for plugin in plugins {
-        let takes = served
-            .manager
-            .with_webhook(plugin, door, |w, _| {
-                super::scope::sent(w, request.fields()).is_ok()
-            })
-            .await;
+        let webhook = registered(served, plugin, door, &request).await;
         let plugin = plugin.to_string();
-        match takes {
-            Some(false) => continue,
-            None => out.push(Some(ask(plugin).await)),
+        match webhook {
+            Some((Err(_), ..)) => continue,
+            None => out.push(Some(ask(plugin, None).await)),
             // The first one is asked in this task, once the others run.
-            Some(true) if first.is_none() => {
-                first = Some((out.len(), plugin));
+            Some(_) if first.is_none() => {
+                first = Some((out.len(), plugin, webhook));
                 out.push(None);
             }
-            Some(true) => {
-                others.push((out.len(), plugin.clone(), tokio::spawn(ask(plugin))));
+            Some(_) => {
+                let task = tokio::spawn(ask(plugin.clone(), webhook));
+                others.push((out.len(), plugin, task));
                 out.push(None);
             }
         }
     }
     // Dropped unanswered (the client went away): the others stop too.
     let mut others = Asking(others);
-    if let Some((i, plugin)) = first {
-        out[i] = Some(ask(plugin).await);
+    if let Some((i, plugin, webhook)) = first {
+        out[i] = Some(ask(plugin, webhook).await);
     }
     for (i, plugin, task) in &mut others.0 {
         out[*i] = Some(task.await.unwrap_or_else(|e| {
@@ -435,7 +435,25 @@ impl Served {
     }
 }
 
-/// The plugin's decision, or its failure policy's when it has none in time.
+/// What a plugin's webhook says of a review: whether the API server would
+/// have sent it (if not, why), the failure policy in force and the
+/// timeout; none when the plugin is not loaded or has no such webhook.
+type Registered = Option<(Result<(), String>, FailurePolicy, u32)>;
+
+/// What `plugin`'s webhook through `door` says of `request` (read once per
+/// plugin and review).
+async fn registered(served: &Served, plugin: &str, door: Door, request: &AdmissionRequest) -> Registered {
+    served
+        .manager
+        .with_webhook(plugin, door, |w, policy| {
+            let sent = super::scope::sent(w, request.fields());
+            (sent, policy, w.timeout_seconds)
+        })
+        .await
+}
+
+/// The plugin's decision on a request (and what its webhook says of it,
+/// [`registered`]), or its failure policy's when it has none in time.
 /// `asked_within`: the timeout the API server sent with the request, when
 /// it did (it may be shorter than the plugin's webhook says: an operator's
 /// edit of the configuration).
@@ -443,7 +461,7 @@ async fn decide(
     served: &Served,
     plugin: &str,
     door: Door,
-    request: &AdmissionRequest,
+    (request, webhook): (&AdmissionRequest, Registered),
     asked_within: Option<u32>,
     peer: std::net::IpAddr,
 ) -> Decision {
@@ -453,12 +471,6 @@ async fn decide(
     let manager = &served.manager;
     // A review the API server would not have sent this webhook (a client
     // other than the API server): answered without the plugin.
-    let webhook = manager
-        .with_webhook(plugin, door, |w, policy| {
-            let sent = super::scope::sent(w, request.fields());
-            (sent, policy, w.timeout_seconds)
-        })
-        .await;
     if let Some((Err(why), ..)) = &webhook {
         tracing::debug!(plugin, "review answered without the plugin: {why}");
         return Decision::allow();
@@ -481,8 +493,8 @@ async fn decide(
         tracing::debug!(plugin, "review answered without the plugin: {}", e.message());
         return crate::exceptions::review::allowed(&e);
     }
-    let registered = webhook.as_ref().map_or(10, |(_, _, timeout)| *timeout);
-    let within = deadline(asked_within.map_or(registered, |t| t.min(registered)));
+    let timeout = webhook.as_ref().map_or(10, |(_, _, timeout)| *timeout);
+    let within = deadline(asked_within.map_or(timeout, |t| t.min(timeout)));
     let Some(place) = served.place(plugin) else {
         let why = Unanswered::Overloaded(plugin.to_string(), MAX_ASKING);
         return admission::failed_under(policy, &why);
