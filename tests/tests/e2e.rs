@@ -22,6 +22,7 @@ mod admin_limits;
 mod admission;
 mod admission_examples;
 mod admission_metrics;
+mod admission_recovery;
 mod author;
 mod author_exceptions;
 mod author_scope;

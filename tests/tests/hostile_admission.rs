@@ -9,7 +9,10 @@
 //! Large bodies stalled before their last byte are held within their half
 //! of the 64 MiB budget while small reviews are answered. With
 //! `--admission-client-ca`, only a client with a certificate it signed is
-//! served.
+//! served. A plugin has at most `MAX_ASKING` (32) reviews under way: past
+//! them it is answered at once under its failure policy; a client that
+//! hangs up before its answer frees its place (its call is dropped), on a
+//! plugin's own path and on a shared one.
 
 use crate::admission::{ask, ca_pem};
 use crate::cache_support::*;
@@ -288,4 +291,92 @@ async fn with_a_client_ca_only_clients_it_signed_are_served() {
         signed.starts_with("HTTP/1.1 "),
         "the signed client was not served: {signed:?}"
     );
+}
+
+/// POST `review` to `path` and leave it waiting for its answer: the
+/// connection, until it is dropped (the client hangs up).
+async fn left_waiting(
+    port: u16,
+    ca: &str,
+    path: &str,
+    review: &str,
+) -> tokio_rustls::client::TlsStream<tokio::net::TcpStream> {
+    use tokio::io::AsyncWriteExt;
+    let mut tls = crate::admission::support::connect(port, ca).await;
+    let request = format!(
+        "POST {path} HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{review}",
+        review.len()
+    );
+    tls.write_all(request.as_bytes()).await.unwrap();
+    tls.flush().await.unwrap();
+    tls
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plugins_reviews_under_way_are_capped_and_a_client_that_hangs_up_frees_its_place() {
+    use crate::admission::{pod, review};
+    let sim = Sim::start(SimConfig::default()).await.unwrap();
+    let s = Setup::new("hostile_admission_hangups", &sim);
+    s.install("admit_probe", "probe", None);
+    // Its calls never end: each holds its place until its 30 s deadline.
+    let slow = json!({"behaviour": "loop", "timeout": 30});
+    s.install("admit_probe", "slow", Some(&slow));
+    let port = free_port();
+    let admin = format!("127.0.0.1:{}", free_port());
+    let args = [
+        "--admission-configurations=false",
+        "--call-deadline-ms",
+        "30000",
+        "--admin-addr",
+        &admin,
+    ];
+    let wink = crate::admission::support::run(&s, port, &args);
+    for p in ["probe", "slow"] {
+        wait_synced(&wink, p);
+    }
+    let ca = ca_pem(&sim).await;
+    let review = review("uid-slow", pod("p", json!({})));
+    // Why slow gave no answer to a review asked within 1 s.
+    let why = async || {
+        let r = ask(port, &ca, "/admission/slow/validate?timeout=1s", &review).await;
+        assert_eq!(r["allowed"], false, "Fail: {r}");
+        r["status"]["message"].as_str().unwrap_or_default().to_string()
+    };
+    for path in ["/admission/slow/validate", "/admission/probe.slow/validate"] {
+        let waiting = (0..32).map(|_| left_waiting(port, &ca, path, &review));
+        let waiting = futures::future::join_all(waiting).await;
+        let deadline = Instant::now() + WAIT;
+        loop {
+            let why = why().await;
+            if why.contains("32 of its requests are still under way") {
+                break;
+            }
+            assert!(Instant::now() < deadline, "{path}: never 32 under way: {why}");
+        }
+        // Their clients hang up: their places are free long before their
+        // calls' 30 s deadlines, and a review is asked of slow again.
+        drop(waiting);
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let why = why().await;
+            if why.contains("no answer within") {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{path}: the places of the reviews whose clients hung up are still taken: {why}"
+            );
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+    let (_, text) = http(&admin, "GET", "/metrics").await;
+    let labels = [
+        ("plugin", "slow"),
+        ("door", "validate"),
+        ("result", "overloaded"),
+        ("policy", "Fail"),
+    ];
+    let overloaded = crate::admin::sample(&text, "wink_admission_requests_total", &labels);
+    assert!(overloaded >= Some(2.0), "each refusal counted: {text}");
+    drop(wink);
 }

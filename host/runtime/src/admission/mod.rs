@@ -19,12 +19,16 @@ pub use request::AdmissionRequest;
 
 use crate::bindings::types::{FailurePolicy, Hook, Webhook};
 use crate::call_times::CallCounts;
-use crate::instance::{Door, PluginInstance};
+use crate::instance::{Door, NoAnswer, PluginInstance};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// How many instances answer one plugin's admission requests.
 pub const POOL_SIZE: usize = 2;
+
+/// How many instances one admission request is asked of at most, when
+/// those it waited for were replaced before they could answer.
+pub const ASKS: usize = 4;
 
 /// What the API server is told about one request.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -233,34 +237,51 @@ impl AdmissionPool {
     }
 
     /// Ask the plugin about `request` (an AdmissionRequest's JSON) through
-    /// `door`.
+    /// `door`. A request that waited for an instance replaced meanwhile (a
+    /// call of it trapped or was stopped at its deadline) is asked of the
+    /// next, up to [`ASKS`] times, within the caller's deadline.
     pub async fn ask(&self, door: Door, request: &AdmissionRequest) -> Result<Decision, Unanswered> {
         let plugin = || self.handler.name().to_string();
-        let asked = review::asked(request).map_err(Unanswered::Malformed)?;
-        let slot = &self.instances[self.next.fetch_add(1, Ordering::Relaxed) % self.instances.len()];
-        let instance = {
-            let current = slot.lock().unwrap().clone();
-            if current.is_crashed() {
-                let handler = self.handler.clone();
-                let (deadline, counts) = (self.deadline, self.counts.clone());
-                let fresh = tokio::task::spawn_blocking(move || {
-                    PluginInstance::start_sharing(&handler, deadline, &counts)
-                })
+        let mut asks = 0;
+        let (verdict, changed) = loop {
+            let asked = review::asked(request).map_err(Unanswered::Malformed)?;
+            let slot = &self.instances[self.next.fetch_add(1, Ordering::Relaxed) % self.instances.len()];
+            let instance = self.live_in(slot).await?;
+            asks += 1;
+            match instance.admit(door, asked).await {
+                Ok(answer) => break answer,
+                Err(NoAnswer::Replaced) if asks < ASKS => continue,
+                Err(why) => return Err(Unanswered::Failed(plugin(), why.to_string())),
+            }
+        };
+        let changed = changed.filter(|_| door == Door::Mutate);
+        review::decision(verdict, changed, request).map_err(|why| Unanswered::Failed(plugin(), why))
+    }
+
+    /// The instance in `slot`, a fresh one in its place when it crashed.
+    async fn live_in(
+        &self,
+        slot: &std::sync::Mutex<Arc<PluginInstance>>,
+    ) -> Result<Arc<PluginInstance>, Unanswered> {
+        let current = slot.lock().unwrap().clone();
+        if !current.is_crashed() {
+            return Ok(current);
+        }
+        let plugin = || self.handler.name().to_string();
+        let handler = self.handler.clone();
+        let (deadline, counts) = (self.deadline, self.counts.clone());
+        let fresh =
+            tokio::task::spawn_blocking(move || PluginInstance::start_sharing(&handler, deadline, &counts))
                 .await
                 .map_err(|e| Unanswered::Failed(plugin(), e.to_string()))?
                 .map_err(|e| Unanswered::Failed(plugin(), e.to_string()))?;
-                *slot.lock().unwrap() = fresh.clone();
-                fresh
-            } else {
-                current
-            }
-        };
-        let (verdict, changed) = instance
-            .admit(door, asked)
-            .await
-            .map_err(|why| Unanswered::Failed(plugin(), why))?;
-        let changed = changed.filter(|_| door == Door::Mutate);
-        review::decision(verdict, changed, request).map_err(|why| Unanswered::Failed(plugin(), why))
+        let mut slot = slot.lock().unwrap();
+        // Another request may have replaced it first: the first fresh one stays.
+        if slot.is_crashed() {
+            *slot = fresh.clone();
+            return Ok(fresh);
+        }
+        Ok(slot.clone())
     }
 }
 

@@ -25,6 +25,20 @@ pub enum Door {
 /// A guest's answer: a verdict, and for a mutation the changed object.
 pub type Answer = (Verdict, Option<String>);
 
+/// Why an instance gave no answer.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NoAnswer {
+    /// The call was not made: the instance was being replaced (a call of
+    /// it trapped, or was stopped at its deadline, while this request
+    /// waited for it). Another instance may answer.
+    #[error("the instance is being replaced")]
+    Replaced,
+    /// The call was made and gave no answer: a trap, its deadline, or a
+    /// component that cannot admit.
+    #[error("{0}")]
+    Failed(String),
+}
+
 /// The request as the guest gets it: the AdmissionRequest's JSON, its
 /// operation, and its objects as cache objects, to be lent for the call.
 pub struct Asked<'a> {
@@ -90,13 +104,17 @@ impl PluginInstance {
     /// trap, its deadline, a 0.3.0 component); a trap poisons the instance,
     /// which the caller replaces, and so does dropping this future while
     /// the guest runs.
-    pub async fn admit(&self, door: Door, asked: Asked<'_>) -> Result<Answer, String> {
+    pub async fn admit(&self, door: Door, asked: Asked<'_>) -> Result<Answer, NoAnswer> {
         let mut live = self.live.lock().await;
-        let Some(l) = live.as_mut() else {
-            return Err("the instance is being replaced".into());
+        // Crashed while this request waited for the lock: its store is
+        // unusable.
+        let Some(l) = live.as_mut().filter(|_| !self.is_crashed()) else {
+            return Err(NoAnswer::Replaced);
         };
         let Guest::Current(plugin) = &l.plugin else {
-            return Err("a wink:plugin@0.3.0 component cannot admit".into());
+            return Err(NoAnswer::Failed(
+                "a wink:plugin@0.3.0 component cannot admit".into(),
+            ));
         };
         self.calls.fetch_add(1, Ordering::Relaxed);
         let running = self.engine.call_started();
@@ -142,7 +160,7 @@ impl PluginInstance {
                 self.crashed.store(true, Ordering::Release);
                 let summary = trap_summary(&err);
                 tracing::error!(plugin = %self.name, call = ?door, "plugin trapped in an admission call: {summary}");
-                Err(summary)
+                Err(NoAnswer::Failed(summary))
             }
         }
     }

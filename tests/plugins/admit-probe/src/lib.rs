@@ -2,7 +2,8 @@
 //! on Pods (create and update; plus a rule on Leases, which wink drops).
 //!
 //! Validate: a Pod labelled `deny` is refused with code 422 and a message
-//! naming it; any other is allowed with a warning and an audit annotation.
+//! naming it; one labelled `loop` is never answered (the call loops); any
+//! other is allowed with a warning and an audit annotation.
 //! Mutate: the Pod gets the label `probed: "yes"`.
 //!
 //! Config (defaults shown): `{"behaviour": "answer", "failure": "fail",
@@ -98,6 +99,12 @@ impl Handler for Probe {
 
     fn validate(&mut self, request: &admission::Request) -> Verdict {
         self.misbehave();
+        if request.object().is_some_and(|o| o.label("loop").is_some()) {
+            Probe {
+                behaviour: "loop".into(),
+            }
+            .misbehave();
+        }
         let name = request.name().unwrap_or_default().to_string();
         let denied = request.object().is_some_and(|o| o.label("deny").is_some());
         if denied {
