@@ -3,10 +3,10 @@
 //!
 //! Each share is a token bucket of CPU time: it fills at `cores` seconds
 //! per second up to [`WINDOW`] of them, every call into one of the team's
-//! plugins takes its guest time out (the call's own clock, which leaves
-//! out waits on the API server and rate limits; a batch's whole call), and
-//! the bucket may go
-//! below zero: a call is never cut short by it. Before the next delivery
+//! plugins takes its CPU time out (read from the OS, [`crate::cpu_time`]:
+//! waits on the API server, on rate limits or for a core of a loaded node
+//! are not in it; a batch's whole call), and the bucket may go below zero:
+//! a call is never cut short by it. Before the next delivery
 //! or reconcile of any of the team's plugins, [`CpuShare::hold`] waits
 //! until the bucket is back at zero, and counts the wait. The wait holds
 //! only that plugin's delivery (on the async runtime a timer; on a
@@ -107,7 +107,7 @@ impl CpuShare {
         b.cores = cores;
     }
 
-    /// A call took `used` of guest time (at `now`).
+    /// A call took `used` of CPU time (at `now`).
     pub fn charge(&self, used: Duration, now: Instant) {
         let mut b = self.bucket.lock().unwrap();
         b.fill(now);

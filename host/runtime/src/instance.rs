@@ -20,7 +20,7 @@ mod cpu;
 mod crash;
 mod reconcile;
 
-pub use admit::{Answer, Asked, Door};
+pub use admit::{Answer, Asked, Door, NoAnswer};
 
 use super::bindings::types::Registration;
 use super::bindings::{Plugin, v3};
@@ -374,9 +374,9 @@ impl PluginInstance {
         if let Some(obj) = obj {
             wink_informer::object::push_key_of(&mut l.key, obj.namespace(), obj.name());
         }
-        let result = call.run(l).await;
+        let (result, cpu) = self.metered(call.run(l)).await;
         drop(running);
-        self.used(&l.store.data().clock);
+        self.used(&l.store.data().clock, cpu);
         let Err(err) = result else {
             l.store.data_mut().commit_reports(self.id);
             return;

@@ -7,6 +7,7 @@
 //! - [`loader`]: turns a component's bytes into a checked, instantiable component;
 //! - [`precompiled`]: compiled components on disk, trusted only when private;
 //! - [`capabilities`]: what a guest may do (log, cache queries, closed WASI);
+//! - [`cpu_share`], [`cpu_time`]: teams' shares of CPU, and the CPU time calls take;
 //! - [`instance`]: one running plugin, delivering events into the guest;
 //! - [`manager`]: the set of loaded plugins, their lifecycle and their informer
 //!   registrations;
@@ -28,6 +29,7 @@ pub mod call_times;
 pub mod capabilities;
 pub mod compat;
 pub mod cpu_share;
+pub mod cpu_time;
 pub mod engine;
 pub mod exceptions;
 pub mod filter;

@@ -108,17 +108,16 @@ impl PluginInstance {
             .collect();
         state.delivery.start(self.id, events.len() as u32);
         state.clock = CallClock::start();
-        let started = std::time::Instant::now();
         self.engine.arm(&mut l.store, &self.limits);
-        let result = plugin
+        let batch_call = plugin
             .wink_plugin_handler()
-            .call_on_batch(&mut l.store, &events, &lent)
-            .await;
+            .call_on_batch(&mut l.store, &events, &lent);
+        let (result, cpu) = self.metered(batch_call).await;
         drop(running);
         let state = l.store.data_mut();
         let current = state.delivery.end() as usize;
         self.handler_time.record(state.clock.elapsed());
-        self.charge(started.elapsed());
+        self.charge(cpu);
         match result {
             Ok(()) => {
                 state.commit_reports(self.id);

@@ -1,12 +1,14 @@
 //! An instance's CPU share ([`crate::cpu_share`]): its event, batch and
-//! reconcile calls wait for a turn and until its team is within its share, and each
-//! call's guest time is charged to it. Owns only that bookkeeping around
-//! a call; the calls are the instance's.
+//! reconcile calls wait for a turn and until its team is within its share,
+//! and each call's CPU time ([`crate::cpu_time`]) is charged to it. Owns
+//! only that bookkeeping around a call; the calls are the instance's.
 
 use super::PluginInstance;
 use crate::capabilities::CallClock;
 use crate::cpu_share::{CpuShare, Turn};
+use std::future::Future;
 use std::sync::Arc;
+use std::time::Duration;
 
 impl PluginInstance {
     /// Hold this plugin's calls to `share` from now on.
@@ -24,18 +26,27 @@ impl PluginInstance {
         }
     }
 
-    /// A call ended: its time observed, and its guest time (less the
-    /// host's I/O for it) charged to its team's CPU share.
-    pub(super) fn used(&self, clock: &CallClock) {
-        self.handler_time.record(clock.elapsed());
-        self.charge(clock.guest_time());
+    /// Run the guest call `call`: its answer, and the CPU time it took
+    /// when the instance has a share to charge it to (zero otherwise: the
+    /// OS is not asked).
+    pub(super) async fn metered<F: Future>(&self, call: F) -> (F::Output, Duration) {
+        match self.cpu.get() {
+            Some(_) => crate::cpu_time::on_cpu(call).await,
+            None => (call.await, Duration::ZERO),
+        }
     }
 
-    /// Charge `took` to its team's CPU share (a batch's whole call: its
-    /// clock restarts at each event).
-    pub(super) fn charge(&self, took: std::time::Duration) {
+    /// A call ended: its time observed, and its CPU time `cpu` charged to
+    /// its team's CPU share.
+    pub(super) fn used(&self, clock: &CallClock, cpu: Duration) {
+        self.handler_time.record(clock.elapsed());
+        self.charge(cpu);
+    }
+
+    /// Charge `cpu` to its team's CPU share.
+    pub(super) fn charge(&self, cpu: Duration) {
         if let Some(s) = self.cpu.get() {
-            s.charge(took, std::time::Instant::now());
+            s.charge(cpu, std::time::Instant::now());
         }
     }
 }

@@ -25,12 +25,10 @@ impl PluginInstance {
             return Err("a wink:plugin@0.3.0 component cannot reconcile".into());
         };
         let running = self.begin(&mut l.store);
-        let result = plugin
-            .wink_plugin_reconciler()
-            .call_reconcile(&mut l.store, key)
-            .await;
+        let call = plugin.wink_plugin_reconciler().call_reconcile(&mut l.store, key);
+        let (result, cpu) = self.metered(call).await;
         drop(running);
-        self.ended(l);
+        self.ended(l, cpu);
         match result {
             Ok(answer) => {
                 l.store.data_mut().commit_reports(self.id);
@@ -51,12 +49,13 @@ impl PluginInstance {
         };
         let running = self.begin(&mut l.store);
         let rep = l.store.data_mut().objects.insert(obj.clone());
-        let result = plugin
-            .wink_plugin_reconciler()
-            .call_map_to_keys(&mut l.store, watch, Resource::new_borrow(rep))
-            .await;
+        let call =
+            plugin
+                .wink_plugin_reconciler()
+                .call_map_to_keys(&mut l.store, watch, Resource::new_borrow(rep));
+        let (result, cpu) = self.metered(call).await;
         drop(running);
-        self.ended(l);
+        self.ended(l, cpu);
         l.store.data_mut().objects.remove(rep);
         match result {
             Ok(keys) => {
@@ -83,9 +82,10 @@ impl PluginInstance {
         running
     }
 
-    /// A call ended: its time observed (and charged to its CPU share).
-    fn ended(&self, l: &Live) {
-        self.used(&l.store.data().clock);
+    /// A call ended: its time observed (and its CPU time `cpu` charged to
+    /// its CPU share).
+    fn ended(&self, l: &Live, cpu: std::time::Duration) {
+        self.used(&l.store.data().clock, cpu);
     }
 
     /// The call trapped: drop the poisoned Store, report the crash to the
